@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Every test and lint, in one build profile (dev), built once:
+#   1. format check (cheap, first)
+#   2. build every target once
+#   3. clippy (-D warnings)
+#   4. all tests (unit, table, simulation, integration on etcd 3.5)
+#   5. the real-etcd integration tests again on etcd 3.4
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+started=$(date +%s)
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "build (dev profile, all targets)"
+cargo build --workspace --all-targets --locked
+
+step "clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "tests (etcd 3.5)"
+ECO_TEST_ETCD_VERSION=3.5 cargo test --workspace --all-targets
+
+step "integration tests (etcd 3.4)"
+ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_input
+
+printf '\n==> all tests passed in %ss\n' "$(( $(date +%s) - started ))"

@@ -1,0 +1,419 @@
+//! eco's configuration: one TOML file, strict.
+//!
+//! Every table rejects unknown keys (`deny_unknown_fields`), so a typo is an
+//! error that names the key and the file instead of a setting silently
+//! ignored. Defaults live here, next to the types; [`validate`] checks what
+//! serde cannot (ranges, cross-key rules, provider-specific requirements) and
+//! reports every problem with the key, what is wrong, and what is allowed.
+//!
+//! Relative paths in the file are resolved against the directory holding the
+//! file, so a config can be moved together with its group file.
+
+mod duration;
+mod load;
+mod validate;
+
+pub use duration::ConfigDuration;
+pub use load::{ConfigError, load_file, parse_str};
+pub use validate::{FLAGS_OWNED_BY_ECO, Problem, validate};
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The whole configuration file.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub cluster: ClusterConfig,
+    pub provider: ProviderConfig,
+    #[serde(default)]
+    pub etcd: EtcdConfig,
+    #[serde(default)]
+    pub gossip: GossipConfig,
+    #[serde(default)]
+    pub snapshot: SnapshotConfig,
+    #[serde(default)]
+    pub recovery: RecoveryConfig,
+    #[serde(default)]
+    pub api: ApiConfig,
+    #[serde(default)]
+    pub log: LogConfig,
+}
+
+/// `[cluster]`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Name of the cluster. Part of the etcd cluster token, of snapshot names
+    /// and of the gossip seal: two clusters must never share it.
+    pub name: String,
+}
+
+/// `[provider]`: where the group of instances comes from.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// `[provider.static]`, required when `kind = "static"`.
+    #[serde(rename = "static", default, skip_serializing_if = "Option::is_none")]
+    pub static_group: Option<StaticProviderConfig>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// A list of instances in a TOML file that is re-read on every refresh.
+    Static,
+}
+
+/// `[provider.static]`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticProviderConfig {
+    /// The group file: `[[instance]]` tables with `id`, `address`, `zone`.
+    pub group_file: PathBuf,
+    /// This instance's id in the group file, when neither `--instance-id`
+    /// nor `ECO_INSTANCE_ID` gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+    /// How often the group file is re-read.
+    #[serde(default = "defaults::group_refresh")]
+    pub refresh_interval: ConfigDuration,
+}
+
+/// URL scheme for etcd's client or peer traffic.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AutoCompactionMode {
+    Periodic,
+    Revision,
+}
+
+impl AutoCompactionMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AutoCompactionMode::Periodic => "periodic",
+            AutoCompactionMode::Revision => "revision",
+        }
+    }
+}
+
+/// `[etcd]`: the supervised etcd process.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtcdConfig {
+    /// Path of the `etcd` binary; when absent, `etcd` is looked up on `PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_bin: Option<PathBuf>,
+    /// Path of `etcdctl`; when absent, looked up next to `etcd`, then on `PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcdctl_bin: Option<PathBuf>,
+    /// Path of `etcdutl` (etcd ≥ 3.5); when absent, looked up next to `etcd`,
+    /// then on `PATH`. Optional: without it restores use `etcdctl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcdutl_bin: Option<PathBuf>,
+    /// etcd's data directory. eco's state file lives in its parent directory.
+    #[serde(default = "defaults::data_dir")]
+    pub data_dir: PathBuf,
+    #[serde(default = "defaults::scheme")]
+    pub client_scheme: Scheme,
+    #[serde(default = "defaults::scheme")]
+    pub peer_scheme: Scheme,
+    #[serde(default = "defaults::client_port")]
+    pub client_port: u32,
+    #[serde(default = "defaults::peer_port")]
+    pub peer_port: u32,
+    /// Port of etcd's `/metrics` and `/health` listener (plain HTTP).
+    #[serde(default = "defaults::metrics_port")]
+    pub metrics_port: u32,
+    /// `--quota-backend-bytes`.
+    #[serde(default = "defaults::quota_backend_bytes")]
+    pub quota_backend_bytes: u64,
+    #[serde(default = "defaults::auto_compaction_mode")]
+    pub auto_compaction_mode: AutoCompactionMode,
+    /// A duration (`1h`) for `periodic`, a revision count (`10000`) for `revision`.
+    #[serde(default = "defaults::auto_compaction_retention")]
+    pub auto_compaction_retention: String,
+    #[serde(default = "defaults::heartbeat_interval")]
+    pub heartbeat_interval: ConfigDuration,
+    #[serde(default = "defaults::election_timeout")]
+    pub election_timeout: ConfigDuration,
+    /// Extra command-line flags passed to etcd verbatim (`--flag=value`).
+    /// Flags eco sets itself are refused.
+    #[serde(default)]
+    pub extra_flags: Vec<String>,
+    /// Write etcd's output to this file instead of eco's log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
+    /// How long etcd gets to exit after SIGTERM before it is killed.
+    #[serde(default = "defaults::stop_timeout")]
+    pub stop_timeout: ConfigDuration,
+    /// First delay before restarting a crashed etcd; doubles per crash.
+    #[serde(default = "defaults::restart_backoff_initial")]
+    pub restart_backoff_initial: ConfigDuration,
+    /// Longest delay between restarts of a crashing etcd.
+    #[serde(default = "defaults::restart_backoff_max")]
+    pub restart_backoff_max: ConfigDuration,
+    /// Timeout of every call eco makes to etcd.
+    #[serde(default = "defaults::call_timeout")]
+    pub call_timeout: ConfigDuration,
+    /// How often the local etcd's health is probed.
+    #[serde(default = "defaults::probe_interval")]
+    pub probe_interval: ConfigDuration,
+    /// How many moved-aside data directories are kept (the oldest beyond
+    /// this are deleted; the live data directory never is).
+    #[serde(default = "defaults::keep_moved_aside")]
+    pub keep_moved_aside: u32,
+}
+
+/// `[gossip]`: eco's own membership between instances.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GossipConfig {
+    /// Address and port of the gossip UDP socket. Default: the instance's
+    /// address, port 7946.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<SocketAddr>,
+    /// The port peers are reached on when `bind` is not set.
+    #[serde(default = "defaults::gossip_port")]
+    pub port: u32,
+    /// File holding the 256-bit keys that seal gossip datagrams, one per line
+    /// (64 hex digits); the first seals, every listed key opens. When absent,
+    /// the `ECO_GOSSIP_KEYS` environment variable is read instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<PathBuf>,
+}
+
+/// Where snapshots go.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SnapshotStoreKind {
+    /// No store configured.
+    None,
+    /// A directory (shared by every instance for the record of truth).
+    Dir,
+}
+
+/// `[snapshot]`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotConfig {
+    #[serde(default = "defaults::snapshot_store")]
+    pub store: SnapshotStoreKind,
+    /// `[snapshot.dir]`, required when `store = "dir"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<DirStoreConfig>,
+    /// Take a snapshot this often when the revision advanced.
+    #[serde(default = "defaults::snapshot_interval")]
+    pub interval: ConfigDuration,
+    /// Take a snapshot at least this often, even when nothing changed.
+    #[serde(default = "defaults::snapshot_max_age")]
+    pub max_age: ConfigDuration,
+    /// Always keep this many newest snapshots (at least 1).
+    #[serde(default = "defaults::keep_last")]
+    pub keep_last: u32,
+    /// Beyond `keep_last`, keep one snapshot per hour for this many hours.
+    #[serde(default = "defaults::keep_hourly")]
+    pub keep_hourly: u32,
+    /// Beyond that, keep one snapshot per day for this many days.
+    #[serde(default = "defaults::keep_daily")]
+    pub keep_daily: u32,
+}
+
+/// `[snapshot.dir]`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirStoreConfig {
+    pub path: PathBuf,
+}
+
+/// `[recovery]`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryConfig {
+    /// How long quorum must be lost before a reseed is considered. Never
+    /// below 20 election timeouts.
+    #[serde(default = "defaults::quorum_loss_timeout")]
+    pub quorum_loss_timeout: ConfigDuration,
+    /// A member unhealthy for longer than this on a live instance is removed
+    /// so that its instance rejoins clean.
+    #[serde(default = "defaults::unhealthy_member_ttl")]
+    pub unhealthy_member_ttl: ConfigDuration,
+    /// A learner not promoted within this time is removed and retried.
+    #[serde(default = "defaults::learner_timeout")]
+    pub learner_timeout: ConfigDuration,
+    /// Off by default. When set, a quorum-loss recovery that has fenced a
+    /// majority but still waits for a live member after this long proceeds
+    /// without it, accepting possible loss of acknowledged writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_loss_after: Option<ConfigDuration>,
+    /// Name of a snapshot in the store to seed a brand-new cluster from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_from: Option<String>,
+}
+
+/// `[api]`: eco's local HTTP endpoint (health, readiness, metrics, status).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiConfig {
+    /// Address and port. Default: the instance's address, port 2390.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<SocketAddr>,
+    #[serde(default = "defaults::api_port")]
+    pub port: u32,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `[log]`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// `error`, `warn`, `info`, `debug`, `trace`, or a tracing filter such as
+    /// `info,eco::supervisor=debug`. `RUST_LOG` overrides it.
+    #[serde(default = "defaults::log_level")]
+    pub level: String,
+    #[serde(default = "defaults::log_format")]
+    pub format: LogFormat,
+}
+
+/// Default values, one function per key (serde needs functions).
+pub mod defaults {
+    use super::*;
+
+    pub fn group_refresh() -> ConfigDuration {
+        ConfigDuration::from_secs(5)
+    }
+    pub fn data_dir() -> PathBuf {
+        PathBuf::from("/var/lib/eco/etcd")
+    }
+    pub fn scheme() -> Scheme {
+        Scheme::Http
+    }
+    pub fn client_port() -> u32 {
+        2379
+    }
+    pub fn peer_port() -> u32 {
+        2380
+    }
+    pub fn metrics_port() -> u32 {
+        2381
+    }
+    pub fn quota_backend_bytes() -> u64 {
+        2 * 1024 * 1024 * 1024
+    }
+    pub fn auto_compaction_mode() -> AutoCompactionMode {
+        AutoCompactionMode::Periodic
+    }
+    pub fn auto_compaction_retention() -> String {
+        "1h".to_string()
+    }
+    pub fn heartbeat_interval() -> ConfigDuration {
+        ConfigDuration::from_millis(100)
+    }
+    pub fn election_timeout() -> ConfigDuration {
+        ConfigDuration::from_millis(1000)
+    }
+    pub fn stop_timeout() -> ConfigDuration {
+        ConfigDuration::from_secs(10)
+    }
+    pub fn restart_backoff_initial() -> ConfigDuration {
+        ConfigDuration::from_millis(100)
+    }
+    pub fn restart_backoff_max() -> ConfigDuration {
+        ConfigDuration::from_secs(30)
+    }
+    pub fn call_timeout() -> ConfigDuration {
+        ConfigDuration::from_secs(5)
+    }
+    pub fn probe_interval() -> ConfigDuration {
+        ConfigDuration::from_secs(1)
+    }
+    pub fn keep_moved_aside() -> u32 {
+        3
+    }
+    pub fn gossip_port() -> u32 {
+        7946
+    }
+    pub fn snapshot_store() -> SnapshotStoreKind {
+        SnapshotStoreKind::None
+    }
+    pub fn snapshot_interval() -> ConfigDuration {
+        ConfigDuration::from_secs(30 * 60)
+    }
+    pub fn snapshot_max_age() -> ConfigDuration {
+        ConfigDuration::from_secs(24 * 3600)
+    }
+    pub fn keep_last() -> u32 {
+        5
+    }
+    pub fn keep_hourly() -> u32 {
+        24
+    }
+    pub fn keep_daily() -> u32 {
+        7
+    }
+    pub fn quorum_loss_timeout() -> ConfigDuration {
+        ConfigDuration::from_secs(60)
+    }
+    pub fn unhealthy_member_ttl() -> ConfigDuration {
+        ConfigDuration::from_secs(5 * 60)
+    }
+    pub fn learner_timeout() -> ConfigDuration {
+        ConfigDuration::from_secs(10 * 60)
+    }
+    pub fn api_port() -> u32 {
+        2390
+    }
+    pub fn log_level() -> String {
+        "info".to_string()
+    }
+    pub fn log_format() -> LogFormat {
+        LogFormat::Text
+    }
+}
+
+macro_rules! default_from_empty_table {
+    ($($ty:ty),*) => {$(
+        impl Default for $ty {
+            fn default() -> Self {
+                // Every field of these tables has a serde default, so an
+                // empty table is the default value.
+                match toml::from_str::<$ty>("") {
+                    Ok(v) => v,
+                    Err(e) => unreachable!("{} has a field without a default: {e}", stringify!($ty)),
+                }
+            }
+        }
+    )*};
+}
+default_from_empty_table!(
+    EtcdConfig,
+    GossipConfig,
+    SnapshotConfig,
+    RecoveryConfig,
+    ApiConfig,
+    LogConfig
+);

@@ -1,0 +1,658 @@
+//! Checks serde cannot do: ranges, cross-key rules, provider requirements.
+//! Every problem names the key, says what is wrong and what is allowed.
+
+use super::{AutoCompactionMode, Config, ConfigDuration, ProviderKind, Scheme, SnapshotStoreKind};
+use std::fmt;
+use std::time::Duration;
+
+/// One thing wrong with a config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted key, e.g. `etcd.client_port`.
+    pub key: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.key, self.message)
+    }
+}
+
+/// Flags eco derives itself; `etcd.extra_flags` may not set them.
+pub const FLAGS_OWNED_BY_ECO: &[&str] = &[
+    "name",
+    "data-dir",
+    "wal-dir",
+    "listen-client-urls",
+    "advertise-client-urls",
+    "listen-peer-urls",
+    "initial-advertise-peer-urls",
+    "initial-cluster",
+    "initial-cluster-state",
+    "initial-cluster-token",
+    "quota-backend-bytes",
+    "auto-compaction-mode",
+    "auto-compaction-retention",
+    "listen-metrics-urls",
+    "heartbeat-interval",
+    "election-timeout",
+    "force-new-cluster",
+    "logger",
+    "log-outputs",
+    "discovery",
+    "discovery-srv",
+    "discovery-srv-name",
+    "discovery-proxy",
+    "discovery-fallback",
+    "config-file",
+    "cert-file",
+    "key-file",
+    "trusted-ca-file",
+    "client-cert-auth",
+    "auto-tls",
+    "peer-cert-file",
+    "peer-key-file",
+    "peer-trusted-ca-file",
+    "peer-client-cert-auth",
+    "peer-auto-tls",
+];
+
+struct Checker {
+    problems: Vec<Problem>,
+}
+
+impl Checker {
+    fn fail(&mut self, key: &str, message: impl Into<String>) {
+        self.problems.push(Problem {
+            key: key.to_string(),
+            message: message.into(),
+        });
+    }
+
+    fn port(&mut self, key: &str, value: u32) {
+        if !(1..=65535).contains(&value) {
+            self.fail(key, format!("{value} is not a port; allowed: 1 to 65535"));
+        }
+    }
+
+    fn at_least(&mut self, key: &str, value: ConfigDuration, min: Duration) {
+        if value.get() < min {
+            self.fail(
+                key,
+                format!(
+                    "{value} is too short; allowed: at least {}",
+                    ConfigDuration(min)
+                ),
+            );
+        }
+    }
+}
+
+fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn valid_instance_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Returns every problem found; empty means the config is usable.
+pub fn validate(c: &Config) -> Vec<Problem> {
+    let mut ck = Checker {
+        problems: Vec::new(),
+    };
+
+    if !valid_name(&c.cluster.name) {
+        ck.fail(
+            "cluster.name",
+            format!(
+                "{:?} is not a valid cluster name; allowed: 1 to 63 lowercase letters, digits and '-', not starting or ending with '-'",
+                c.cluster.name
+            ),
+        );
+    }
+
+    match c.provider.kind {
+        ProviderKind::Static => match &c.provider.static_group {
+            None => ck.fail(
+                "provider.static",
+                "the table is required when provider.kind = \"static\"; it needs at least `group_file`",
+            ),
+            Some(s) => {
+                if s.group_file.as_os_str().is_empty() {
+                    ck.fail("provider.static.group_file", "must not be empty; give the path of the group file");
+                }
+                if let Some(id) = &s.instance_id {
+                    if !valid_instance_id(id) {
+                        ck.fail(
+                            "provider.static.instance_id",
+                            format!("{id:?} is not a valid instance id; allowed: 1 to 128 letters, digits, '-', '_' and '.'"),
+                        );
+                    }
+                }
+                ck.at_least("provider.static.refresh_interval", s.refresh_interval, Duration::from_millis(100));
+            }
+        },
+    }
+
+    let e = &c.etcd;
+    if e.data_dir.parent().is_none() || e.data_dir.as_os_str().is_empty() {
+        ck.fail(
+            "etcd.data_dir",
+            format!(
+                "{} has no parent directory; the state file lives beside the data directory",
+                e.data_dir.display()
+            ),
+        );
+    }
+    for (key, scheme) in [
+        ("etcd.client_scheme", e.client_scheme),
+        ("etcd.peer_scheme", e.peer_scheme),
+    ] {
+        if scheme == Scheme::Https {
+            ck.fail(
+                key,
+                "\"https\" needs TLS certificates, which this version of eco cannot configure yet; allowed: \"http\"",
+            );
+        }
+    }
+    ck.port("etcd.client_port", e.client_port);
+    ck.port("etcd.peer_port", e.peer_port);
+    ck.port("etcd.metrics_port", e.metrics_port);
+    ck.port("gossip.port", c.gossip.port);
+    ck.port("api.port", c.api.port);
+    let ports = [
+        ("etcd.client_port", e.client_port),
+        ("etcd.peer_port", e.peer_port),
+        ("etcd.metrics_port", e.metrics_port),
+        ("api.port", c.api.port),
+    ];
+    for (i, (ka, a)) in ports.iter().enumerate() {
+        for (kb, b) in &ports[i + 1..] {
+            if a == b {
+                ck.fail(
+                    kb,
+                    format!(
+                        "port {b} is already used by `{ka}`; every TCP listener needs its own port"
+                    ),
+                );
+            }
+        }
+    }
+    const MIB: u64 = 1024 * 1024;
+    if !(16 * MIB..=100 * 1024 * MIB).contains(&e.quota_backend_bytes) {
+        ck.fail(
+            "etcd.quota_backend_bytes",
+            format!(
+                "{} is out of range; allowed: 16 MiB (16777216) to 100 GiB (107374182400)",
+                e.quota_backend_bytes
+            ),
+        );
+    }
+    match e.auto_compaction_mode {
+        AutoCompactionMode::Periodic => {
+            let r = e.auto_compaction_retention.trim();
+            if r != "0" && r.parse::<ConfigDuration>().is_err() {
+                ck.fail(
+                    "etcd.auto_compaction_retention",
+                    format!("{r:?} is not a duration; with auto_compaction_mode = \"periodic\" write a duration like \"1h\" or \"30m\" (\"0\" disables)"),
+                );
+            }
+        }
+        AutoCompactionMode::Revision => {
+            if e.auto_compaction_retention.trim().parse::<u64>().is_err() {
+                ck.fail(
+                    "etcd.auto_compaction_retention",
+                    format!("{:?} is not a revision count; with auto_compaction_mode = \"revision\" write a whole number like \"10000\"", e.auto_compaction_retention),
+                );
+            }
+        }
+    }
+    ck.at_least(
+        "etcd.heartbeat_interval",
+        e.heartbeat_interval,
+        Duration::from_millis(10),
+    );
+    if e.election_timeout.get() < e.heartbeat_interval.get() * 5 {
+        ck.fail(
+            "etcd.election_timeout",
+            format!(
+                "{} is too short for heartbeat_interval = {}; allowed: at least 5 heartbeat intervals",
+                e.election_timeout, e.heartbeat_interval
+            ),
+        );
+    }
+    if e.election_timeout.get() > Duration::from_secs(50) {
+        ck.fail(
+            "etcd.election_timeout",
+            format!(
+                "{} is too long; allowed: at most 50s (etcd's limit)",
+                e.election_timeout
+            ),
+        );
+    }
+    for (i, flag) in e.extra_flags.iter().enumerate() {
+        let key = format!("etcd.extra_flags[{i}]");
+        let Some(body) = flag.strip_prefix("--") else {
+            ck.fail(
+                &key,
+                format!("{flag:?} is not a flag; allowed: \"--name=value\" or \"--name\""),
+            );
+            continue;
+        };
+        let name = body.split('=').next().unwrap_or(body);
+        if FLAGS_OWNED_BY_ECO.contains(&name) {
+            ck.fail(
+                &key,
+                format!("--{name} is set by eco itself and may not be overridden; set the matching eco key instead (see docs/configuration.md)"),
+            );
+        }
+    }
+    ck.at_least(
+        "etcd.stop_timeout",
+        e.stop_timeout,
+        Duration::from_millis(100),
+    );
+    ck.at_least(
+        "etcd.restart_backoff_initial",
+        e.restart_backoff_initial,
+        Duration::from_millis(10),
+    );
+    if e.restart_backoff_max < e.restart_backoff_initial {
+        ck.fail(
+            "etcd.restart_backoff_max",
+            format!("{} is below restart_backoff_initial = {}; allowed: at least restart_backoff_initial", e.restart_backoff_max, e.restart_backoff_initial),
+        );
+    }
+    ck.at_least(
+        "etcd.call_timeout",
+        e.call_timeout,
+        Duration::from_millis(100),
+    );
+    if e.call_timeout.get() > Duration::from_secs(300) {
+        ck.fail(
+            "etcd.call_timeout",
+            format!("{} is too long; allowed: at most 5m", e.call_timeout),
+        );
+    }
+    ck.at_least(
+        "etcd.probe_interval",
+        e.probe_interval,
+        Duration::from_millis(100),
+    );
+    if e.keep_moved_aside == 0 {
+        ck.fail(
+            "etcd.keep_moved_aside",
+            "0 would delete moved-aside data at once; allowed: 1 or more",
+        );
+    }
+
+    if let Some(bind) = c.gossip.bind {
+        if bind.port() == 0 {
+            ck.fail(
+                "gossip.bind",
+                "port 0 would pick a random port peers cannot find; give a fixed port",
+            );
+        }
+    }
+    if let Some(bind) = c.api.bind {
+        if bind.port() == 0 {
+            ck.fail(
+                "api.bind",
+                "port 0 would pick a random port; give a fixed port",
+            );
+        }
+    }
+
+    let s = &c.snapshot;
+    if s.store == SnapshotStoreKind::Dir && s.dir.is_none() {
+        ck.fail(
+            "snapshot.dir",
+            "the table is required when snapshot.store = \"dir\"; it needs `path`",
+        );
+    }
+    if s.store != SnapshotStoreKind::Dir && s.dir.is_some() {
+        ck.fail("snapshot.dir", "is set but snapshot.store is not \"dir\"; set snapshot.store = \"dir\" or remove the table");
+    }
+    ck.at_least("snapshot.interval", s.interval, Duration::from_secs(10));
+    if s.max_age < s.interval {
+        ck.fail(
+            "snapshot.max_age",
+            format!(
+                "{} is below snapshot.interval = {}; allowed: at least the interval",
+                s.max_age, s.interval
+            ),
+        );
+    }
+    if s.keep_last == 0 {
+        ck.fail(
+            "snapshot.keep_last",
+            "0 would leave no snapshot; allowed: 1 or more",
+        );
+    }
+
+    let r = &c.recovery;
+    let min_loss = e.election_timeout.get() * 20;
+    if r.quorum_loss_timeout.get() < min_loss {
+        ck.fail(
+            "recovery.quorum_loss_timeout",
+            format!(
+                "{} is shorter than 20 election timeouts ({}); a slow election must never look like a lost quorum; allowed: at least {}",
+                r.quorum_loss_timeout,
+                e.election_timeout,
+                ConfigDuration(min_loss)
+            ),
+        );
+    }
+    if r.unhealthy_member_ttl.get() < e.election_timeout.get() * 10 {
+        ck.fail(
+            "recovery.unhealthy_member_ttl",
+            format!("{} is shorter than 10 election timeouts; removing members during an election fights raft; allowed: at least {}", r.unhealthy_member_ttl, ConfigDuration(e.election_timeout.get() * 10)),
+        );
+    }
+    ck.at_least(
+        "recovery.learner_timeout",
+        r.learner_timeout,
+        Duration::from_secs(1),
+    );
+    if let Some(a) = r.accept_loss_after {
+        if a < r.quorum_loss_timeout {
+            ck.fail(
+                "recovery.accept_loss_after",
+                format!("{a} is below quorum_loss_timeout = {}; allowed: at least quorum_loss_timeout, or leave it unset (the safe default)", r.quorum_loss_timeout),
+            );
+        }
+    }
+    if let Some(name) = &r.bootstrap_from {
+        if name.trim().is_empty() {
+            ck.fail(
+                "recovery.bootstrap_from",
+                "is empty; name a snapshot in the store or remove the key",
+            );
+        } else if s.store == SnapshotStoreKind::None {
+            ck.fail(
+                "recovery.bootstrap_from",
+                "needs a snapshot store; set snapshot.store",
+            );
+        }
+    }
+
+    if tracing_subscriber::EnvFilter::try_new(&c.log.level).is_err() {
+        ck.fail(
+            "log.level",
+            format!("{:?} is not a log level; allowed: error, warn, info, debug, trace, or a filter like \"info,eco=debug\"", c.log.level),
+        );
+    }
+
+    ck.problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_str;
+    use std::path::Path;
+
+    const BASE: &str = "[cluster]\nname = \"c1\"\n[provider]\nkind = \"static\"\n[provider.static]\ngroup_file = \"g.toml\"\n";
+
+    /// Parses BASE plus `extra` and returns the rendered error, which must exist.
+    fn error_of(extra: &str) -> String {
+        match parse_str(
+            &format!("{BASE}{extra}"),
+            Path::new("/x/eco.toml"),
+            Path::new("/x"),
+        ) {
+            Ok(_) => panic!("expected a problem with:\n{extra}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn every_rule_has_a_failing_case() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "[etcd]\nclient_port = 0\n",
+                "etcd.client_port",
+                "allowed: 1 to 65535",
+            ),
+            (
+                "[etcd]\npeer_port = 70000\n",
+                "etcd.peer_port",
+                "allowed: 1 to 65535",
+            ),
+            (
+                "[etcd]\nmetrics_port = 2379\n",
+                "etcd.metrics_port",
+                "already used by `etcd.client_port`",
+            ),
+            (
+                "[api]\nport = 2380\n",
+                "api.port",
+                "already used by `etcd.peer_port`",
+            ),
+            ("[gossip]\nport = 0\n", "gossip.port", "allowed: 1 to 65535"),
+            (
+                "[etcd]\nclient_scheme = \"https\"\n",
+                "etcd.client_scheme",
+                "TLS",
+            ),
+            (
+                "[etcd]\nquota_backend_bytes = 5\n",
+                "etcd.quota_backend_bytes",
+                "allowed: 16 MiB",
+            ),
+            (
+                "[etcd]\nauto_compaction_retention = \"lots\"\n",
+                "etcd.auto_compaction_retention",
+                "not a duration",
+            ),
+            (
+                "[etcd]\nauto_compaction_mode = \"revision\"\nauto_compaction_retention = \"1h\"\n",
+                "etcd.auto_compaction_retention",
+                "whole number",
+            ),
+            (
+                "[etcd]\nheartbeat_interval = \"1ms\"\n",
+                "etcd.heartbeat_interval",
+                "at least 10ms",
+            ),
+            (
+                "[etcd]\nelection_timeout = \"200ms\"\n",
+                "etcd.election_timeout",
+                "at least 5 heartbeat",
+            ),
+            (
+                "[etcd]\nelection_timeout = \"60s\"\n[recovery]\nquorum_loss_timeout = \"30m\"\nunhealthy_member_ttl=\"30m\"\n",
+                "etcd.election_timeout",
+                "at most 50s",
+            ),
+            (
+                "[etcd]\nextra_flags = [\"--data-dir=/tmp\"]\n",
+                "etcd.extra_flags[0]",
+                "set by eco itself",
+            ),
+            (
+                "[etcd]\nextra_flags = [\"snapshot-count=5\"]\n",
+                "etcd.extra_flags[0]",
+                "is not a flag",
+            ),
+            (
+                "[etcd]\nstop_timeout = \"1ms\"\n",
+                "etcd.stop_timeout",
+                "at least 100ms",
+            ),
+            (
+                "[etcd]\nrestart_backoff_initial = \"1ms\"\n",
+                "etcd.restart_backoff_initial",
+                "at least 10ms",
+            ),
+            (
+                "[etcd]\nrestart_backoff_initial = \"2s\"\nrestart_backoff_max = \"1s\"\n",
+                "etcd.restart_backoff_max",
+                "at least restart_backoff_initial",
+            ),
+            (
+                "[etcd]\ncall_timeout = \"10ms\"\n",
+                "etcd.call_timeout",
+                "at least 100ms",
+            ),
+            (
+                "[etcd]\ncall_timeout = \"1h\"\n",
+                "etcd.call_timeout",
+                "at most 5m",
+            ),
+            (
+                "[etcd]\nprobe_interval = \"1ms\"\n",
+                "etcd.probe_interval",
+                "at least 100ms",
+            ),
+            (
+                "[etcd]\nkeep_moved_aside = 0\n",
+                "etcd.keep_moved_aside",
+                "1 or more",
+            ),
+            (
+                "[gossip]\nbind = \"127.0.0.1:0\"\n",
+                "gossip.bind",
+                "fixed port",
+            ),
+            (
+                "[gossip]\nbind = \"not-an-address\"\n",
+                "bind",
+                "invalid socket address",
+            ),
+            ("[api]\nbind = \"127.0.0.1:0\"\n", "api.bind", "fixed port"),
+            (
+                "[snapshot]\nstore = \"dir\"\n",
+                "snapshot.dir",
+                "required when snapshot.store",
+            ),
+            (
+                "[snapshot]\n[snapshot.dir]\npath = \"/s\"\n",
+                "snapshot.dir",
+                "is not \"dir\"",
+            ),
+            (
+                "[snapshot]\nstore = \"s3\"\n",
+                "store",
+                "unknown variant `s3`",
+            ),
+            (
+                "[snapshot]\ninterval = \"1s\"\n",
+                "snapshot.interval",
+                "at least 10s",
+            ),
+            (
+                "[snapshot]\ninterval = \"2h\"\nmax_age = \"1h\"\n",
+                "snapshot.max_age",
+                "at least the interval",
+            ),
+            (
+                "[snapshot]\nkeep_last = 0\n",
+                "snapshot.keep_last",
+                "1 or more",
+            ),
+            (
+                "[recovery]\nquorum_loss_timeout = \"5s\"\n",
+                "recovery.quorum_loss_timeout",
+                "20 election timeouts",
+            ),
+            (
+                "[recovery]\nunhealthy_member_ttl = \"2s\"\n",
+                "recovery.unhealthy_member_ttl",
+                "10 election timeouts",
+            ),
+            (
+                "[recovery]\nlearner_timeout = \"1ms\"\n",
+                "recovery.learner_timeout",
+                "at least 1s",
+            ),
+            (
+                "[recovery]\naccept_loss_after = \"10s\"\n",
+                "recovery.accept_loss_after",
+                "at least quorum_loss_timeout",
+            ),
+            (
+                "[recovery]\nbootstrap_from = \"snap-1\"\n",
+                "recovery.bootstrap_from",
+                "needs a snapshot store",
+            ),
+            ("[log]\nlevel = \"loud[\"\n", "log.level", "not a log level"),
+            (
+                "[log]\nformat = \"xml\"\n",
+                "format",
+                "unknown variant `xml`",
+            ),
+        ];
+        for (extra, key, message) in cases {
+            let err = error_of(extra);
+            assert!(err.contains(key), "key {key} missing from:\n{err}");
+            assert!(
+                err.contains(message),
+                "message {message:?} missing from:\n{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn cluster_name_and_provider_rules() {
+        let bad_name = BASE.replace("name = \"c1\"", "name = \"Bad_Name\"");
+        let err = parse_str(&bad_name, Path::new("/x/eco.toml"), Path::new("/x"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cluster.name") && err.contains("lowercase"),
+            "{err}"
+        );
+
+        let no_table = "[cluster]\nname = \"c1\"\n[provider]\nkind = \"static\"\n";
+        let err = parse_str(no_table, Path::new("/x/eco.toml"), Path::new("/x"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("provider.static") && err.contains("required"),
+            "{err}"
+        );
+
+        let aws = "[cluster]\nname = \"c1\"\n[provider]\nkind = \"aws\"\n";
+        let err = parse_str(aws, Path::new("/x/eco.toml"), Path::new("/x"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown variant `aws`") && err.contains("static"),
+            "{err}"
+        );
+
+        let bad_id = format!("{BASE}instance_id = \"a b\"\n");
+        let err = parse_str(&bad_id, Path::new("/x/eco.toml"), Path::new("/x"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("provider.static.instance_id"), "{err}");
+    }
+
+    #[test]
+    fn all_problems_are_reported_at_once() {
+        let err = error_of("[etcd]\nclient_port = 0\npeer_port = 0\n");
+        assert!(
+            err.contains("etcd.client_port") && err.contains("etcd.peer_port"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn lowered_timeouts_for_loopback_tests_are_accepted_together() {
+        let ok = format!(
+            "{BASE}[etcd]\nheartbeat_interval = \"50ms\"\nelection_timeout = \"250ms\"\n[recovery]\nquorum_loss_timeout = \"5s\"\nunhealthy_member_ttl = \"5s\"\n"
+        );
+        parse_str(&ok, Path::new("/x/eco.toml"), Path::new("/x")).unwrap();
+    }
+}

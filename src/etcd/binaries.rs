@@ -1,0 +1,228 @@
+//! Finding `etcd`, `etcdctl` and `etcdutl`, and checking etcd's version.
+
+use crate::config::EtcdConfig;
+use serde::Serialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The oldest etcd this eco manages.
+pub const MIN_VERSION: EtcdVersion = EtcdVersion {
+    major: 3,
+    minor: 4,
+    patch: 0,
+};
+/// The etcd minor versions this eco is tested with.
+pub const SUPPORTED_VERSIONS: &str = "3.4, 3.5";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct EtcdVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+impl fmt::Display for EtcdVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+impl EtcdVersion {
+    /// Parses the output of `etcd --version` (`etcd Version: 3.5.1`).
+    pub fn from_version_output(text: &str) -> Option<Self> {
+        let line = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("etcd Version:"))?;
+        let mut parts = line.trim().split(['.', '-', '+']);
+        Some(Self {
+            major: parts.next()?.parse().ok()?,
+            minor: parts.next()?.parse().ok()?,
+            patch: parts.next()?.parse().ok()?,
+        })
+    }
+
+    /// etcd ≥ 3.5 ships `etcdutl` and supports `--bump-revision` on restore.
+    pub fn has_etcdutl(self) -> bool {
+        (self.major, self.minor) >= (3, 5)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BinaryError {
+    #[error("{what} not found: {detail}")]
+    NotFound { what: &'static str, detail: String },
+    #[error("cannot run {path} --version: {detail}")]
+    VersionUnknown { path: PathBuf, detail: String },
+    #[error(
+        "{path} is etcd {version}; eco needs etcd {MIN_VERSION} or newer (tested: {SUPPORTED_VERSIONS})"
+    )]
+    TooOld { path: PathBuf, version: EtcdVersion },
+}
+
+/// The etcd binaries eco uses, with etcd's version.
+#[derive(Clone, Debug, Serialize)]
+pub struct EtcdBinaries {
+    pub etcd: PathBuf,
+    pub etcdctl: Option<PathBuf>,
+    pub etcdutl: Option<PathBuf>,
+    pub version: EtcdVersion,
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// Looks `name` up on `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+/// Resolves a configured binary: a bare name is looked up on `PATH`, a path
+/// must exist.
+fn resolve(
+    configured: Option<&Path>,
+    default_name: &str,
+    beside: Option<&Path>,
+) -> Result<Option<PathBuf>, String> {
+    match configured {
+        Some(p) if p.components().count() == 1 && !p.is_absolute() => {
+            let name = p.to_string_lossy();
+            on_path(&name)
+                .map(Some)
+                .ok_or_else(|| format!("{name:?} is not on PATH"))
+        }
+        Some(p) => {
+            if is_executable(p) {
+                Ok(Some(p.to_path_buf()))
+            } else {
+                Err(format!(
+                    "{} does not exist or is not executable",
+                    p.display()
+                ))
+            }
+        }
+        None => {
+            let next_to = beside
+                .map(|d| d.join(default_name))
+                .filter(|p| is_executable(p));
+            Ok(next_to.or_else(|| on_path(default_name)))
+        }
+    }
+}
+
+/// Finds the binaries per config and checks etcd's version.
+pub async fn find(config: &EtcdConfig) -> Result<EtcdBinaries, BinaryError> {
+    let etcd = resolve(config.etcd_bin.as_deref(), "etcd", None)
+        .map_err(|detail| BinaryError::NotFound { what: "etcd", detail: format!("etcd.etcd_bin: {detail}") })?
+        .ok_or_else(|| BinaryError::NotFound {
+            what: "etcd",
+            detail: "it is not on PATH and etcd.etcd_bin is not set; install etcd 3.4 or newer (scripts/install-deps.sh does)".into(),
+        })?;
+    let dir = etcd.parent();
+    let etcdctl = resolve(config.etcdctl_bin.as_deref(), "etcdctl", dir).map_err(|detail| {
+        BinaryError::NotFound {
+            what: "etcdctl",
+            detail: format!("etcd.etcdctl_bin: {detail}"),
+        }
+    })?;
+    let etcdutl = resolve(config.etcdutl_bin.as_deref(), "etcdutl", dir).map_err(|detail| {
+        BinaryError::NotFound {
+            what: "etcdutl",
+            detail: format!("etcd.etcdutl_bin: {detail}"),
+        }
+    })?;
+    let version = version_of(&etcd).await?;
+    if version < MIN_VERSION {
+        return Err(BinaryError::TooOld {
+            path: etcd,
+            version,
+        });
+    }
+    Ok(EtcdBinaries {
+        etcd,
+        etcdctl,
+        etcdutl,
+        version,
+    })
+}
+
+async fn version_of(etcd: &Path) -> Result<EtcdVersion, BinaryError> {
+    let unknown = |detail: String| BinaryError::VersionUnknown {
+        path: etcd.to_path_buf(),
+        detail,
+    };
+    let run = tokio::process::Command::new(etcd)
+        .arg("--version")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .map_err(|_| unknown("no answer within 10s".into()))?
+        .map_err(|e| unknown(e.to_string()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    EtcdVersion::from_version_output(&text)
+        .ok_or_else(|| unknown(format!("unexpected output {:?}", text.trim())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_versions() {
+        let v = EtcdVersion::from_version_output(
+            "etcd Version: 3.5.1\nGit SHA: e8732fb5f\nGo Version: go1.16.3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            EtcdVersion {
+                major: 3,
+                minor: 5,
+                patch: 1
+            }
+        );
+        assert!(v.has_etcdutl());
+        let old = EtcdVersion::from_version_output("etcd Version: 3.3.27").unwrap();
+        assert!(old < MIN_VERSION);
+        assert!(
+            EtcdVersion::from_version_output("etcd Version: 3.4.23+git").unwrap() >= MIN_VERSION
+        );
+        assert_eq!(EtcdVersion::from_version_output("hello"), None);
+    }
+
+    #[tokio::test]
+    async fn missing_binary_is_a_clear_error() {
+        let config = EtcdConfig {
+            etcd_bin: Some("/nonexistent/etcd".into()),
+            ..Default::default()
+        };
+        let e = find(&config).await.unwrap_err().to_string();
+        assert!(
+            e.contains("etcd.etcd_bin") && e.contains("/nonexistent/etcd"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn too_old_etcd_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let fake = d.path().join("etcd");
+        std::fs::write(&fake, "#!/bin/sh\necho 'etcd Version: 3.3.27'\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = EtcdConfig {
+            etcd_bin: Some(fake),
+            ..Default::default()
+        };
+        let e = find(&config).await.unwrap_err().to_string();
+        assert!(e.contains("3.3.27") && e.contains("3.4.0 or newer"), "{e}");
+    }
+}

@@ -1,0 +1,131 @@
+//! Asking etcd how it is, through `etcd-client`, with a timeout on every
+//! call. One client per member: Status answers for the member it is
+//! connected to.
+
+use etcd_client::{Client, ConnectOptions};
+use serde::Serialize;
+use std::time::Duration;
+
+/// What one etcd member says about itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemberStatus {
+    pub cluster_id: u64,
+    pub member_id: u64,
+    /// 0 when the member knows no leader.
+    pub leader: u64,
+    pub revision: i64,
+    pub raft_term: u64,
+    pub raft_index: u64,
+    pub raft_applied_index: u64,
+    pub is_learner: bool,
+    pub db_size: i64,
+    pub version: String,
+    /// Alarms and errors etcd reports.
+    pub errors: Vec<String>,
+}
+
+impl MemberStatus {
+    pub fn has_leader(&self) -> bool {
+        self.leader != 0
+    }
+    pub fn is_leader(&self) -> bool {
+        self.leader != 0 && self.leader == self.member_id
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("etcd at {endpoint} did not answer within {timeout:?}")]
+    Timeout { endpoint: String, timeout: Duration },
+    #[error("etcd at {endpoint}: {source}")]
+    Etcd {
+        endpoint: String,
+        #[source]
+        source: etcd_client::Error,
+    },
+}
+
+/// Connects to one member. The connection is lazy: errors show on calls.
+pub async fn connect(endpoint: &str, timeout: Duration) -> Result<Client, ProbeError> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(timeout)
+        .with_timeout(timeout);
+    let connecting = Client::connect([endpoint], Some(options));
+    match tokio::time::timeout(timeout, connecting).await {
+        Err(_) => Err(ProbeError::Timeout {
+            endpoint: endpoint.into(),
+            timeout,
+        }),
+        Ok(Err(source)) => Err(ProbeError::Etcd {
+            endpoint: endpoint.into(),
+            source,
+        }),
+        Ok(Ok(c)) => Ok(c),
+    }
+}
+
+/// Status of the member `client` is connected to.
+pub async fn status(
+    client: &mut Client,
+    endpoint: &str,
+    timeout: Duration,
+) -> Result<MemberStatus, ProbeError> {
+    let answer = tokio::time::timeout(timeout, client.status())
+        .await
+        .map_err(|_| ProbeError::Timeout {
+            endpoint: endpoint.into(),
+            timeout,
+        })?
+        .map_err(|source| ProbeError::Etcd {
+            endpoint: endpoint.into(),
+            source,
+        })?;
+    let header = answer.header();
+    Ok(MemberStatus {
+        cluster_id: header.map(|h| h.cluster_id()).unwrap_or(0),
+        member_id: header.map(|h| h.member_id()).unwrap_or(0),
+        revision: header.map(|h| h.revision()).unwrap_or(0),
+        leader: answer.leader(),
+        raft_term: answer.raft_term(),
+        raft_index: answer.raft_index(),
+        raft_applied_index: answer.raft_applied_index(),
+        is_learner: answer.is_learner(),
+        db_size: answer.db_size(),
+        version: answer.version().to_string(),
+        errors: answer.errors().to_vec(),
+    })
+}
+
+/// A reusable probe of one member: keeps its client and reconnects after
+/// errors.
+pub struct MemberProbe {
+    endpoint: String,
+    timeout: Duration,
+    client: Option<Client>,
+}
+
+impl MemberProbe {
+    pub fn new(endpoint: String, timeout: Duration) -> Self {
+        Self {
+            endpoint,
+            timeout,
+            client: None,
+        }
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    pub async fn status(&mut self) -> Result<MemberStatus, ProbeError> {
+        let mut client = match self.client.take() {
+            Some(c) => c,
+            None => connect(&self.endpoint, self.timeout).await?,
+        };
+        let result = status(&mut client, &self.endpoint, self.timeout).await;
+        if result.is_ok() {
+            self.client = Some(client);
+        }
+        result
+    }
+}

@@ -1,0 +1,555 @@
+//! Supervising the local etcd process.
+//!
+//! - Start etcd with a given command line; restart it when it exits without
+//!   being asked to, after a capped exponential back-off, keeping its data.
+//! - Stop it: SIGTERM, wait (bounded), then SIGKILL.
+//! - Never leave an orphan: etcd gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies
+//!   with eco even when eco is killed with SIGKILL. The death signal is tied
+//!   to the *thread* that forked, so the supervisor runs on a dedicated OS
+//!   thread (with its own single-threaded runtime) that lives exactly as
+//!   long as the supervision; a pool thread that may retire would kill etcd
+//!   when it does. etcd also gets its own process group, so a Ctrl-C in a
+//!   terminal reaches eco, which stops etcd in order, not etcd directly.
+//! - A pid file beside the data directory lets a restarted eco kill an etcd
+//!   left over from a previous life (belt and braces for the above).
+//!
+//! Restart counts, the last exit status and the current back-off are
+//! published through a `watch` channel.
+
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// How to run etcd.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessSpec {
+    pub binary: PathBuf,
+    pub args: Vec<String>,
+    pub instance_id: String,
+    /// etcd's output goes here instead of eco's log when set.
+    pub log_file: Option<PathBuf>,
+    pub pid_file: PathBuf,
+    /// Used to recognise a leftover etcd of ours.
+    pub data_dir: PathBuf,
+}
+
+/// Restart back-off.
+#[derive(Clone, Copy, Debug)]
+pub struct Backoff {
+    pub initial: Duration,
+    pub max: Duration,
+    /// A process that ran this long before exiting restarts after `initial`.
+    pub stable_after: Duration,
+    pub stop_timeout: Duration,
+}
+
+/// What the supervisor reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ProcessStatus {
+    pub running: bool,
+    pub pid: Option<u32>,
+    /// Starts, including restarts.
+    pub starts: u64,
+    /// Exits that eco did not ask for.
+    pub crashes: u64,
+    /// Human-readable last exit, e.g. `killed by SIGKILL`.
+    pub last_exit: Option<String>,
+    pub last_exit_code: Option<i32>,
+    /// When a restart is pending: in how many milliseconds (at publication).
+    pub restart_in_ms: Option<u64>,
+    /// Why the last start failed, if it did.
+    pub start_error: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error("cannot start {binary}: {source}")]
+    Spawn {
+        binary: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open etcd log file {path}: {source}")]
+    LogFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the supervisor has stopped")]
+    Gone,
+    #[error("cannot start the supervisor thread: {0}")]
+    Thread(std::io::Error),
+}
+
+enum Request {
+    Start(ProcessSpec, oneshot::Sender<Result<(), SupervisorError>>),
+    Stop(oneshot::Sender<()>),
+}
+
+/// Handle to the supervisor thread. Dropping it stops etcd.
+pub struct Supervisor {
+    requests: Option<mpsc::UnboundedSender<Request>>,
+    status: watch::Receiver<ProcessStatus>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Supervisor {
+    pub fn new(backoff: Backoff) -> Result<Self, SupervisorError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (status_tx, status_rx) = watch::channel(ProcessStatus::default());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(SupervisorError::Thread)?;
+        let thread = std::thread::Builder::new()
+            .name("etcd-supervisor".into())
+            .spawn(move || runtime.block_on(run(rx, status_tx, backoff)))
+            .map_err(SupervisorError::Thread)?;
+        Ok(Self {
+            requests: Some(tx),
+            status: status_rx,
+            thread: Some(thread),
+        })
+    }
+
+    /// Starts etcd (restarting it if it runs with another command line).
+    /// Returns once the process is spawned, or with the reason it was not.
+    pub async fn start(&self, spec: ProcessSpec) -> Result<(), SupervisorError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Request::Start(spec, tx))?;
+        rx.await.map_err(|_| SupervisorError::Gone)?
+    }
+
+    /// Stops etcd and keeps it stopped. Returns when it has exited.
+    pub async fn stop(&self) -> Result<(), SupervisorError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Request::Stop(tx))?;
+        rx.await.map_err(|_| SupervisorError::Gone)
+    }
+
+    pub fn status(&self) -> watch::Receiver<ProcessStatus> {
+        self.status.clone()
+    }
+
+    fn send(&self, request: Request) -> Result<(), SupervisorError> {
+        self.requests
+            .as_ref()
+            .ok_or(SupervisorError::Gone)?
+            .send(request)
+            .map_err(|_| SupervisorError::Gone)
+    }
+
+    /// Stops etcd and ends the supervisor thread.
+    pub fn shutdown(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        // Closing the channel makes the thread stop etcd and return.
+        self.requests.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+struct Running {
+    child: Child,
+    started: Instant,
+}
+
+async fn run(
+    mut requests: mpsc::UnboundedReceiver<Request>,
+    status: watch::Sender<ProcessStatus>,
+    backoff: Backoff,
+) {
+    let mut wanted: Option<ProcessSpec> = None;
+    let mut running: Option<Running> = None;
+    let mut restart_at: Option<tokio::time::Instant> = None;
+    let mut delay = backoff.initial;
+
+    loop {
+        tokio::select! {
+            biased;
+            request = requests.recv() => match request {
+                None => {
+                    stop(&mut running, &status, backoff.stop_timeout, wanted.as_ref()).await;
+                    return;
+                }
+                Some(Request::Stop(done)) => {
+                    let stopped = wanted.take();
+                    restart_at = None;
+                    status.send_modify(|s| s.restart_in_ms = None);
+                    stop(&mut running, &status, backoff.stop_timeout, stopped.as_ref()).await;
+                    let _ = done.send(());
+                }
+                Some(Request::Start(spec, done)) => {
+                    if running.is_some() && wanted.as_ref() == Some(&spec) {
+                        let _ = done.send(Ok(()));
+                        continue;
+                    }
+                    stop(&mut running, &status, backoff.stop_timeout, wanted.as_ref()).await;
+                    restart_at = None;
+                    delay = backoff.initial;
+                    let result = spawn(&spec, &status).await.map(|r| running = Some(r));
+                    wanted = result.is_ok().then_some(spec);
+                    let _ = done.send(result);
+                }
+            },
+            exit = wait(&mut running) => {
+                let ran_for = running.take().map(|r| r.started.elapsed()).unwrap_or_default();
+                if let Some(spec) = &wanted {
+                    remove_pid_file(&spec.pid_file);
+                }
+                let (text, code) = describe(exit);
+                tracing::error!(exit = %text, ran_for = ?ran_for, "etcd exited unexpectedly");
+                if ran_for >= backoff.stable_after {
+                    delay = backoff.initial;
+                }
+                if wanted.is_some() {
+                    restart_at = Some(tokio::time::Instant::now() + delay);
+                    let in_ms = delay.as_millis() as u64;
+                    tracing::info!(restart_in_ms = in_ms, "restarting etcd after back-off");
+                    delay = (delay * 2).min(backoff.max);
+                    status.send_modify(|s| {
+                        s.running = false;
+                        s.pid = None;
+                        s.crashes += 1;
+                        s.last_exit = Some(text);
+                        s.last_exit_code = code;
+                        s.restart_in_ms = Some(in_ms);
+                    });
+                }
+            },
+            _ = sleep_until(restart_at) => {
+                restart_at = None;
+                if let Some(spec) = wanted.clone() {
+                    match spawn(&spec, &status).await {
+                        Ok(r) => running = Some(r),
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot restart etcd; trying again after back-off");
+                            restart_at = Some(tokio::time::Instant::now() + delay);
+                            delay = (delay * 2).min(backoff.max);
+                        }
+                    }
+                }
+            },
+        }
+    }
+}
+
+async fn wait(running: &mut Option<Running>) -> std::io::Result<std::process::ExitStatus> {
+    match running {
+        Some(r) => r.child.wait().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn describe(exit: std::io::Result<std::process::ExitStatus>) -> (String, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    match exit {
+        Err(e) => (format!("cannot wait for etcd: {e}"), None),
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => (format!("exit code {code}"), Some(code)),
+            (None, Some(sig)) => {
+                let name = nix::sys::signal::Signal::try_from(sig)
+                    .map(|s| s.as_str().to_string())
+                    .unwrap_or_else(|_| format!("signal {sig}"));
+                (format!("killed by {name}"), None)
+            }
+            (None, None) => ("exited".to_string(), None),
+        },
+    }
+}
+
+async fn spawn(
+    spec: &ProcessSpec,
+    status: &watch::Sender<ProcessStatus>,
+) -> Result<Running, SupervisorError> {
+    kill_leftover(&spec.pid_file, &spec.data_dir).await;
+    let result = spawn_child(spec);
+    match result {
+        Ok(mut child) => {
+            let pid = child.id();
+            if let Some(pid) = pid {
+                if let Err(e) =
+                    crate::atomic_file::write_atomic(&spec.pid_file, format!("{pid}\n").as_bytes())
+                {
+                    tracing::warn!(error = %e, "cannot write the etcd pid file");
+                }
+            }
+            if spec.log_file.is_none() {
+                if let Some(out) = child.stdout.take() {
+                    tokio::spawn(super::output::forward(
+                        out,
+                        spec.instance_id.clone(),
+                        "stdout",
+                    ));
+                }
+                if let Some(err) = child.stderr.take() {
+                    tokio::spawn(super::output::forward(
+                        err,
+                        spec.instance_id.clone(),
+                        "stderr",
+                    ));
+                }
+            }
+            tracing::info!(pid = ?pid, binary = %spec.binary.display(), "started etcd");
+            status.send_modify(|s| {
+                s.running = true;
+                s.pid = pid;
+                s.starts += 1;
+                s.restart_in_ms = None;
+                s.start_error = None;
+            });
+            Ok(Running {
+                child,
+                started: Instant::now(),
+            })
+        }
+        Err(e) => {
+            status.send_modify(|s| s.start_error = Some(e.to_string()));
+            Err(e)
+        }
+    }
+}
+
+fn spawn_child(spec: &ProcessSpec) -> Result<Child, SupervisorError> {
+    let mut command = Command::new(&spec.binary);
+    command
+        .args(&spec.args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .process_group(0);
+    match &spec.log_file {
+        Some(path) => {
+            let open = || {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|source| SupervisorError::LogFile {
+                        path: path.clone(),
+                        source,
+                    })
+            };
+            command.stdout(open()?).stderr(open()?);
+        }
+        None => {
+            command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+    }
+    let parent = std::process::id();
+    // SAFETY: the closure runs between fork and exec and only calls
+    // async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // eco died between fork and prctl: do not outlive it.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    command.spawn().map_err(|source| SupervisorError::Spawn {
+        binary: spec.binary.clone(),
+        source,
+    })
+}
+
+async fn stop(
+    running: &mut Option<Running>,
+    status: &watch::Sender<ProcessStatus>,
+    timeout: Duration,
+    spec: Option<&ProcessSpec>,
+) {
+    let Some(mut r) = running.take() else { return };
+    if let Some(pid) = r.child.id() {
+        let pid = nix::unistd::Pid::from_raw(pid as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    }
+    let exit = match tokio::time::timeout(timeout, r.child.wait()).await {
+        Ok(exit) => exit,
+        Err(_) => {
+            tracing::warn!(?timeout, "etcd did not stop after SIGTERM; killing it");
+            let _ = r.child.start_kill();
+            r.child.wait().await
+        }
+    };
+    let (text, code) = describe(exit);
+    tracing::info!(exit = %text, "stopped etcd");
+    if let Some(spec) = spec {
+        remove_pid_file(&spec.pid_file);
+    }
+    status.send_modify(|s| {
+        s.running = false;
+        s.pid = None;
+        s.last_exit = Some(text);
+        s.last_exit_code = code;
+    });
+}
+
+fn remove_pid_file(path: &Path) {
+    let _ = std::fs::remove_file(path);
+}
+
+/// Kills an etcd recorded in `pid_file` that still runs on `data_dir`.
+pub async fn kill_leftover(pid_file: &Path, data_dir: &Path) {
+    let Ok(text) = std::fs::read_to_string(pid_file) else {
+        return;
+    };
+    let Ok(pid) = text.trim().parse::<i32>() else {
+        remove_pid_file(pid_file);
+        return;
+    };
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        remove_pid_file(pid_file);
+        return;
+    };
+    let ours = format!("--data-dir={}", data_dir.display());
+    let is_ours = cmdline.split(|b| *b == 0).any(|arg| arg == ours.as_bytes());
+    if !is_ours {
+        remove_pid_file(pid_file);
+        return;
+    }
+    tracing::warn!(
+        pid,
+        "an etcd from a previous eco is still running on our data directory; killing it"
+    );
+    let target = nix::unistd::Pid::from_raw(pid);
+    let _ = nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGKILL);
+    for _ in 0..100 {
+        if std::fs::metadata(format!("/proc/{pid}")).is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    remove_pid_file(pid_file);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backoff() -> Backoff {
+        Backoff {
+            initial: Duration::from_millis(50),
+            max: Duration::from_millis(200),
+            stable_after: Duration::from_secs(60),
+            stop_timeout: Duration::from_secs(2),
+        }
+    }
+
+    fn spec(dir: &Path, script: &str) -> ProcessSpec {
+        ProcessSpec {
+            binary: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            instance_id: "t".into(),
+            log_file: None,
+            pid_file: dir.join("etcd.pid"),
+            data_dir: dir.join("etcd"),
+        }
+    }
+
+    async fn wait_for(
+        rx: &mut watch::Receiver<ProcessStatus>,
+        what: impl Fn(&ProcessStatus) -> bool,
+    ) -> ProcessStatus {
+        let got = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|s| what(s))).await;
+        got.expect("condition within 10s")
+            .expect("supervisor alive")
+            .clone()
+    }
+
+    #[tokio::test]
+    async fn restarts_a_crashing_process_with_backoff_and_counts() {
+        let d = tempfile::tempdir().unwrap();
+        let sup = Supervisor::new(backoff()).unwrap();
+        let mut st = sup.status();
+        sup.start(spec(d.path(), "sleep 0.1; exit 3"))
+            .await
+            .unwrap();
+        let s = wait_for(&mut st, |s| s.crashes >= 3).await;
+        assert_eq!(s.last_exit_code, Some(3));
+        assert!(s.starts >= 3);
+        sup.stop().await.unwrap();
+        let s = st.borrow().clone();
+        assert!(!s.running && s.restart_in_ms.is_none());
+    }
+
+    #[tokio::test]
+    async fn stop_escalates_to_sigkill_when_sigterm_is_ignored() {
+        let d = tempfile::tempdir().unwrap();
+        let sup = Supervisor::new(Backoff {
+            stop_timeout: Duration::from_millis(300),
+            ..backoff()
+        })
+        .unwrap();
+        let mut st = sup.status();
+        sup.start(spec(
+            d.path(),
+            "trap '' TERM; while true; do sleep 0.05; done",
+        ))
+        .await
+        .unwrap();
+        let pid = wait_for(&mut st, |s| s.running).await.pid.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        sup.stop().await.unwrap();
+        assert_eq!(st.borrow().last_exit.as_deref(), Some("killed by SIGKILL"));
+        assert!(std::fs::metadata(format!("/proc/{pid}")).is_err());
+        assert!(!d.path().join("etcd.pid").exists());
+    }
+
+    #[tokio::test]
+    async fn spawn_failure_is_reported_not_retried() {
+        let d = tempfile::tempdir().unwrap();
+        let sup = Supervisor::new(backoff()).unwrap();
+        let mut bad = spec(d.path(), "");
+        bad.binary = "/nonexistent/etcd".into();
+        let e = sup.start(bad).await.unwrap_err().to_string();
+        assert!(e.contains("/nonexistent/etcd"), "{e}");
+        assert_eq!(sup.status().borrow().starts, 0);
+    }
+
+    #[tokio::test]
+    async fn dropping_the_supervisor_stops_the_process() {
+        let d = tempfile::tempdir().unwrap();
+        let sup = Supervisor::new(backoff()).unwrap();
+        let mut st = sup.status();
+        sup.start(spec(d.path(), "sleep 30")).await.unwrap();
+        let pid = wait_for(&mut st, |s| s.running).await.pid.unwrap();
+        tokio::task::spawn_blocking(move || drop(sup))
+            .await
+            .unwrap();
+        assert!(
+            std::fs::metadata(format!("/proc/{pid}")).is_err(),
+            "child gone after drop"
+        );
+    }
+}

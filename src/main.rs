@@ -1,0 +1,140 @@
+//! The `eco` command line. Everything it runs lives in the `eco` library.
+
+use eco::{config, daemon, instance_id, logging, version};
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// eco supervises the local etcd and, with its peers, keeps one etcd cluster
+/// alive. Run it on every machine of the group, in place of etcd.
+#[derive(Parser)]
+#[command(name = "eco", version = version::VERSION, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon: start (or resume) the local etcd, keep it running, and
+    /// serve health, metrics and status over HTTP. Stops etcd cleanly on
+    /// SIGTERM or SIGINT.
+    Run {
+        /// Path of the configuration file (see config.example.toml).
+        #[arg(long, short, value_name = "FILE")]
+        config: PathBuf,
+        /// This instance's id in the group. Overrides the provider's notion
+        /// of it; may also come from the ECO_INSTANCE_ID environment variable.
+        #[arg(long, env = "ECO_INSTANCE_ID", value_name = "ID")]
+        instance_id: Option<String>,
+    },
+    /// Work with configuration files.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Print eco's version, the git commit it was built from, and the etcd
+    /// versions it supports.
+    Version,
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Check a configuration file. Prints the effective configuration (every
+    /// default filled in) and exits 0, or prints every problem found and
+    /// exits 2.
+    Check {
+        /// Path of the configuration file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Version => {
+            print_out(&format!(
+                "eco {}\ncommit: {}\nsupported etcd versions: {}\n",
+                version::VERSION,
+                version::GIT_COMMIT,
+                version::SUPPORTED_ETCD
+            ));
+            ExitCode::SUCCESS
+        }
+        Command::Config {
+            command: ConfigCommand::Check { file },
+        } => match config::load_file(&file) {
+            Ok(c) => match toml::to_string_pretty(&c) {
+                Ok(text) => {
+                    print_out(&format!(
+                        "# {}: valid; effective configuration:\n{text}",
+                        file.display()
+                    ));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("eco: cannot print the configuration: {e}");
+                    ExitCode::from(1)
+                }
+            },
+            Err(e) => {
+                eprintln!("eco: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Run {
+            config,
+            instance_id,
+        } => run(config, instance_id),
+    }
+}
+
+fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {
+    let config = match config::load_file(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("eco: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    logging::init(&config.log);
+    let id = match instance_id::resolve(instance_id.as_deref(), &config) {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("eco: error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("eco: error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let span = tracing::info_span!("eco", instance = %id);
+    let result = runtime.block_on(tracing::Instrument::instrument(
+        daemon::run(config, id),
+        span,
+    ));
+    match result {
+        Ok(daemon::Exit::Signalled) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("eco: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Prints to stdout; a closed pipe (`eco version | head -1`) is not an error.
+fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}

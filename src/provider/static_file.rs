@@ -1,0 +1,217 @@
+//! The static provider: the group is a TOML file, re-read on every
+//! `discover`, so a resize is an edit of that file.
+//!
+//! ```toml
+//! # desired_size = 3        # optional; default: the number of instances
+//! [[instance]]
+//! id = "eco-1"
+//! address = "127.0.0.11"
+//! zone = "a"              # optional
+//! ```
+//!
+//! A file that cannot be read or parsed does not erase the group: the last
+//! good group is returned and the error is logged (once per distinct error).
+
+use super::{Group, Instance, Provider, ProviderError};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupFile {
+    #[serde(default)]
+    desired_size: Option<usize>,
+    #[serde(default)]
+    instance: Vec<Instance>,
+}
+
+/// Parses the text of a group file for instance `self_id`.
+pub fn parse_group_file(text: &str, path: &Path, self_id: &str) -> Result<Group, ProviderError> {
+    let malformed = |message: String| ProviderError::Malformed {
+        path: path.to_path_buf(),
+        message,
+    };
+    let file: GroupFile =
+        toml::from_str(text).map_err(|e| malformed(e.to_string().trim_end().to_string()))?;
+    let mut seen_ids = BTreeSet::new();
+    let mut seen_addresses = BTreeSet::new();
+    for i in &file.instance {
+        if i.id.is_empty() {
+            return Err(malformed("an instance has an empty id".into()));
+        }
+        if !seen_ids.insert(i.id.clone()) {
+            return Err(malformed(format!("instance id {:?} is listed twice", i.id)));
+        }
+        if !seen_addresses.insert(i.address) {
+            return Err(malformed(format!("address {} is listed twice", i.address)));
+        }
+    }
+    if file.desired_size == Some(0) {
+        return Err(malformed(
+            "desired_size = 0; allowed: 1 or more, or leave it out".into(),
+        ));
+    }
+    let mut instances = file.instance;
+    instances.sort_by(|a, b| a.id.cmp(&b.id));
+    if !instances.iter().any(|i| i.id == self_id) {
+        return Err(ProviderError::SelfNotInGroup {
+            id: self_id.to_string(),
+            path: path.to_path_buf(),
+            listed: instances
+                .iter()
+                .map(|i| i.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(Group {
+        self_id: self_id.to_string(),
+        desired_size: file.desired_size.unwrap_or(instances.len()),
+        instances,
+    })
+}
+
+/// The static provider.
+pub struct StaticProvider {
+    path: PathBuf,
+    self_id: String,
+    last_good: Mutex<Option<Group>>,
+    last_error: Mutex<Option<String>>,
+}
+
+impl StaticProvider {
+    pub fn new(path: PathBuf, self_id: String) -> Self {
+        Self {
+            path,
+            self_id,
+            last_good: Mutex::new(None),
+            last_error: Mutex::new(None),
+        }
+    }
+
+    fn read(&self) -> Result<Group, ProviderError> {
+        let text = std::fs::read_to_string(&self.path).map_err(|source| ProviderError::Read {
+            path: self.path.clone(),
+            source,
+        })?;
+        parse_group_file(&text, &self.path, &self.self_id)
+    }
+}
+
+impl Provider for StaticProvider {
+    fn self_id(&self) -> &str {
+        &self.self_id
+    }
+
+    async fn discover(&self) -> Result<Group, ProviderError> {
+        // A small local file: read inline. (No block_in_place: it would turn
+        // a runtime thread into a retiring one.)
+        let result = self.read();
+        let mut last_good = self.last_good.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last_error = self.last_error.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Ok(group) => {
+                if last_error.take().is_some() {
+                    tracing::info!(path = %self.path.display(), "group file is readable again");
+                }
+                *last_good = Some(group.clone());
+                Ok(group)
+            }
+            Err(e) => match last_good.as_ref() {
+                Some(good) => {
+                    let text = e.to_string();
+                    if last_error.as_deref() != Some(text.as_str()) {
+                        tracing::error!(error = %text, "keeping the last good group");
+                        *last_error = Some(text);
+                    }
+                    Ok(good.clone())
+                }
+                None => Err(e),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "[[instance]]\nid = \"b\"\naddress = \"127.0.0.12\"\n[[instance]]\nid = \"a\"\naddress = \"127.0.0.11\"\nzone = \"z1\"\n";
+
+    #[test]
+    fn parses_sorted_with_default_desired_size() {
+        let g = parse_group_file(GOOD, Path::new("g.toml"), "a").unwrap();
+        assert_eq!(g.instances[0].id, "a");
+        assert_eq!(g.instances[0].zone.as_deref(), Some("z1"));
+        assert_eq!(g.desired_size, 2);
+        assert_eq!(g.me().unwrap().address.to_string(), "127.0.0.11");
+    }
+
+    #[test]
+    fn rejects_bad_files_with_reasons() {
+        for (text, needle) in [
+            (
+                "[[instance]]\nid = \"a\"\naddress = \"nope\"\n",
+                "invalid IP address",
+            ),
+            (
+                "[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\nport = 1\n",
+                "unknown field `port`",
+            ),
+            (
+                "[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\n[[instance]]\nid = \"a\"\naddress = \"127.0.0.2\"\n",
+                "listed twice",
+            ),
+            (
+                "[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\n[[instance]]\nid = \"b\"\naddress = \"127.0.0.1\"\n",
+                "address 127.0.0.1 is listed twice",
+            ),
+            (
+                "desired_size = 0\n[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\n",
+                "desired_size = 0",
+            ),
+            (
+                "[[instance]]\nid = \"x\"\naddress = \"127.0.0.1\"\n",
+                "is not in the group file",
+            ),
+        ] {
+            let err = parse_group_file(text, Path::new("g.toml"), "a")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{needle:?} not in {err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn malformed_file_keeps_the_last_good_group_and_resize_is_an_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("group.toml");
+        std::fs::write(&path, GOOD).unwrap();
+        let p = StaticProvider::new(path.clone(), "a".into());
+        assert_eq!(p.discover().await.unwrap().instances.len(), 2);
+
+        std::fs::write(&path, "[[instance]\nbroken").unwrap();
+        let kept = p.discover().await.unwrap();
+        assert_eq!(kept.instances.len(), 2, "last good group kept");
+
+        std::fs::write(
+            &path,
+            format!("{GOOD}[[instance]]\nid = \"c\"\naddress = \"127.0.0.13\"\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            p.discover().await.unwrap().instances.len(),
+            3,
+            "resize is an edit"
+        );
+    }
+
+    #[tokio::test]
+    async fn first_read_failing_is_an_error() {
+        let p = StaticProvider::new(PathBuf::from("/nonexistent/group.toml"), "a".into());
+        let err = p.discover().await.unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/group.toml"), "{err}");
+    }
+}

@@ -1,0 +1,239 @@
+//! The instance's durable local state (DESIGN §4), kept beside the etcd data
+//! directory as `eco-state.json`.
+//!
+//! Written atomically (see [`crate::atomic_file`]) and versioned by a
+//! `format` field. JSON rather than a binary encoding: it is small, written
+//! rarely, and an operator reading it at 3 a.m. should not need a tool.
+//! A missing file means "this instance has never been part of a cluster";
+//! a file that does not parse is an error, never treated as missing.
+
+use crate::atomic_file::{AtomicWriteError, write_atomic};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The format this build writes and reads.
+pub const FORMAT: u32 = 1;
+
+/// File name of the state file, in the data directory's parent.
+pub const FILE_NAME: &str = "eco-state.json";
+
+/// What an instance remembers about the cluster it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalState {
+    pub format: u32,
+    pub cluster_name: String,
+    pub instance_id: String,
+    /// Which seeding of the cluster this instance's data belongs to
+    /// (bootstrap = 1; every quorum-loss reseed adds one).
+    pub incarnation: u64,
+    /// The `--initial-cluster-token` of that incarnation.
+    pub cluster_token: String,
+    /// This instance's etcd member id, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_id: Option<u64>,
+    /// The last voting-member set `V_n` seen (instance ids, sorted).
+    #[serde(default)]
+    pub voting_members: Vec<String>,
+    /// How many times eco has started with this state (for gossip versions).
+    #[serde(default)]
+    pub boots: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateFileError {
+    #[error("cannot read state file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "state file {path} is malformed ({message}); eco will not guess: move it away only if you know this instance's data is disposable"
+    )]
+    Malformed { path: PathBuf, message: String },
+    #[error(
+        "state file {path} has format {found}, this eco reads format {FORMAT}; it was written by a newer eco"
+    )]
+    TooNew { path: PathBuf, found: u32 },
+    #[error(
+        "state file {path} belongs to cluster {found:?}, but the config names cluster {expected:?}"
+    )]
+    OtherCluster {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
+    #[error("state file {path} belongs to instance {found:?}, but this instance is {expected:?}")]
+    OtherInstance {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
+    #[error(transparent)]
+    Write(#[from] AtomicWriteError),
+}
+
+/// The state file of the instance whose etcd data lives in `data_dir`.
+#[derive(Clone, Debug)]
+pub struct StateFile {
+    path: PathBuf,
+}
+
+impl StateFile {
+    pub fn beside(data_dir: &Path) -> Self {
+        let parent = data_dir.parent().unwrap_or(Path::new("."));
+        Self {
+            path: parent.join(FILE_NAME),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the state; `Ok(None)` only when the file does not exist.
+    pub fn load(&self) -> Result<Option<LocalState>, StateFileError> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(StateFileError::Read {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        };
+        #[derive(Deserialize)]
+        struct Version {
+            format: u32,
+        }
+        let malformed = |e: serde_json::Error| StateFileError::Malformed {
+            path: self.path.clone(),
+            message: e.to_string(),
+        };
+        let version: Version = serde_json::from_slice(&bytes).map_err(malformed)?;
+        if version.format > FORMAT {
+            return Err(StateFileError::TooNew {
+                path: self.path.clone(),
+                found: version.format,
+            });
+        }
+        let state: LocalState = serde_json::from_slice(&bytes).map_err(malformed)?;
+        Ok(Some(state))
+    }
+
+    /// Loads and checks that the state belongs to this cluster and instance.
+    pub fn load_for(
+        &self,
+        cluster: &str,
+        instance: &str,
+    ) -> Result<Option<LocalState>, StateFileError> {
+        let Some(state) = self.load()? else {
+            return Ok(None);
+        };
+        if state.cluster_name != cluster {
+            return Err(StateFileError::OtherCluster {
+                path: self.path.clone(),
+                found: state.cluster_name,
+                expected: cluster.to_string(),
+            });
+        }
+        if state.instance_id != instance {
+            return Err(StateFileError::OtherInstance {
+                path: self.path.clone(),
+                found: state.instance_id,
+                expected: instance.to_string(),
+            });
+        }
+        Ok(Some(state))
+    }
+
+    /// Replaces the state atomically and durably.
+    pub fn store(&self, state: &LocalState) -> Result<(), StateFileError> {
+        let mut bytes =
+            serde_json::to_vec_pretty(state).map_err(|e| StateFileError::Malformed {
+                path: self.path.clone(),
+                message: e.to_string(),
+            })?;
+        bytes.push(b'\n');
+        write_atomic(&self.path, &bytes)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::atomic_file::TEMP_PREFIX;
+
+    fn sample() -> LocalState {
+        LocalState {
+            format: FORMAT,
+            cluster_name: "c1".into(),
+            instance_id: "eco-1".into(),
+            incarnation: 1,
+            cluster_token: "c1-1-abcdef".into(),
+            member_id: Some(0x8e9e05c52164694d),
+            voting_members: vec!["eco-1".into()],
+            boots: 3,
+        }
+    }
+
+    #[test]
+    fn round_trip_and_missing_is_none() {
+        let d = tempfile::tempdir().unwrap();
+        let f = StateFile::beside(&d.path().join("etcd"));
+        assert_eq!(f.load().unwrap(), None);
+        f.store(&sample()).unwrap();
+        assert_eq!(f.load().unwrap(), Some(sample()));
+        assert_eq!(f.path(), d.path().join(FILE_NAME));
+    }
+
+    /// A crash between writing the temporary file and renaming it (or in the
+    /// middle of writing it) leaves the previous state readable.
+    #[test]
+    fn torn_write_never_leaves_a_corrupt_state() {
+        let d = tempfile::tempdir().unwrap();
+        let f = StateFile::beside(&d.path().join("etcd"));
+        f.store(&sample()).unwrap();
+        let newer = LocalState {
+            incarnation: 2,
+            ..sample()
+        };
+        let full = serde_json::to_vec_pretty(&newer).unwrap();
+        for cut in [0, 1, full.len() / 2, full.len()] {
+            let temp = d.path().join(format!("{TEMP_PREFIX}{FILE_NAME}.999.{cut}"));
+            std::fs::write(&temp, &full[..cut]).unwrap();
+            assert_eq!(f.load().unwrap(), Some(sample()), "cut at {cut}");
+        }
+        f.store(&newer).unwrap();
+        assert_eq!(f.load().unwrap(), Some(newer));
+    }
+
+    #[test]
+    fn malformed_and_foreign_states_are_errors() {
+        let d = tempfile::tempdir().unwrap();
+        let f = StateFile::beside(&d.path().join("etcd"));
+        std::fs::write(f.path(), b"{\"format\": 1, \"cluster_na").unwrap();
+        let e = f.load().unwrap_err().to_string();
+        assert!(e.contains("malformed") && e.contains(FILE_NAME), "{e}");
+
+        std::fs::write(f.path(), b"{\"format\": 99}").unwrap();
+        assert!(matches!(
+            f.load(),
+            Err(StateFileError::TooNew { found: 99, .. })
+        ));
+
+        f.store(&sample()).unwrap();
+        assert!(matches!(
+            f.load_for("other", "eco-1"),
+            Err(StateFileError::OtherCluster { .. })
+        ));
+        assert!(matches!(
+            f.load_for("c1", "eco-2"),
+            Err(StateFileError::OtherInstance { .. })
+        ));
+        assert!(f.load_for("c1", "eco-1").unwrap().is_some());
+    }
+}

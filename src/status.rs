@@ -1,0 +1,66 @@
+//! What this instance knows and intends, as served by `GET /status` and
+//! printed by `eco status`.
+
+use crate::etcd::probe::MemberStatus;
+use crate::etcd::supervisor::ProcessStatus;
+use crate::provider::Group;
+use crate::state_file::LocalState;
+use serde::Serialize;
+
+/// Where the instance is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Starting,
+    Bootstrapping,
+    Running,
+    /// eco refused to start etcd; `next.reason` says why.
+    Refused,
+    Stopping,
+}
+
+/// The next thing this instance will do, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NextAction {
+    pub action: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct InstanceStatus {
+    pub instance_id: String,
+    pub cluster: String,
+    pub eco_version: String,
+    pub etcd_version: String,
+    pub client_url: String,
+    pub peer_url: String,
+    pub phase: Phase,
+    pub next: NextAction,
+    /// etcd is running and its member knows a leader.
+    pub ready: bool,
+    pub process: ProcessStatus,
+    pub member: Option<MemberStatus>,
+    pub probe_error: Option<String>,
+    pub group: Option<Group>,
+    pub state: Option<LocalState>,
+}
+
+impl InstanceStatus {
+    /// Why the instance is not ready, or `None` when it is.
+    pub fn not_ready_reason(&self) -> Option<String> {
+        if self.ready {
+            return None;
+        }
+        if !self.process.running {
+            return Some(format!(
+                "etcd is not running (phase {:?}): {}",
+                self.phase, self.next.reason
+            ));
+        }
+        match (&self.member, &self.probe_error) {
+            (_, Some(e)) => Some(format!("etcd does not answer: {e}")),
+            (Some(m), None) if !m.has_leader() => Some("etcd knows no leader".into()),
+            _ => Some("etcd has not been probed yet".into()),
+        }
+    }
+}

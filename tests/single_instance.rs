@@ -1,0 +1,90 @@
+//! One managed instance, end to end, on real etcd.
+
+mod common;
+use common::*;
+use std::time::{Duration, Instant};
+
+#[test]
+fn bootstraps_serves_and_survives_an_etcd_crash() {
+    let mut i = Instance::new("127.0.2.1");
+    i.start();
+    let cluster = wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("cluster serving");
+    assert!(write(&i.endpoint(), "k1", "v1"));
+
+    let etcd = i.etcd_pids();
+    assert_eq!(etcd.len(), 1, "exactly one etcd");
+    let killed_at = Instant::now();
+    kill(etcd[0], libc::SIGKILL);
+    // Back with the data, same cluster.
+    let back = wait_until(Duration::from_secs(10), || {
+        let pids = i.etcd_pids();
+        if pids.is_empty() || pids == etcd {
+            return None;
+        }
+        read(&i.endpoint(), "k1").filter(|(_, v)| v.as_deref() == Some("v1"))
+    });
+    let took = killed_at.elapsed();
+    let (cluster_after, _) = back.expect("etcd restarted and serving the data");
+    eprintln!("etcd kill -9 -> serving again in {took:?}");
+    assert!(
+        took < Duration::from_secs(3),
+        "restarted and serving within 3s, took {took:?}"
+    );
+    assert_eq!(cluster_after, cluster, "same cluster after the restart");
+    assert!(i.log().contains("etcd exited unexpectedly"));
+}
+
+#[test]
+fn sigterm_stops_etcd_and_a_restart_resumes_the_same_cluster() {
+    let mut i = Instance::new("127.0.2.2");
+    i.start();
+    let cluster = wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    assert!(write(&i.endpoint(), "k", "kept"));
+    // The member id is recorded once etcd answered.
+    wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(i.state_file())
+            .ok()
+            .filter(|s| s.contains("member_id"))
+    })
+    .expect("member id recorded");
+
+    i.signal(libc::SIGTERM);
+    assert_eq!(
+        i.wait_exit(Duration::from_secs(15)),
+        Some(0),
+        "eco exits 0 on SIGTERM"
+    );
+    assert!(i.etcd_pids().is_empty(), "no etcd left after eco stopped");
+
+    i.start();
+    let again = wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving again");
+    assert_eq!(again, cluster, "same cluster id after eco restarted");
+    assert_eq!(
+        read(&i.endpoint(), "k").and_then(|(_, v)| v).as_deref(),
+        Some("kept")
+    );
+    let state = std::fs::read_to_string(i.state_file()).unwrap();
+    assert!(state.contains("\"incarnation\": 1"), "{state}");
+}
+
+#[test]
+fn killing_eco_with_sigkill_leaves_no_etcd_behind() {
+    let mut i = Instance::new("127.0.2.3");
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    assert_eq!(i.etcd_pids().len(), 1);
+    i.signal(libc::SIGKILL);
+    i.wait_exit(Duration::from_secs(5)).expect("eco gone");
+    let gone = wait_until(Duration::from_secs(5), || {
+        i.etcd_pids().is_empty().then_some(())
+    });
+    assert!(
+        gone.is_some(),
+        "etcd must die with eco: {:?}",
+        i.etcd_pids()
+    );
+
+    // And the next eco resumes the data (no orphan holding the ports).
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving after restart");
+}
