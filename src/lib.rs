@@ -28,4 +28,6 @@ pub mod provider;
 pub mod startup;
 pub mod state_file;
 pub mod status;
+pub mod status_client;
+pub mod store;
 pub mod version;

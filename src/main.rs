@@ -34,6 +34,24 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Show what an instance knows and what it will do next, and why: its
+    /// phase, readiness, next action with its reason, the etcd process and
+    /// member, its durable state and its group. Asks the instance's HTTP API.
+    Status {
+        /// Address of the instance's API, e.g. 127.0.0.11:2390.
+        #[arg(long, value_name = "ADDR:PORT", conflicts_with = "config")]
+        api: Option<std::net::SocketAddr>,
+        /// Derive the API address from this configuration file (with the
+        /// instance's address from its group file).
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The instance id, with --config (else ECO_INSTANCE_ID or the config).
+        #[arg(long, env = "ECO_INSTANCE_ID", value_name = "ID")]
+        instance_id: Option<String>,
+        /// Print the raw JSON status instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print eco's version, the git commit it was built from, and the etcd
     /// versions it supports.
     Version,
@@ -88,7 +106,104 @@ fn main() -> ExitCode {
             config,
             instance_id,
         } => run(config, instance_id),
+        Command::Status {
+            api,
+            config,
+            instance_id,
+            json,
+        } => status(api, config, instance_id, json),
     }
+}
+
+fn status(
+    api: Option<std::net::SocketAddr>,
+    config: Option<PathBuf>,
+    id: Option<String>,
+    json: bool,
+) -> ExitCode {
+    let addr = match (api, config) {
+        (Some(a), _) => a,
+        (None, Some(path)) => match api_address(&path, id.as_deref()) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("eco: error: {e:#}");
+                return ExitCode::from(2);
+            }
+        },
+        (None, None) => {
+            eprintln!("eco: error: give --api ADDR:PORT or --config FILE");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("eco: error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let fetched = runtime.block_on(eco::status_client::get(
+        addr,
+        "/status",
+        std::time::Duration::from_secs(5),
+    ));
+    let body = match fetched {
+        Ok((200, body)) => body,
+        Ok((code, body)) => {
+            eprintln!(
+                "eco: error: {addr} answered {code}: {}",
+                String::from_utf8_lossy(&body)
+            );
+            return ExitCode::from(1);
+        }
+        Err(e) => {
+            eprintln!("eco: error: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    if json {
+        print_out(&String::from_utf8_lossy(&body));
+        print_out("\n");
+        return ExitCode::SUCCESS;
+    }
+    match serde_json::from_slice::<eco::status::InstanceStatus>(&body) {
+        Ok(s) => {
+            print_out(&eco::status_client::render(&s));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("eco: error: {addr} sent a status this eco cannot read ({e}); try --json");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The API address an instance listens on, from its config and group file.
+fn api_address(path: &std::path::Path, id: Option<&str>) -> anyhow::Result<std::net::SocketAddr> {
+    let config = config::load_file(path)?;
+    if let Some(bind) = config.api.bind {
+        return Ok(bind);
+    }
+    let id = instance_id::resolve(id, &config)?;
+    let group_file = config
+        .provider
+        .static_group
+        .as_ref()
+        .map(|s| s.group_file.clone())
+        .ok_or_else(|| anyhow::anyhow!("the config has no [provider.static] group file"))?;
+    let text = std::fs::read_to_string(&group_file)
+        .map_err(|e| anyhow::anyhow!("cannot read group file {}: {e}", group_file.display()))?;
+    let group = eco::provider::parse_group_file(&text, &group_file, &id)?;
+    let me = group
+        .me()
+        .ok_or_else(|| anyhow::anyhow!("instance {id} is not in its group"))?;
+    Ok(std::net::SocketAddr::new(
+        me.address,
+        config.api.port as u16,
+    ))
 }
 
 fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {

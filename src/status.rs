@@ -5,10 +5,10 @@ use crate::etcd::probe::MemberStatus;
 use crate::etcd::supervisor::ProcessStatus;
 use crate::provider::Group;
 use crate::state_file::LocalState;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where the instance is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Starting,
@@ -20,13 +20,13 @@ pub enum Phase {
 }
 
 /// The next thing this instance will do, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NextAction {
     pub action: String,
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct InstanceStatus {
     pub instance_id: String,
     pub cluster: String,

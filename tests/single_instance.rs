@@ -88,3 +88,68 @@ fn killing_eco_with_sigkill_leaves_no_etcd_behind() {
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving after restart");
 }
+
+#[test]
+fn status_says_what_happens_next_and_why_and_metrics_count_crashes() {
+    let mut i = Instance::new("127.0.2.4");
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    let status = |json: bool| {
+        let mut cmd = std::process::Command::new(eco_bin());
+        cmd.args(["status", "--config"])
+            .arg(&i.config)
+            .args(["--instance-id", "eco-1"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().expect("eco status");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    // Readiness is reached a probe after etcd serves.
+    let human = wait_until(Duration::from_secs(5), || {
+        Some(status(false)).filter(|s| s.contains("ready          yes"))
+    })
+    .expect("ready in eco status");
+    assert!(
+        human.contains("next action    keep etcd running"),
+        "{human}"
+    );
+    assert!(human.contains("because"), "{human}");
+    assert!(human.contains("incarnation 1"), "{human}");
+
+    let etcd = i.etcd_pids();
+    kill(etcd[0], libc::SIGKILL);
+    let crashed = wait_until(Duration::from_secs(10), || {
+        let v: serde_json::Value = serde_json::from_str(&status(true)).ok()?;
+        (v["process"]["crashes"] == 1 && v["ready"] == true).then_some(v)
+    });
+    let v = crashed.expect("crash counted and ready again");
+    assert_eq!(v["process"]["last_exit"], "killed by SIGKILL");
+
+    let rt = rt();
+    let api: std::net::SocketAddr = "127.0.2.4:2390".parse().unwrap();
+    let (code, body) = rt
+        .block_on(eco::status_client::get(
+            api,
+            "/metrics",
+            Duration::from_secs(2),
+        ))
+        .expect("metrics");
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(code, 200);
+    assert!(text.contains("eco_etcd_crashes_total 1"), "{text}");
+    assert!(text.contains("eco_etcd_ready 1"), "{text}");
+    let (code, _) = rt
+        .block_on(eco::status_client::get(
+            api,
+            "/readyz",
+            Duration::from_secs(2),
+        ))
+        .expect("readyz");
+    assert_eq!(code, 200);
+}

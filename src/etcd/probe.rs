@@ -3,11 +3,11 @@
 //! connected to.
 
 use etcd_client::{Client, ConnectOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// What one etcd member says about itself.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemberStatus {
     pub cluster_id: u64,
     pub member_id: u64,

@@ -16,7 +16,7 @@
 //! Restart counts, the last exit status and the current back-off are
 //! published through a `watch` channel.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -47,7 +47,7 @@ pub struct Backoff {
 }
 
 /// What the supervisor reports.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessStatus {
     pub running: bool,
     pub pid: Option<u32>,

@@ -1,0 +1,145 @@
+//! `eco status`: fetch `/status` from an instance's API and print it.
+
+use crate::status::InstanceStatus;
+use anyhow::Context;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// GETs `path` from `addr` with a timeout; returns the status code and body.
+pub async fn get(
+    addr: SocketAddr,
+    path: &str,
+    timeout: Duration,
+) -> anyhow::Result<(u16, Vec<u8>)> {
+    let work = async {
+        let stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .with_context(|| format!("cannot connect to {addr}"))?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .context("HTTP handshake failed")?;
+        let driver = tokio::spawn(conn);
+        let request = hyper::Request::get(path)
+            .header(hyper::header::HOST, addr.to_string())
+            .body(Empty::<Bytes>::new())
+            .context("building the request")?;
+        let response = sender
+            .send_request(request)
+            .await
+            .context("request failed")?;
+        let code = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .context("reading the response")?
+            .to_bytes()
+            .to_vec();
+        driver.abort();
+        anyhow::Ok((code, body))
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .with_context(|| format!("{addr} did not answer within {timeout:?}"))?
+}
+
+/// Renders a status for humans.
+pub fn render(s: &InstanceStatus) -> String {
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<14} {v}\n"));
+    line(
+        "instance",
+        format!("{} (cluster {})", s.instance_id, s.cluster),
+    );
+    line("phase", format!("{:?}", s.phase).to_lowercase());
+    line(
+        "ready",
+        if s.ready {
+            "yes".into()
+        } else {
+            format!("no — {}", s.not_ready_reason().unwrap_or_default())
+        },
+    );
+    line("next action", s.next.action.clone());
+    line("because", s.next.reason.clone());
+    line(
+        "etcd",
+        format!(
+            "{} at {} (peer {})",
+            s.etcd_version, s.client_url, s.peer_url
+        ),
+    );
+    let p = &s.process;
+    line(
+        "process",
+        format!(
+            "{} pid={} starts={} crashes={} last_exit={}{}",
+            if p.running { "running" } else { "stopped" },
+            p.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            p.starts,
+            p.crashes,
+            p.last_exit.clone().unwrap_or_else(|| "-".into()),
+            p.restart_in_ms
+                .map(|ms| format!(" restart_in={ms}ms"))
+                .unwrap_or_default()
+        ),
+    );
+    match &s.member {
+        Some(m) => line(
+            "member",
+            format!(
+                "{:x} cluster={:x} leader={} revision={} raft_index={} term={}{}",
+                m.member_id,
+                m.cluster_id,
+                if m.is_leader() {
+                    "self".into()
+                } else if m.has_leader() {
+                    format!("{:x}", m.leader)
+                } else {
+                    "none".into()
+                },
+                m.revision,
+                m.raft_index,
+                m.raft_term,
+                if m.is_learner { " learner" } else { "" }
+            ),
+        ),
+        None => line("member", "unknown".into()),
+    }
+    if let Some(e) = &s.probe_error {
+        line("probe error", e.clone());
+    }
+    if let Some(st) = &s.state {
+        line(
+            "state",
+            format!(
+                "incarnation {} token {} voters [{}]",
+                st.incarnation,
+                st.cluster_token,
+                st.voting_members.join(", ")
+            ),
+        );
+    }
+    if let Some(g) = &s.group {
+        let members: Vec<String> = g
+            .instances
+            .iter()
+            .map(|i| {
+                format!(
+                    "{}@{}{}",
+                    i.id,
+                    i.address,
+                    i.zone.as_ref().map(|z| format!("/{z}")).unwrap_or_default()
+                )
+            })
+            .collect();
+        line(
+            "group",
+            format!("desired {}: {}", g.desired_size, members.join(", ")),
+        );
+    }
+    out
+}

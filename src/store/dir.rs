@@ -1,0 +1,484 @@
+//! The directory store: objects are files under a root directory that every
+//! instance shares (a local directory for tests and single machines, a
+//! shared filesystem otherwise).
+//!
+//! Layout: the object `a/b` is the file `<root>/a/b` with its content
+//! as-is (a snapshot can be restored straight from the file), and its info
+//! in `<root>/a/.b.meta.json`. Publishing is: content to a temporary file,
+//! fsync; info to a temporary file, fsync; rename content; rename info;
+//! fsync the directory. **The info file is the commit point**: an object is
+//! listed and readable only when its info exists, so a crash never exposes
+//! a half-written object. Temporary files start with `.tmp-` and are never
+//! listed.
+//!
+//! `create_if_absent` writes a temporary file and `link`s it to the name:
+//! `link` fails if the name exists, atomically, on local filesystems and
+//! NFS alike. Conditionally created objects (records) carry no info file;
+//! their info is computed when read.
+
+use super::{
+    CreateOutcome, ListPage, ObjectInfo, ObjectReader, ObjectStore, StoreError, check_name,
+};
+use crate::atomic_file::{TEMP_PREFIX, sync_dir};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+/// Default number of objects per listing page.
+pub const PAGE_SIZE: usize = 1000;
+
+pub struct DirStore {
+    root: PathBuf,
+    page_size: usize,
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
+    let what = what.into();
+    move |source| StoreError::Io { what, source }
+}
+
+impl DirStore {
+    pub fn new(root: PathBuf) -> Self {
+        Self {
+            root,
+            page_size: PAGE_SIZE,
+        }
+    }
+
+    /// A store with small pages, to exercise pagination in tests.
+    pub fn with_page_size(root: PathBuf, page_size: usize) -> Self {
+        Self {
+            root,
+            page_size: page_size.max(1),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    fn meta_path(&self, name: &str) -> PathBuf {
+        let p = self.path(name);
+        let file = p
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_default();
+        p.with_file_name(format!(".{file}.meta.json"))
+    }
+
+    fn temp_path(&self, name: &str) -> PathBuf {
+        let p = self.path(name);
+        let file = p
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_default();
+        p.with_file_name(format!(
+            "{TEMP_PREFIX}{file}.{}.{}",
+            std::process::id(),
+            rand::random::<u64>()
+        ))
+    }
+
+    async fn read_info(&self, name: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        match tokio::fs::read(self.meta_path(name)).await {
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| StoreError::Metadata {
+                        name: name.into(),
+                        message: e.to_string(),
+                    })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A conditionally created object has no info file.
+                match tokio::fs::read(self.path(name)).await {
+                    Ok(content) if is_record_name(name) => Ok(Some(ObjectInfo {
+                        name: name.into(),
+                        size: content.len() as u64,
+                        sha256: hex::encode(Sha256::digest(&content)),
+                        metadata: BTreeMap::new(),
+                    })),
+                    Ok(_) => Ok(None),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(io(name)(e)),
+                }
+            }
+            Err(e) => Err(io(format!("info of {name}"))(e)),
+        }
+    }
+
+    /// Names of every object under the root (sorted), committed or not.
+    async fn walk(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let mut names = Vec::new();
+        let mut stack = vec![(self.root.clone(), String::new())];
+        while let Some((dir, rel)) = stack.pop() {
+            let mut entries = match tokio::fs::read_dir(&dir).await {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir != self.root => continue,
+                Err(e) => return Err(io(format!("listing {}", dir.display()))(e)),
+            };
+            while let Some(entry) = entries
+                .next_entry()
+                .await
+                .map_err(io(format!("listing {}", dir.display())))?
+            {
+                let file = entry.file_name().to_string_lossy().to_string();
+                if file.starts_with('.') {
+                    continue;
+                }
+                let name = if rel.is_empty() {
+                    file
+                } else {
+                    format!("{rel}/{file}")
+                };
+                let kind = entry.file_type().await.map_err(io(&name))?;
+                if kind.is_dir() {
+                    // Only descend where the prefix can still match.
+                    if name.starts_with(prefix) || prefix.starts_with(&format!("{name}/")) {
+                        stack.push((entry.path(), name));
+                    }
+                } else if kind.is_file() && name.starts_with(prefix) && check_name(&name).is_ok() {
+                    names.push(name);
+                }
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// Conditionally created objects live under `incarnations/`.
+fn is_record_name(name: &str) -> bool {
+    name.starts_with("incarnations/")
+}
+
+impl ObjectStore for DirStore {
+    async fn put<R: AsyncRead + Unpin + Send>(
+        &self,
+        name: &str,
+        mut content: R,
+        metadata: BTreeMap<String, String>,
+    ) -> Result<ObjectInfo, StoreError> {
+        check_name(name)?;
+        let path = self.path(name);
+        let dir = path.parent().unwrap_or(&self.root).to_path_buf();
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(io(format!("creating {}", dir.display())))?;
+        let temp = self.temp_path(name);
+        let result = async {
+            let mut file = tokio::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+                .await
+                .map_err(io(format!("creating {}", temp.display())))?;
+            let mut hasher = Sha256::new();
+            let mut size = 0u64;
+            let mut buf = vec![0u8; 256 * 1024];
+            loop {
+                let n = content
+                    .read(&mut buf)
+                    .await
+                    .map_err(io(format!("reading the content of {name}")))?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buf[..n]);
+                file.write_all(&buf[..n])
+                    .await
+                    .map_err(io(format!("writing {}", temp.display())))?;
+                size += n as u64;
+            }
+            file.sync_all()
+                .await
+                .map_err(io(format!("syncing {}", temp.display())))?;
+            drop(file);
+            let info = ObjectInfo {
+                name: name.into(),
+                size,
+                sha256: hex::encode(hasher.finalize()),
+                metadata,
+            };
+            let meta_bytes =
+                serde_json::to_vec_pretty(&info).map_err(|e| StoreError::Metadata {
+                    name: name.into(),
+                    message: e.to_string(),
+                })?;
+            let meta_temp = temp.with_extension("meta");
+            let meta_result = async {
+                let mut m = tokio::fs::File::create(&meta_temp)
+                    .await
+                    .map_err(io(format!("creating {}", meta_temp.display())))?;
+                m.write_all(&meta_bytes)
+                    .await
+                    .map_err(io(format!("writing {}", meta_temp.display())))?;
+                m.sync_all()
+                    .await
+                    .map_err(io(format!("syncing {}", meta_temp.display())))?;
+                drop(m);
+                // Content first, info last: the info file is the commit point.
+                tokio::fs::rename(&temp, &path)
+                    .await
+                    .map_err(io(format!("publishing {}", path.display())))?;
+                tokio::fs::rename(&meta_temp, self.meta_path(name))
+                    .await
+                    .map_err(io(format!("publishing the info of {name}")))?;
+                sync_dir(&dir).map_err(io(format!("syncing {}", dir.display())))
+            }
+            .await;
+            if meta_result.is_err() {
+                let _ = tokio::fs::remove_file(&meta_temp).await;
+            }
+            meta_result.map(|()| info)
+        }
+        .await;
+        if result.is_err() {
+            let _ = tokio::fs::remove_file(&temp).await;
+        }
+        result
+    }
+
+    async fn get(&self, name: &str) -> Result<(ObjectInfo, ObjectReader), StoreError> {
+        check_name(name)?;
+        let info = self
+            .read_info(name)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(name.into()))?;
+        let file = tokio::fs::File::open(self.path(name)).await.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StoreError::NotFound(name.into())
+            } else {
+                io(name)(e)
+            }
+        })?;
+        Ok((info, Box::new(file)))
+    }
+
+    async fn head(&self, name: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        check_name(name)?;
+        self.read_info(name).await
+    }
+
+    async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
+        let names = self.walk(prefix).await?;
+        let mut objects = Vec::new();
+        let mut last = None;
+        for name in names
+            .into_iter()
+            .filter(|n| after.is_none_or(|a| n.as_str() > a))
+        {
+            if objects.len() == self.page_size {
+                return Ok(ListPage {
+                    objects,
+                    next: last,
+                });
+            }
+            // Objects without info are not committed: not listed.
+            if let Some(info) = self.read_info(&name).await? {
+                objects.push(info);
+            }
+            last = Some(name);
+        }
+        Ok(ListPage {
+            objects,
+            next: None,
+        })
+    }
+
+    async fn delete(&self, name: &str) -> Result<(), StoreError> {
+        check_name(name)?;
+        // Info first: the object stops being visible before its content goes.
+        for p in [self.meta_path(name), self.path(name)] {
+            match tokio::fs::remove_file(&p).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io(format!("deleting {}", p.display()))(e)),
+            }
+        }
+        Ok(())
+    }
+
+    async fn create_if_absent(
+        &self,
+        name: &str,
+        content: &[u8],
+    ) -> Result<CreateOutcome, StoreError> {
+        check_name(name)?;
+        let path = self.path(name);
+        let dir = path.parent().unwrap_or(&self.root).to_path_buf();
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(io(format!("creating {}", dir.display())))?;
+        let temp = self.temp_path(name);
+        let written = async {
+            let mut f = tokio::fs::File::create(&temp)
+                .await
+                .map_err(io(format!("creating {}", temp.display())))?;
+            f.write_all(content)
+                .await
+                .map_err(io(format!("writing {}", temp.display())))?;
+            f.sync_all()
+                .await
+                .map_err(io(format!("syncing {}", temp.display())))
+        }
+        .await;
+        if let Err(e) = written {
+            let _ = tokio::fs::remove_file(&temp).await;
+            return Err(e);
+        }
+        let linked = tokio::fs::hard_link(&temp, &path).await;
+        let _ = tokio::fs::remove_file(&temp).await;
+        match linked {
+            Ok(()) => {
+                sync_dir(&dir).map_err(io(format!("syncing {}", dir.display())))?;
+                Ok(CreateOutcome::Created)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let existing = tokio::fs::read(&path).await.map_err(io(name))?;
+                Ok(CreateOutcome::AlreadyExists(existing))
+            }
+            Err(e) => Err(io(format!("creating {}", path.display()))(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::list_all;
+
+    fn meta(k: &str, v: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([(k.to_string(), v.to_string())])
+    }
+
+    #[tokio::test]
+    async fn put_get_head_delete_with_sha256() {
+        let d = tempfile::tempdir().unwrap();
+        let s = DirStore::new(d.path().into());
+        let info = s
+            .put("snapshots/a.db", &b"hello"[..], meta("revision", "7"))
+            .await
+            .unwrap();
+        assert_eq!(info.size, 5);
+        assert_eq!(
+            info.sha256,
+            "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        );
+        let (got, mut r) = s.get("snapshots/a.db").await.unwrap();
+        assert_eq!(got, info);
+        let mut content = Vec::new();
+        r.read_to_end(&mut content).await.unwrap();
+        assert_eq!(content, b"hello");
+        assert_eq!(
+            std::fs::read(d.path().join("snapshots/a.db")).unwrap(),
+            b"hello",
+            "content stored as-is"
+        );
+        s.delete("snapshots/a.db").await.unwrap();
+        assert_eq!(s.head("snapshots/a.db").await.unwrap(), None);
+        s.delete("snapshots/a.db").await.unwrap();
+        assert!(matches!(
+            s.get("snapshots/a.db").await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn half_written_objects_are_never_listed() {
+        let d = tempfile::tempdir().unwrap();
+        let s = DirStore::new(d.path().into());
+        s.put("snapshots/done.db", &b"x"[..], BTreeMap::new())
+            .await
+            .unwrap();
+        // A crash mid-upload leaves a temporary file; a crash between the two
+        // renames leaves content without info. Neither is listed.
+        std::fs::write(d.path().join("snapshots/.tmp-partial.db.1.2"), b"par").unwrap();
+        std::fs::write(d.path().join("snapshots/no-info.db"), b"content").unwrap();
+        let all = list_all(&s, "snapshots/").await.unwrap();
+        assert_eq!(
+            all.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+            ["snapshots/done.db"]
+        );
+        assert_eq!(s.head("snapshots/no-info.db").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn listing_is_paginated_and_complete() {
+        let d = tempfile::tempdir().unwrap();
+        let s = DirStore::with_page_size(d.path().into(), 3);
+        for i in 0..10 {
+            s.put(&format!("p/{i:02}"), &b"x"[..], BTreeMap::new())
+                .await
+                .unwrap();
+        }
+        s.put("q/other", &b"x"[..], BTreeMap::new()).await.unwrap();
+        let first = s.list("p/", None).await.unwrap();
+        assert_eq!(first.objects.len(), 3);
+        assert!(first.next.is_some());
+        let all = list_all(&s, "p/").await.unwrap();
+        assert_eq!(all.len(), 10);
+        assert_eq!(all.last().unwrap().name, "p/09");
+        assert!(list_all(&s, "none/").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn listing_errors_are_errors_not_empty() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("store-root-is-a-file");
+        std::fs::write(&root, b"").unwrap();
+        let s = DirStore::new(root);
+        assert!(list_all(&s, "incarnations/").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn conditional_create_has_exactly_one_winner() {
+        let d = tempfile::tempdir().unwrap();
+        let s = std::sync::Arc::new(DirStore::new(d.path().into()));
+        let mut tasks = Vec::new();
+        for i in 0..16u8 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                (i, s.create_if_absent("incarnations/2", &[i]).await.unwrap())
+            }));
+        }
+        let mut winners = Vec::new();
+        let mut seen = Vec::new();
+        for t in tasks {
+            let (i, outcome) = t.await.unwrap();
+            match outcome {
+                CreateOutcome::Created => winners.push(i),
+                CreateOutcome::AlreadyExists(content) => seen.push(content),
+            }
+        }
+        assert_eq!(winners.len(), 1);
+        assert!(
+            seen.iter().all(|c| c == &vec![winners[0]]),
+            "losers read the winner's record"
+        );
+        let listed = list_all(&*s, "incarnations/").await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].size, 1);
+    }
+
+    #[test]
+    fn names_are_checked() {
+        for bad in [
+            "", "/abs", "a//b", "../x", "a/./b", ".hidden", "a/.b", "sp ace", "a\\b",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        for good in [
+            "a",
+            "incarnations/3",
+            "snapshots/main-0000000001-abc-00000000000000000042.db",
+        ] {
+            assert!(check_name(good).is_ok(), "{good:?}");
+        }
+    }
+}

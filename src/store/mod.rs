@@ -1,0 +1,139 @@
+//! Object stores: where snapshots and the record of truth
+//! (`incarnations/<n>`) live. One trait; a directory store now, S3 behind the
+//! same trait.
+//!
+//! Guarantees every store gives:
+//! - an object is visible only once it is complete (half-written objects are
+//!   never listed or read);
+//! - `put` streams: memory stays flat whatever the object's size, and the
+//!   sha256 is computed on the way and returned;
+//! - `list` is paginated and callers must follow every page
+//!   ([`list_all`] does); any error is an error, never an empty listing;
+//! - `create_if_absent` is atomic: of several concurrent creators of one
+//!   name, exactly one wins and the others read the winner's content.
+
+pub mod dir;
+
+use std::collections::BTreeMap;
+use tokio::io::AsyncRead;
+
+/// Facts about one stored object.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ObjectInfo {
+    pub name: String,
+    pub size: u64,
+    /// Hex sha256 of the content.
+    pub sha256: String,
+    /// Free-form metadata given at `put`.
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// One page of a listing.
+#[derive(Clone, Debug, Default)]
+pub struct ListPage {
+    pub objects: Vec<ObjectInfo>,
+    /// Pass to the next `list` call; `None` on the last page.
+    pub next: Option<String>,
+}
+
+/// Outcome of a conditional create.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CreateOutcome {
+    Created,
+    /// The name existed: its content, which wins.
+    AlreadyExists(Vec<u8>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("object {0:?} does not exist")]
+    NotFound(String),
+    #[error("object name {0:?} is not allowed: {1}")]
+    BadName(String, &'static str),
+    #[error("store I/O on {what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("store metadata of {name:?} is unreadable: {message}")]
+    Metadata { name: String, message: String },
+}
+
+/// A reader over an object's content.
+pub type ObjectReader = Box<dyn AsyncRead + Send + Unpin>;
+
+/// An object store.
+#[allow(async_fn_in_trait)]
+pub trait ObjectStore {
+    /// Stores `content` under `name`, replacing any object of that name once
+    /// complete. Returns the stored object's info, sha256 included.
+    async fn put<R: AsyncRead + Unpin + Send>(
+        &self,
+        name: &str,
+        content: R,
+        metadata: BTreeMap<String, String>,
+    ) -> Result<ObjectInfo, StoreError>;
+
+    /// Opens an object for reading.
+    async fn get(&self, name: &str) -> Result<(ObjectInfo, ObjectReader), StoreError>;
+
+    /// Info of one object, `None` when it does not exist.
+    async fn head(&self, name: &str) -> Result<Option<ObjectInfo>, StoreError>;
+
+    /// One page of the objects whose name starts with `prefix`, in name order.
+    async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError>;
+
+    /// Deletes an object; deleting a missing object is not an error.
+    async fn delete(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Creates `name` with `content` only if no object of that name exists.
+    async fn create_if_absent(
+        &self,
+        name: &str,
+        content: &[u8],
+    ) -> Result<CreateOutcome, StoreError>;
+}
+
+/// Every object under `prefix`, following all pages.
+pub async fn list_all<S: ObjectStore>(
+    store: &S,
+    prefix: &str,
+) -> Result<Vec<ObjectInfo>, StoreError> {
+    let mut all = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.list(prefix, after.as_deref()).await?;
+        all.extend(page.objects);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return Ok(all),
+        }
+    }
+}
+
+/// Checks an object name: relative, `/`-separated, no empty, `.` or `..`
+/// segments, no segment starting with `.` (reserved for temporary and
+/// metadata files).
+pub fn check_name(name: &str) -> Result<(), StoreError> {
+    let bad = |why| Err(StoreError::BadName(name.to_string(), why));
+    if name.is_empty() || name.len() > 512 {
+        return bad("must be 1 to 512 bytes");
+    }
+    for seg in name.split('/') {
+        if seg.is_empty() {
+            return bad("has an empty segment");
+        }
+        if seg.starts_with('.') {
+            return bad("a segment starts with '.'");
+        }
+        if !seg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'+' | b'='))
+        {
+            return bad("only letters, digits and - _ . + = are allowed");
+        }
+    }
+    Ok(())
+}
