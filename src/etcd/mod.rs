@@ -3,6 +3,7 @@
 
 pub mod binaries;
 pub mod flags;
+pub mod members;
 pub mod output;
 pub mod probe;
 pub mod supervisor;

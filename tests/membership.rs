@@ -1,0 +1,111 @@
+//! etcd membership calls against real etcd: learners, promotion, removal,
+//! and etcd's refusals classified as waits.
+
+mod common;
+use common::*;
+use eco::etcd::members::{self, MembershipError};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct RawEtcd(Child);
+impl Drop for RawEtcd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_learner(dir: &std::path::Path, name: &str, addr: &str, initial_cluster: &str) -> RawEtcd {
+    let child = Command::new(etcd_bin_dir().join("etcd"))
+        .arg(format!("--name={name}"))
+        .arg(format!("--data-dir={}", dir.join(name).display()))
+        .arg(format!("--listen-client-urls=http://{addr}:2379"))
+        .arg(format!("--advertise-client-urls=http://{addr}:2379"))
+        .arg(format!("--listen-peer-urls=http://{addr}:2380"))
+        .arg(format!("--initial-advertise-peer-urls=http://{addr}:2380"))
+        .arg(format!("--initial-cluster={initial_cluster}"))
+        .arg("--initial-cluster-state=existing")
+        .arg("--listen-metrics-urls=http://127.0.0.1:0")
+        .args(["--heartbeat-interval=50", "--election-timeout=250"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start learner etcd");
+    RawEtcd(child)
+}
+
+#[test]
+fn learner_add_promote_remove_and_refusals_are_waits() {
+    let mut seed = Instance::new("127.0.4.1");
+    seed.start();
+    wait_serving(&seed.endpoint(), Duration::from_secs(20)).expect("seed serving");
+    let t = Duration::from_secs(3);
+    let rt = rt();
+    rt.block_on(async {
+        let mut c = client(&seed.endpoint()).await.expect("client");
+        let before = members::list(&mut c, t).await.unwrap();
+        assert_eq!(before.len(), 1);
+        assert_eq!(before[0].name, "eco-1");
+
+        let (learner, all) = members::add_learner(&mut c, "http://127.0.4.2:2380", t)
+            .await
+            .unwrap();
+        assert!(learner.is_learner && learner.never_started());
+        assert_eq!(all.len(), 2);
+
+        // One learner at a time.
+        let second = members::add_learner(&mut c, "http://127.0.4.3:2380", t)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(second, MembershipError::TooManyLearners),
+            "{second:?}"
+        );
+        assert!(second.is_wait());
+
+        // Not started, so not in sync: promoting is a wait.
+        let early = members::promote(&mut c, learner.id, t).await.unwrap_err();
+        assert!(
+            matches!(early, MembershipError::LearnerNotReady),
+            "{early:?}"
+        );
+
+        let initial = "eco-1=http://127.0.4.1:2380,learner=http://127.0.4.2:2380";
+        let _etcd = start_learner(seed.dir.path(), "learner", "127.0.4.2", initial);
+        let mut promoted = false;
+        for _ in 0..100 {
+            match members::promote(&mut c, learner.id, t).await {
+                Ok(()) => {
+                    promoted = true;
+                    break;
+                }
+                Err(e) if e.is_wait() => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(e) => panic!("promote: {e}"),
+            }
+        }
+        assert!(promoted, "learner promoted once in sync");
+        let now = members::list(&mut c, t).await.unwrap();
+        assert_eq!(now.iter().filter(|m| !m.is_learner).count(), 2);
+        assert!(now.iter().any(|m| m.name == "learner"));
+
+        // Right after a promotion etcd may call the removal unsafe: a wait.
+        let mut removed = false;
+        for _ in 0..100 {
+            match members::remove(&mut c, learner.id, t).await {
+                Ok(()) => {
+                    removed = true;
+                    break;
+                }
+                Err(e) if e.is_wait() => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(e) => panic!("remove: {e}"),
+            }
+        }
+        assert!(removed);
+        assert_eq!(members::list(&mut c, t).await.unwrap().len(), 1);
+        let gone = members::remove(&mut c, learner.id, t).await.unwrap_err();
+        assert!(
+            matches!(gone, MembershipError::NotFound(id) if id == learner.id),
+            "{gone:?}"
+        );
+    });
+}
