@@ -1,0 +1,127 @@
+//! Rules applied by the instance next to the etcd raft leader: the single
+//! actor for cluster-wide changes. At most one change per plan.
+
+use super::action::{Action, Step};
+use super::observation::{MemberFacts, Observation};
+use super::quorum::{quorum, removal_keeps_quorum};
+
+fn label(m: &MemberFacts) -> String {
+    if m.name.is_empty() {
+        format!("{:x}", m.id)
+    } else {
+        format!("{} ({:x})", m.name, m.id)
+    }
+}
+
+pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
+    if !o.local.is_leader {
+        return None;
+    }
+    let members = o.members.as_ref()?;
+    let voters = members.iter().filter(|m| !m.is_learner).count();
+    let healthy = members
+        .iter()
+        .filter(|m| !m.is_learner && m.healthy)
+        .count();
+    let now = o.now_ms;
+
+    // 1. Departed instances: members no instance of the group owns. Others
+    //    before ourselves.
+    let mut departed: Vec<&MemberFacts> =
+        members.iter().filter(|m| o.owner_of(m).is_none()).collect();
+    departed.sort_by_key(|m| (m.name == o.local.instance_id, m.id));
+    if let Some(m) = departed.first() {
+        if m.is_learner {
+            return Some(Step::new(
+                Action::RemoveMember {
+                    member_id: m.id,
+                    name: m.name.clone(),
+                },
+                format!(
+                    "learner {} belongs to no instance of the group: remove it",
+                    label(m)
+                ),
+            ));
+        }
+        if removal_keeps_quorum(voters, healthy, m.healthy) {
+            return Some(Step::new(
+                Action::RemoveMember {
+                    member_id: m.id,
+                    name: m.name.clone(),
+                },
+                format!(
+                    "member {} belongs to no instance of the group (departed): remove it",
+                    label(m)
+                ),
+            ));
+        }
+        return Some(Step::new(
+            Action::Wait,
+            format!(
+                "member {} has departed, but removing it would leave fewer than {} healthy voters: waiting",
+                label(m),
+                quorum(voters.saturating_sub(1))
+            ),
+        ));
+    }
+
+    // 2. Learners: promote a started, healthy one; evict one that stalls.
+    for m in members.iter().filter(|m| m.is_learner) {
+        let stalled = m
+            .learner_since_ms
+            .is_some_and(|since| now.saturating_sub(since) > o.config.learner_timeout_ms);
+        if stalled {
+            return Some(Step::new(
+                Action::RemoveMember {
+                    member_id: m.id,
+                    name: m.name.clone(),
+                },
+                format!(
+                    "learner {} has not been promoted within {} ms: remove it so its instance retries",
+                    label(m),
+                    o.config.learner_timeout_ms
+                ),
+            ));
+        }
+        if !m.never_started() && m.healthy {
+            return Some(Step::new(
+                Action::Promote {
+                    member_id: m.id,
+                    name: m.name.clone(),
+                },
+                format!(
+                    "learner {} runs and is healthy: promote it once it has caught up",
+                    label(m)
+                ),
+            ));
+        }
+    }
+
+    // 3. Unhealthy voters on live instances, past the TTL, one at a time.
+    for m in members
+        .iter()
+        .filter(|m| !m.is_learner && !m.healthy && m.name != o.local.instance_id)
+    {
+        let Some(since) = m.unhealthy_since_ms else {
+            continue;
+        };
+        if now.saturating_sub(since) <= o.config.unhealthy_member_ttl_ms {
+            continue;
+        }
+        if removal_keeps_quorum(voters, healthy, false) {
+            return Some(Step::new(
+                Action::RemoveMember {
+                    member_id: m.id,
+                    name: m.name.clone(),
+                },
+                format!(
+                    "member {} has been unhealthy for {} ms (ttl {} ms): remove it so its instance rejoins clean",
+                    label(m),
+                    now.saturating_sub(since),
+                    o.config.unhealthy_member_ttl_ms
+                ),
+            ));
+        }
+    }
+    None
+}

@@ -1,0 +1,209 @@
+//! Rules about this instance's own etcd.
+
+use super::action::{Action, Step};
+use super::observation::{DataState, MemberFacts, Observation};
+use super::quorum::{quorum, removal_keeps_quorum};
+
+pub(super) fn plan_local(o: &Observation) -> Vec<Step> {
+    let l = &o.local;
+    let Some(members) = &o.members else {
+        // No member answers. With our data we restart etcd: we may be the
+        // member the others wait for. Without it there is nothing to join.
+        if l.data == DataState::Present && l.recorded_member_id.is_some() && !l.etcd_running {
+            return vec![Step::new(
+                Action::StartEtcd {
+                    initial_cluster: vec![(l.instance_id.clone(), l.peer_url.clone())],
+                },
+                "no member answers and this instance holds its member's data: restart etcd on it (rejoin)",
+            )];
+        }
+        if l.etcd_running {
+            return Vec::new();
+        }
+        return vec![Step::new(
+            Action::Wait,
+            "no member of the cluster answers; nothing to join yet",
+        )];
+    };
+
+    match o.my_member() {
+        Some(m) if m.never_started() => start_added_member(o, members, m),
+        Some(m) => existing_member(o, members, m),
+        None => not_a_member(o, members),
+    }
+}
+
+fn initial_cluster(
+    o: &Observation,
+    members: &[MemberFacts],
+    me: &MemberFacts,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for m in members {
+        let name = if m.id == me.id {
+            o.local.instance_id.clone()
+        } else {
+            m.name.clone()
+        };
+        if name.is_empty() {
+            continue;
+        }
+        for url in &m.peer_urls {
+            out.push((name.clone(), url.clone()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Our member was added (as a learner) but etcd never started: the crash
+/// point between "add" and "start". Start it.
+fn start_added_member(o: &Observation, members: &[MemberFacts], me: &MemberFacts) -> Vec<Step> {
+    let l = &o.local;
+    let mut steps = Vec::new();
+    if l.recorded_member_id != Some(me.id) {
+        steps.push(Step::new(
+            Action::RecordMemberId { member_id: me.id },
+            format!(
+                "member {:x} was added for this instance; record it before starting etcd",
+                me.id
+            ),
+        ));
+    }
+    if l.data != DataState::Empty {
+        steps.push(Step::new(
+            Action::MoveDataAside { why: "stale-before-join".into() },
+            "this instance joins as a new member but its data directory holds older data: move it aside",
+        ));
+    }
+    if !l.etcd_running {
+        steps.push(Step::new(
+            Action::StartEtcd {
+                initial_cluster: initial_cluster(o, members, me),
+            },
+            format!(
+                "member {:x} was added for this instance but etcd never started: start it to join",
+                me.id
+            ),
+        ));
+    }
+    steps
+}
+
+fn existing_member(o: &Observation, members: &[MemberFacts], me: &MemberFacts) -> Vec<Step> {
+    let l = &o.local;
+    let data_is_ours =
+        l.data == DataState::Present && l.recorded_member_id.is_none_or(|id| id == me.id);
+    if data_is_ours {
+        let mut steps = Vec::new();
+        if l.recorded_member_id.is_none() {
+            steps.push(Step::new(
+                Action::RecordMemberId { member_id: me.id },
+                format!("this instance is member {:x}; record it", me.id),
+            ));
+        }
+        if !l.etcd_running {
+            steps.push(Step::new(
+                Action::StartEtcd { initial_cluster: initial_cluster(o, members, me) },
+                format!("member {:x} is in the cluster and its data is intact: restart etcd on it (rejoin)", me.id),
+            ));
+        }
+        return steps;
+    }
+    // Same identity, but the data is gone, unusable, or another member's:
+    // remove the stale member; the next pass moves the data aside and joins
+    // again as a learner.
+    let what = match l.data {
+        DataState::Empty => "its data directory is empty",
+        DataState::Unusable => "its data directory is unusable",
+        DataState::Present => "its data belongs to another member id",
+    };
+    let mut steps = Vec::new();
+    if l.etcd_running {
+        steps.push(Step::new(
+            Action::StopEtcd,
+            format!("member {:x} is stale ({what}): stop etcd", me.id),
+        ));
+    }
+    let voters = members.iter().filter(|m| !m.is_learner).count();
+    let healthy = members
+        .iter()
+        .filter(|m| !m.is_learner && m.healthy)
+        .count();
+    if me.is_learner || removal_keeps_quorum(voters, healthy, me.healthy) {
+        steps.push(Step::new(
+            Action::RemoveMember { member_id: me.id, name: me.name.clone() },
+            format!(
+                "this instance is member {:x} but {what}: remove the stale member, then move the data aside and join again as a learner",
+                me.id
+            ),
+        ));
+    } else {
+        steps.push(Step::new(
+            Action::Wait,
+            format!(
+                "member {:x} is stale ({what}) but removing it would leave {} healthy of {} voters, below quorum {}: waiting",
+                me.id,
+                healthy.saturating_sub(usize::from(me.healthy)),
+                voters - 1,
+                quorum(voters - 1)
+            ),
+        ));
+    }
+    steps
+}
+
+fn not_a_member(o: &Observation, members: &[MemberFacts]) -> Vec<Step> {
+    let l = &o.local;
+    let mut steps = Vec::new();
+    if l.etcd_running {
+        steps.push(Step::new(
+            Action::StopEtcd,
+            "this instance's etcd runs but it is not a member of the cluster (removed): stop it",
+        ));
+    }
+    if l.data != DataState::Empty {
+        steps.push(Step::new(
+            Action::MoveDataAside { why: "not-a-member".into() },
+            "this instance is not a member of the cluster; its data is stale: move it aside (never deleted)",
+        ));
+    }
+    if !o.group.iter().any(|(id, _)| *id == l.instance_id) {
+        steps.push(Step::new(
+            Action::Wait,
+            "this instance is not in the group: it does not join",
+        ));
+        return steps;
+    }
+    if let Some(learner) = members.iter().find(|m| m.is_learner) {
+        let who = if learner.name.is_empty() {
+            format!("{:x}", learner.id)
+        } else {
+            learner.name.clone()
+        };
+        steps.push(Step::new(
+            Action::Wait,
+            format!("one learner at a time: {who} is still joining"),
+        ));
+        return steps;
+    }
+    let voters = members.iter().filter(|m| !m.is_learner).count();
+    let healthy = members
+        .iter()
+        .filter(|m| !m.is_learner && m.healthy)
+        .count();
+    if healthy < quorum(voters) {
+        steps.push(Step::new(
+            Action::Wait,
+            format!("only {healthy} of {voters} voters are healthy (quorum {}): joining now would not be safe", quorum(voters)),
+        ));
+        return steps;
+    }
+    steps.push(Step::new(
+        Action::JoinAsLearner {
+            peer_url: l.peer_url.clone(),
+        },
+        "this instance is in the group but not a member: add it as a learner and start etcd",
+    ));
+    steps
+}

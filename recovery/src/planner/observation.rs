@@ -1,0 +1,95 @@
+//! What the planner sees.
+
+use serde::{Deserialize, Serialize};
+
+/// The local data directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DataState {
+    /// Missing or empty.
+    Empty,
+    /// etcd data (a WAL) is present.
+    Present,
+    /// Files that are not etcd data.
+    Unusable,
+}
+
+/// This instance's own facts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalFacts {
+    pub instance_id: String,
+    pub peer_url: String,
+    /// Member id recorded in the state file, if any.
+    pub recorded_member_id: Option<u64>,
+    pub data: DataState,
+    pub etcd_running: bool,
+    /// The local etcd answers and believes it is the raft leader.
+    pub is_leader: bool,
+}
+
+/// One etcd member, as the member list and its own Status report it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberFacts {
+    pub id: u64,
+    /// Empty for a member added but never started.
+    pub name: String,
+    pub peer_urls: Vec<String>,
+    pub is_learner: bool,
+    /// Answered its last Status probe and knows a leader.
+    pub healthy: bool,
+    /// Since when (ms) it has been continuously unhealthy.
+    pub unhealthy_since_ms: Option<u64>,
+    /// Since when (ms) it has been seen as a learner.
+    pub learner_since_ms: Option<u64>,
+}
+
+impl MemberFacts {
+    pub fn never_started(&self) -> bool {
+        self.name.is_empty()
+    }
+}
+
+/// Timings the rules use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannerConfig {
+    pub unhealthy_member_ttl_ms: u64,
+    pub learner_timeout_ms: u64,
+}
+
+/// Everything the planner decides on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    pub now_ms: u64,
+    pub local: LocalFacts,
+    /// Instance ids in the group, with their peer URLs.
+    pub group: Vec<(String, String)>,
+    pub desired_size: usize,
+    /// The member list from any member that answered; `None` if none did.
+    pub members: Option<Vec<MemberFacts>>,
+    pub config: PlannerConfig,
+}
+
+impl Observation {
+    /// This instance's member: by recorded id, else by name, else (never
+    /// started) by peer URL.
+    pub fn my_member(&self) -> Option<&MemberFacts> {
+        let members = self.members.as_ref()?;
+        let l = &self.local;
+        members
+            .iter()
+            .find(|m| Some(m.id) == l.recorded_member_id)
+            .or_else(|| members.iter().find(|m| m.name == l.instance_id))
+            .or_else(|| {
+                members
+                    .iter()
+                    .find(|m| m.never_started() && m.peer_urls.contains(&l.peer_url))
+            })
+    }
+
+    /// The group instance a member belongs to, by name or peer URL.
+    pub fn owner_of(&self, m: &MemberFacts) -> Option<&str> {
+        self.group
+            .iter()
+            .find(|(id, url)| *id == m.name || (m.name.is_empty() && m.peer_urls.contains(url)))
+            .map(|(id, _)| id.as_str())
+    }
+}

@@ -1,0 +1,21 @@
+//! Quorum arithmetic.
+
+/// Votes needed among `voters`.
+pub fn quorum(voters: usize) -> usize {
+    voters / 2 + 1
+}
+
+/// Whether removing one voter keeps a healthy quorum: after the removal,
+/// the remaining healthy voters must be a quorum of the remaining voters.
+pub fn removal_keeps_quorum(
+    voters: usize,
+    healthy_voters: usize,
+    removed_is_healthy: bool,
+) -> bool {
+    if voters <= 1 {
+        return false;
+    }
+    let remaining = voters - 1;
+    let healthy_remaining = healthy_voters - usize::from(removed_is_healthy && healthy_voters > 0);
+    healthy_remaining >= quorum(remaining)
+}

@@ -1,0 +1,434 @@
+//! Table tests: observation → plan. Every rule, and every crash point
+//! between the steps of a multi-step change.
+
+use super::*;
+
+const A: &str = "http://10.0.0.1:2380";
+const B: &str = "http://10.0.0.2:2380";
+const C: &str = "http://10.0.0.3:2380";
+const D: &str = "http://10.0.0.4:2380";
+const MIN: u64 = 60_000;
+
+fn member(id: u64, name: &str, url: &str) -> MemberFacts {
+    MemberFacts {
+        id,
+        name: name.into(),
+        peer_urls: vec![url.into()],
+        is_learner: false,
+        healthy: true,
+        unhealthy_since_ms: None,
+        learner_since_ms: None,
+    }
+}
+
+fn learner(id: u64, name: &str, url: &str, since: u64) -> MemberFacts {
+    MemberFacts {
+        is_learner: true,
+        learner_since_ms: Some(since),
+        ..member(id, name, url)
+    }
+}
+
+fn sick(mut m: MemberFacts, since: u64) -> MemberFacts {
+    m.healthy = false;
+    m.unhealthy_since_ms = Some(since);
+    m
+}
+
+/// Instance `a` (member 1), healthy three-member cluster a, b, c.
+fn base() -> Observation {
+    Observation {
+        now_ms: 100 * MIN,
+        local: LocalFacts {
+            instance_id: "a".into(),
+            peer_url: A.into(),
+            recorded_member_id: Some(1),
+            data: DataState::Present,
+            etcd_running: true,
+            is_leader: false,
+        },
+        group: vec![
+            ("a".into(), A.into()),
+            ("b".into(), B.into()),
+            ("c".into(), C.into()),
+        ],
+        desired_size: 3,
+        members: Some(vec![
+            member(1, "a", A),
+            member(2, "b", B),
+            member(3, "c", C),
+        ]),
+        config: PlannerConfig {
+            unhealthy_member_ttl_ms: 5 * MIN,
+            learner_timeout_ms: 10 * MIN,
+        },
+    }
+}
+
+fn leader() -> Observation {
+    let mut o = base();
+    o.local.is_leader = true;
+    o
+}
+
+fn kinds(p: &Plan) -> Vec<&'static str> {
+    p.steps
+        .iter()
+        .map(|s| match s.action {
+            Action::StartEtcd { .. } => "start",
+            Action::StopEtcd => "stop",
+            Action::MoveDataAside { .. } => "move-aside",
+            Action::JoinAsLearner { .. } => "join",
+            Action::Promote { .. } => "promote",
+            Action::RemoveMember { .. } => "remove",
+            Action::RecordMemberId { .. } => "record",
+            Action::Wait => "wait",
+            Action::Nothing => "nothing",
+        })
+        .collect()
+}
+
+fn removes(p: &Plan) -> Option<u64> {
+    p.steps.iter().find_map(|s| match s.action {
+        Action::RemoveMember { member_id, .. } => Some(member_id),
+        _ => None,
+    })
+}
+
+#[test]
+fn table() {
+    type Case = (&'static str, Observation, Vec<&'static str>);
+    let mut cases: Vec<Case> = Vec::new();
+
+    cases.push(("healthy follower does nothing", base(), vec!["nothing"]));
+    cases.push(("healthy leader does nothing", leader(), vec!["nothing"]));
+
+    let mut o = base();
+    o.local.etcd_running = false;
+    cases.push((
+        "rejoin: member with intact data restarts etcd",
+        o,
+        vec!["start"],
+    ));
+
+    let mut o = base();
+    o.local.etcd_running = false;
+    o.members = None;
+    cases.push(("rejoin when no member answers", o, vec!["start"]));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: None,
+        data: DataState::Empty,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = None;
+    cases.push(("nothing to join when no member answers", o, vec!["wait"]));
+
+    let mut o = base();
+    o.local.data = DataState::Empty;
+    o.local.etcd_running = false;
+    o.members = Some(vec![
+        sick(member(1, "a", A), 0),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "same identity, empty data: remove the stale member",
+        o,
+        vec!["remove"],
+    ));
+
+    let mut o = base();
+    o.local.data = DataState::Unusable;
+    cases.push((
+        "same identity, unusable data: stop, remove",
+        o,
+        vec!["stop", "remove"],
+    ));
+
+    let mut o = base();
+    o.local.data = DataState::Empty;
+    o.local.etcd_running = false;
+    o.members = Some(vec![
+        sick(member(1, "a", A), 0),
+        sick(member(2, "b", B), 0),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "stale member but removal would break quorum: wait",
+        o,
+        vec!["wait"],
+    ));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: None,
+        data: DataState::Empty,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![member(2, "b", B), member(3, "c", C)]);
+    cases.push(("new instance joins as a learner", o, vec!["join"]));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: None,
+        data: DataState::Empty,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![
+        member(2, "b", B),
+        member(3, "c", C),
+        learner(4, "d", D, 99 * MIN),
+    ]);
+    o.group.push(("d".into(), D.into()));
+    cases.push(("one learner at a time", o, vec!["wait"]));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: None,
+        data: DataState::Empty,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![
+        member(2, "b", B),
+        sick(member(3, "c", C), 0),
+        sick(member(5, "e", D), 0),
+    ]);
+    cases.push(("no join without a healthy quorum", o, vec!["wait"]));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: Some(9),
+        data: DataState::Present,
+        etcd_running: true,
+        ..o.local
+    };
+    o.members = Some(vec![member(2, "b", B), member(3, "c", C)]);
+    cases.push((
+        "crash point: removed, etcd still running and data not moved",
+        o,
+        vec!["stop", "move-aside", "join"],
+    ));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: Some(9),
+        data: DataState::Present,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![member(2, "b", B), member(3, "c", C)]);
+    cases.push((
+        "crash point: removed but data not moved",
+        o,
+        vec!["move-aside", "join"],
+    ));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: None,
+        data: DataState::Empty,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![
+        learner(7, "", A, 99 * MIN),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "crash point: added as learner but never started",
+        o,
+        vec!["record", "start"],
+    ));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: Some(7),
+        data: DataState::Empty,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![
+        learner(7, "", A, 99 * MIN),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "crash point: added and recorded, never started",
+        o,
+        vec!["start"],
+    ));
+
+    let mut o = base();
+    o.local.recorded_member_id = None;
+    cases.push((
+        "crash point: promoted/started but member id not saved",
+        o,
+        vec!["record"],
+    ));
+
+    // Leader rules.
+    let mut o = leader();
+    o.group.retain(|(id, _)| id != "c");
+    cases.push(("departed instance's member removed", o, vec!["remove"]));
+
+    let mut o = leader();
+    o.group.retain(|(id, _)| id != "c");
+    o.members = Some(vec![
+        member(1, "a", A),
+        sick(member(2, "b", B), 0),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "departed member kept while removal breaks quorum",
+        o,
+        vec!["wait"],
+    ));
+
+    let mut o = leader();
+    o.members
+        .as_mut()
+        .unwrap()
+        .push(learner(4, "d", D, 99 * MIN));
+    o.group.push(("d".into(), D.into()));
+    cases.push(("healthy learner promoted", o, vec!["promote"]));
+
+    let mut o = leader();
+    o.members
+        .as_mut()
+        .unwrap()
+        .push(learner(4, "d", D, 80 * MIN));
+    o.group.push(("d".into(), D.into()));
+    cases.push(("stalled learner evicted", o, vec!["remove"]));
+
+    let mut o = leader();
+    o.members
+        .as_mut()
+        .unwrap()
+        .push(learner(4, "", D, 99 * MIN));
+    cases.push(("never-started member of nobody removed", o, vec!["remove"]));
+
+    let mut o = leader();
+    o.members = Some(vec![
+        member(1, "a", A),
+        member(2, "b", B),
+        sick(member(3, "c", C), 90 * MIN),
+    ]);
+    cases.push(("unhealthy past the ttl removed", o, vec!["remove"]));
+
+    let mut o = leader();
+    o.members = Some(vec![
+        member(1, "a", A),
+        member(2, "b", B),
+        sick(member(3, "c", C), 99 * MIN),
+    ]);
+    cases.push(("unhealthy within the ttl kept", o, vec!["nothing"]));
+
+    let mut o = leader();
+    o.members = Some(vec![
+        member(1, "a", A),
+        sick(member(2, "b", B), 0),
+        sick(member(3, "c", C), 0),
+    ]);
+    cases.push((
+        "no removal of unhealthy members without quorum",
+        o,
+        vec!["nothing"],
+    ));
+
+    let mut o = base();
+    o.group.retain(|(id, _)| id != "c");
+    cases.push((
+        "followers do not remove departed members",
+        o,
+        vec!["nothing"],
+    ));
+
+    let mut o = leader();
+    o.local.data = DataState::Empty;
+    o.local.etcd_running = false;
+    o.group.retain(|(id, _)| id != "c");
+    o.members = Some(vec![
+        sick(member(1, "a", A), 0),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "one membership change per plan: local change first",
+        o,
+        vec!["remove"],
+    ));
+
+    for (name, o, want) in cases {
+        let p = plan(&o);
+        assert_eq!(kinds(&p), want, "{name}: {:#?}", p.steps);
+        for s in &p.steps {
+            assert!(!s.reason.is_empty(), "{name}: every step has a reason");
+        }
+        assert!(
+            p.steps
+                .iter()
+                .filter(|s| s.action.changes_membership())
+                .count()
+                <= 1,
+            "{name}: one change per plan"
+        );
+    }
+}
+
+#[test]
+fn removal_targets_and_initial_cluster() {
+    let mut o = leader();
+    o.group.retain(|(id, _)| id != "b");
+    assert_eq!(removes(&plan(&o)), Some(2));
+
+    // The leader's own instance departed: others first, itself last.
+    let mut o = leader();
+    o.group.retain(|(id, _)| id != "a" && id != "c");
+    assert_eq!(removes(&plan(&o)), Some(3));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: Some(7),
+        data: DataState::Empty,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![
+        learner(7, "", A, 0),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    let p = plan(&o);
+    let Some(Action::StartEtcd { initial_cluster }) = p.steps.first().map(|s| &s.action) else {
+        panic!("{p:?}")
+    };
+    assert_eq!(
+        initial_cluster,
+        &vec![
+            ("a".to_string(), A.to_string()),
+            ("b".to_string(), B.to_string()),
+            ("c".to_string(), C.to_string())
+        ]
+    );
+}
+
+#[test]
+fn quorum_arithmetic() {
+    assert_eq!(quorum(1), 1);
+    assert_eq!(quorum(3), 2);
+    assert_eq!(quorum(4), 3);
+    assert_eq!(quorum(5), 3);
+    assert!(removal_keeps_quorum(3, 3, true)); // 2 of 2 left
+    assert!(removal_keeps_quorum(3, 2, false)); // remove the sick one: 2 of 2
+    assert!(!removal_keeps_quorum(3, 2, true)); // 1 of 2 left
+    assert!(!removal_keeps_quorum(1, 1, true));
+    assert!(removal_keeps_quorum(5, 3, false)); // 3 of 4 >= 3
+    assert!(!removal_keeps_quorum(5, 3, true)); // 2 of 4 < 3
+}
