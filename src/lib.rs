@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod atomic_file;
+pub mod commands;
 pub mod config;
 pub mod daemon;
 pub mod data_dir;
@@ -25,6 +26,7 @@ pub mod logging;
 pub mod metrics;
 pub mod preflight;
 pub mod provider;
+pub mod snapshot;
 pub mod startup;
 pub mod state_file;
 pub mod status;

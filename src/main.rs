@@ -52,9 +52,65 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Take or list snapshots in the configured store.
+    Snapshot {
+        #[command(subcommand)]
+        command: SnapshotCommand,
+    },
+    /// Restore a snapshot (a file, or a snapshot name in the configured
+    /// store) into a new data directory for a one-member cluster. The
+    /// snapshot's checksum is verified first; an existing non-empty data
+    /// directory is refused. Works for any etcd snapshot, not only eco's.
+    Restore {
+        /// A snapshot file, or the name of a snapshot in the store (see
+        /// `eco snapshot list`).
+        #[arg(long, value_name = "NAME|FILE")]
+        from: String,
+        /// The data directory to create.
+        #[arg(long, value_name = "DIR")]
+        data_dir: PathBuf,
+        /// Member name of the restored cluster's only member.
+        #[arg(long, value_name = "NAME")]
+        name: String,
+        /// Peer URL of that member, e.g. http://10.0.0.5:2380.
+        #[arg(long, value_name = "URL")]
+        peer_url: String,
+        /// Cluster token of the new cluster (default: a fresh random one).
+        #[arg(long, value_name = "TOKEN")]
+        token: Option<String>,
+        /// Configuration file: names the store and the etcd binaries.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Directory holding etcdutl or etcdctl (default: from --config, else PATH).
+        #[arg(long, value_name = "DIR")]
+        etcd_bin_dir: Option<PathBuf>,
+    },
     /// Print eco's version, the git commit it was built from, and the etcd
     /// versions it supports.
     Version,
+}
+
+#[derive(Subcommand)]
+enum SnapshotCommand {
+    /// Take a snapshot of this instance's etcd now and store it (streamed,
+    /// checksummed, verified before it is committed).
+    Now {
+        /// Configuration file of the instance.
+        #[arg(long, short, value_name = "FILE")]
+        config: PathBuf,
+        /// The instance id (else ECO_INSTANCE_ID or the config).
+        #[arg(long, env = "ECO_INSTANCE_ID", value_name = "ID")]
+        instance_id: Option<String>,
+    },
+    /// List the cluster's snapshots in the store, oldest first.
+    List {
+        /// Configuration file naming the cluster and the store.
+        #[arg(long, short, value_name = "FILE")]
+        config: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -112,7 +168,128 @@ fn main() -> ExitCode {
             instance_id,
             json,
         } => status(api, config, instance_id, json),
+        Command::Snapshot { command } => snapshot(command),
+        Command::Restore {
+            from,
+            data_dir,
+            name,
+            peer_url,
+            token,
+            config,
+            etcd_bin_dir,
+        } => restore(from, data_dir, name, peer_url, token, config, etcd_bin_dir),
     }
+}
+
+/// Runs `work` on a small runtime; prints its text or its error.
+fn one_shot(work: impl std::future::Future<Output = anyhow::Result<String>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("eco: error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(work) {
+        Ok(text) => {
+            print_out(&text);
+            if !text.ends_with('\n') {
+                print_out("\n");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("eco: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn load_or_exit(path: &std::path::Path) -> Result<config::Config, ExitCode> {
+    config::load_file(path).map_err(|e| {
+        eprintln!("eco: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn snapshot(command: SnapshotCommand) -> ExitCode {
+    match command {
+        SnapshotCommand::Now {
+            config,
+            instance_id,
+        } => {
+            let config = match load_or_exit(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            one_shot(async move {
+                let id = instance_id::resolve(instance_id.as_deref(), &config)?;
+                let me = eco::commands::this_instance(&config, &id)?;
+                let url = eco::etcd::flags::client_url(&config.etcd, me.address);
+                eco::commands::snapshot::now(&config, &id, url).await
+            })
+        }
+        SnapshotCommand::List { config, json } => {
+            let config = match load_or_exit(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            one_shot(async move {
+                let list = eco::commands::snapshot::list(&config).await?;
+                if json {
+                    Ok(serde_json::to_string_pretty(&list)?)
+                } else {
+                    Ok(eco::commands::snapshot::render(&list))
+                }
+            })
+        }
+    }
+}
+
+fn restore(
+    from: String,
+    data_dir: PathBuf,
+    name: String,
+    peer_url: String,
+    token: Option<String>,
+    config: Option<PathBuf>,
+    etcd_bin_dir: Option<PathBuf>,
+) -> ExitCode {
+    let config = match config.as_deref().map(load_or_exit) {
+        None => None,
+        Some(Ok(c)) => Some(c),
+        Some(Err(code)) => return code,
+    };
+    one_shot(async move {
+        let (etcdutl, etcdctl) = match (&etcd_bin_dir, &config) {
+            (Some(dir), _) => (
+                Some(dir.join("etcdutl")).filter(|p| p.exists()),
+                Some(dir.join("etcdctl")).filter(|p| p.exists()),
+            ),
+            (None, Some(c)) => {
+                let b = eco::etcd::binaries::find(&c.etcd).await?;
+                (b.etcdutl, b.etcdctl)
+            }
+            (None, None) => {
+                let b = eco::etcd::binaries::find(&Default::default()).await?;
+                (b.etcdutl, b.etcdctl)
+            }
+        };
+        let req = eco::snapshot::restore::RestoreRequest {
+            data_dir,
+            token: token
+                .unwrap_or_else(|| format!("{name}-restored-{:08x}", rand::random::<u32>())),
+            name,
+            peer_url,
+            etcdutl,
+            etcdctl,
+            timeout: std::time::Duration::from_secs(30 * 60),
+        };
+        eco::commands::restore::run(&from, config.as_ref(), &req).await
+    })
 }
 
 fn status(
@@ -188,18 +365,7 @@ fn api_address(path: &std::path::Path, id: Option<&str>) -> anyhow::Result<std::
         return Ok(bind);
     }
     let id = instance_id::resolve(id, &config)?;
-    let group_file = config
-        .provider
-        .static_group
-        .as_ref()
-        .map(|s| s.group_file.clone())
-        .ok_or_else(|| anyhow::anyhow!("the config has no [provider.static] group file"))?;
-    let text = std::fs::read_to_string(&group_file)
-        .map_err(|e| anyhow::anyhow!("cannot read group file {}: {e}", group_file.display()))?;
-    let group = eco::provider::parse_group_file(&text, &group_file, &id)?;
-    let me = group
-        .me()
-        .ok_or_else(|| anyhow::anyhow!("instance {id} is not in its group"))?;
+    let me = eco::commands::this_instance(&config, &id)?;
     Ok(std::net::SocketAddr::new(
         me.address,
         config.api.port as u16,

@@ -4,16 +4,8 @@
 mod common;
 use common::*;
 use eco::etcd::members::{self, MembershipError};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-
-struct RawEtcd(Child);
-impl Drop for RawEtcd {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn start_learner(dir: &std::path::Path, name: &str, addr: &str, initial_cluster: &str) -> RawEtcd {
     let child = Command::new(etcd_bin_dir().join("etcd"))

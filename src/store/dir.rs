@@ -152,9 +152,9 @@ impl DirStore {
     }
 }
 
-/// Conditionally created objects live under `incarnations/`.
+/// Conditionally created objects live under an `incarnations/` folder.
 fn is_record_name(name: &str) -> bool {
-    name.starts_with("incarnations/")
+    name.split('/').rev().nth(1) == Some("incarnations")
 }
 
 impl ObjectStore for DirStore {

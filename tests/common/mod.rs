@@ -260,3 +260,85 @@ pub fn write(endpoint: &str, key: &str, value: &str) -> bool {
 pub fn wait_serving(endpoint: &str, limit: Duration) -> Option<u64> {
     wait_until(limit, || read(endpoint, "health-probe").map(|(c, _)| c))
 }
+
+impl Instance {
+    /// Adds a directory snapshot store at `<tempdir>/store` to the config.
+    pub fn with_dir_store(self) -> Self {
+        let mut text = std::fs::read_to_string(&self.config).expect("config");
+        text.push_str("[snapshot]\nstore = \"dir\"\n[snapshot.dir]\npath = \"store\"\n");
+        std::fs::write(&self.config, text).expect("config");
+        self
+    }
+
+    pub fn store_dir(&self) -> PathBuf {
+        self.dir.path().join("store")
+    }
+
+    /// Runs `eco <args>`; returns (exit code, stdout, stderr).
+    pub fn eco(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(eco_bin())
+            .args(args)
+            .output()
+            .expect("run eco");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
+    }
+}
+
+/// Every key and value under "" with the revision, via a linearizable read.
+pub fn dump(endpoint: &str) -> Option<(i64, Vec<(String, String)>)> {
+    rt().block_on(async {
+        let mut c = client(endpoint).await?;
+        let opts = etcd_client::GetOptions::new().with_all_keys();
+        let r = tokio::time::timeout(Duration::from_secs(5), c.get("", Some(opts)))
+            .await
+            .ok()?
+            .ok()?;
+        let rev = r.header()?.revision();
+        let kvs = r
+            .kvs()
+            .iter()
+            .map(|kv| {
+                (
+                    String::from_utf8_lossy(kv.key()).into(),
+                    String::from_utf8_lossy(kv.value()).into(),
+                )
+            })
+            .collect();
+        Some((rev, kvs))
+    })
+}
+
+/// A raw etcd (not managed by eco) on an existing data dir; killed on drop.
+pub struct RawEtcd(pub Child);
+
+impl RawEtcd {
+    pub fn start(data_dir: &Path, name: &str, address: &str) -> Self {
+        let child = Command::new(etcd_bin_dir().join("etcd"))
+            .arg(format!("--name={name}"))
+            .arg(format!("--data-dir={}", data_dir.display()))
+            .arg(format!("--listen-client-urls=http://{address}:2379"))
+            .arg(format!("--advertise-client-urls=http://{address}:2379"))
+            .arg(format!("--listen-peer-urls=http://{address}:2380"))
+            .arg(format!(
+                "--initial-advertise-peer-urls=http://{address}:2380"
+            ))
+            .arg("--listen-metrics-urls=http://127.0.0.1:0")
+            .args(["--heartbeat-interval=50", "--election-timeout=250"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start etcd");
+        Self(child)
+    }
+}
+
+impl Drop for RawEtcd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -1,0 +1,67 @@
+//! `eco snapshot now` and `eco snapshot list`.
+
+use crate::config::Config;
+use crate::snapshot::name::SnapshotName;
+use crate::snapshot::take::{self, SnapshotRequest, meta};
+use crate::state_file::StateFile;
+use crate::store::{ObjectInfo, list_all};
+use anyhow::Context;
+
+/// Takes a snapshot of this instance's etcd into the configured store.
+pub async fn now(config: &Config, instance_id: &str, client_url: String) -> anyhow::Result<String> {
+    let store = super::store_from_config(config)?;
+    let state = StateFile::beside(&config.etcd.data_dir)
+        .load_for(&config.cluster.name, instance_id)?
+        .context("this instance has no state file: it is not part of a cluster yet")?;
+    let started = std::time::Instant::now();
+    let taken = take::take(
+        &store,
+        &SnapshotRequest {
+            endpoint: client_url,
+            cluster: config.cluster.name.clone(),
+            incarnation: state.incarnation,
+            token: state.cluster_token,
+            instance: instance_id.to_string(),
+            timeout: config.etcd.call_timeout.get(),
+        },
+    )
+    .await?;
+    Ok(format!(
+        "stored {} ({} bytes, sha256 {}, revision {}, in {:.2}s)",
+        taken.name,
+        taken.object.size,
+        taken.object.sha256,
+        taken.name.revision,
+        started.elapsed().as_secs_f64()
+    ))
+}
+
+/// The cluster's snapshots, oldest first (every page of the listing).
+pub async fn list(config: &Config) -> anyhow::Result<Vec<ObjectInfo>> {
+    let store = super::store_from_config(config)?;
+    let all = list_all(&store, &SnapshotName::prefix(&config.cluster.name)).await?;
+    Ok(all
+        .into_iter()
+        .filter(|o| SnapshotName::parse(&o.name).is_some())
+        .collect())
+}
+
+/// A table for humans.
+pub fn render(objects: &[ObjectInfo]) -> String {
+    let mut out = format!(
+        "{:<80} {:>12} {:>12} {:>10}\n",
+        "NAME", "REVISION", "SIZE", "INSTANCE"
+    );
+    for o in objects {
+        let get = |k: &str| o.metadata.get(k).cloned().unwrap_or_else(|| "-".into());
+        out.push_str(&format!(
+            "{:<80} {:>12} {:>12} {:>10}\n",
+            o.name,
+            get(meta::REVISION),
+            o.size,
+            get(meta::INSTANCE)
+        ));
+    }
+    out.push_str(&format!("{} snapshot(s)\n", objects.len()));
+    out
+}

@@ -1,0 +1,171 @@
+//! Streaming a snapshot from one etcd member into a store.
+
+use super::name::SnapshotName;
+use super::trailing_hash::TrailingHash;
+use crate::etcd::probe::{self, ProbeError};
+use crate::store::{ObjectInfo, ObjectStore, StoreError};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::io::StreamReader;
+
+/// What to snapshot and how to name it.
+#[derive(Clone, Debug)]
+pub struct SnapshotRequest {
+    /// Client URL of the member to snapshot.
+    pub endpoint: String,
+    pub cluster: String,
+    pub incarnation: u64,
+    pub token: String,
+    /// Instance taking the snapshot (recorded in metadata).
+    pub instance: String,
+    /// Timeout of each call, and of the wait for each chunk of the stream.
+    pub timeout: Duration,
+}
+
+/// A snapshot safely stored.
+#[derive(Clone, Debug)]
+pub struct TakenSnapshot {
+    pub name: SnapshotName,
+    pub object: ObjectInfo,
+    /// Raft index of the member just before the snapshot (a lower bound of
+    /// the snapshot's commit index).
+    pub raft_index: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    #[error("snapshot stream from {endpoint}: {message}")]
+    Stream { endpoint: String, message: String },
+    #[error("storing the snapshot: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// Metadata keys of snapshot objects.
+pub mod meta {
+    pub const CLUSTER: &str = "cluster";
+    pub const INCARNATION: &str = "incarnation";
+    pub const TOKEN: &str = "token";
+    pub const REVISION: &str = "revision";
+    pub const RAFT_INDEX: &str = "raft_index";
+    pub const ETCD_VERSION: &str = "etcd_version";
+    pub const INSTANCE: &str = "instance";
+    pub const CREATED_UNIX_MS: &str = "created_unix_ms";
+}
+
+pub async fn take<S: ObjectStore>(
+    store: &S,
+    req: &SnapshotRequest,
+) -> Result<TakenSnapshot, SnapshotError> {
+    let stream_err = |message: String| SnapshotError::Stream {
+        endpoint: req.endpoint.clone(),
+        message,
+    };
+    let mut client = probe::connect(&req.endpoint, req.timeout).await?;
+    let status = probe::status(&mut client, &req.endpoint, req.timeout).await?;
+    let mut stream = tokio::time::timeout(req.timeout, client.snapshot())
+        .await
+        .map_err(|_| stream_err(format!("no answer within {:?}", req.timeout)))?
+        .map_err(|e| stream_err(e.to_string()))?;
+    let first = tokio::time::timeout(req.timeout, stream.message())
+        .await
+        .map_err(|_| stream_err(format!("no first chunk within {:?}", req.timeout)))?
+        .map_err(|e| stream_err(e.to_string()))?
+        .ok_or_else(|| stream_err("the stream ended before any data".into()))?;
+    // The first header marks the point in time of the snapshot (etcd ≥ 3.5);
+    // older servers send none: the revision just before is a lower bound.
+    let revision = first
+        .header()
+        .map(|h| h.revision())
+        .filter(|r| *r > 0)
+        .unwrap_or(status.revision);
+    let name = SnapshotName {
+        cluster: req.cluster.clone(),
+        incarnation: req.incarnation,
+        revision,
+        token: req.token.clone(),
+    };
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis();
+    let metadata = BTreeMap::from([
+        (meta::CLUSTER.to_string(), req.cluster.clone()),
+        (meta::INCARNATION.to_string(), req.incarnation.to_string()),
+        (meta::TOKEN.to_string(), req.token.clone()),
+        (meta::REVISION.to_string(), revision.to_string()),
+        (meta::RAFT_INDEX.to_string(), status.raft_index.to_string()),
+        (meta::ETCD_VERSION.to_string(), status.version.clone()),
+        (meta::INSTANCE.to_string(), req.instance.clone()),
+        (meta::CREATED_UNIX_MS.to_string(), created.to_string()),
+    ]);
+
+    // A small bounded channel between the etcd stream and the store: memory
+    // stays flat. A failure is sent down the channel as an error, so the
+    // store aborts the upload instead of committing a short object.
+    let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(4);
+    let timeout = req.timeout;
+    let producer = tokio::spawn(async move {
+        let mut check = TrailingHash::new();
+        check.update(first.blob());
+        if tx
+            .send(Ok(Bytes::copy_from_slice(first.blob())))
+            .await
+            .is_err()
+        {
+            return Err("the store stopped reading".to_string());
+        }
+        loop {
+            let next = match tokio::time::timeout(timeout, stream.message()).await {
+                Err(_) => Err(format!("no chunk within {timeout:?}")),
+                Ok(Err(e)) => Err(e.to_string()),
+                Ok(Ok(m)) => Ok(m),
+            };
+            match next {
+                Ok(Some(m)) => {
+                    check.update(m.blob());
+                    if tx.send(Ok(Bytes::copy_from_slice(m.blob()))).await.is_err() {
+                        return Err("the store stopped reading".to_string());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let _ = tx.send(Err(std::io::Error::other(e.clone()))).await;
+                    return Err(e);
+                }
+            }
+        }
+        if !check.verify() {
+            let e =
+                "etcd's trailing sha256 does not match the data (truncated or corrupted stream)"
+                    .to_string();
+            let _ = tx
+                .send(Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    e.clone(),
+                )))
+                .await;
+            return Err(e);
+        }
+        Ok(())
+    });
+    let stored = store
+        .put(
+            &name.to_string(),
+            StreamReader::new(ReceiverStream::new(rx)),
+            metadata,
+        )
+        .await;
+    let produced = producer.await.map_err(|e| stream_err(e.to_string()))?;
+    produced.map_err(stream_err)?;
+    let object = stored?;
+    Ok(TakenSnapshot {
+        name,
+        object,
+        raft_index: status.raft_index,
+    })
+}

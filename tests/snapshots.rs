@@ -1,0 +1,240 @@
+//! Snapshots and restore on real etcd.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+fn hash(kvs: &[(String, String)]) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for (k, v) in kvs {
+        h.update(k.as_bytes());
+        h.update([0]);
+        h.update(v.as_bytes());
+        h.update([0]);
+    }
+    hex::encode(h.finalize())
+}
+
+fn snapshot_objects(store: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let dir = store.join("it/snapshots");
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "db")
+                && !p.file_name().unwrap().to_string_lossy().starts_with('.')
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn snapshot_now_list_and_restore_gives_equal_data() {
+    let mut i = Instance::new("127.0.5.1").with_dir_store();
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    for n in 0..200 {
+        assert!(write(
+            &i.endpoint(),
+            &format!("key/{n:04}"),
+            &format!("value-{n}")
+        ));
+    }
+    let (rev_before, kvs_before) = dump(&i.endpoint()).expect("dump");
+    let cfg = i.config.to_str().unwrap().to_string();
+
+    let (code, out, err) = i.eco(&[
+        "snapshot",
+        "now",
+        "--config",
+        &cfg,
+        "--instance-id",
+        "eco-1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("stored it/snapshots/i0000000001-r"), "{out}");
+
+    let (code, out, err) = i.eco(&["snapshot", "list", "--config", &cfg, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    let name = list[0]["name"].as_str().unwrap().to_string();
+    let snap_rev: i64 = list[0]["metadata"]["revision"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        snap_rev >= rev_before,
+        "snapshot revision {snap_rev} >= {rev_before}"
+    );
+    let (code, table, _) = i.eco(&["snapshot", "list", "--config", &cfg]);
+    assert_eq!(code, 0);
+    assert!(
+        table.contains(&name) && table.contains("1 snapshot(s)"),
+        "{table}"
+    );
+
+    // Restore by name from the store into a new data dir, start etcd on it.
+    let target = i.dir.path().join("restored/etcd");
+    let (code, out, err) = i.eco(&[
+        "restore",
+        "--from",
+        &name,
+        "--config",
+        &cfg,
+        "--data-dir",
+        target.to_str().unwrap(),
+        "--name",
+        "restored",
+        "--peer-url",
+        "http://127.0.5.2:2380",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("sha256 verified"), "{out}");
+    let _etcd = RawEtcd::start(&target, "restored", "127.0.5.2");
+    wait_serving("http://127.0.5.2:2379", Duration::from_secs(20)).expect("restored etcd serving");
+    let (rev_after, kvs_after) = dump("http://127.0.5.2:2379").expect("dump restored");
+    let user = |kvs: &[(String, String)]| {
+        kvs.iter()
+            .filter(|(k, _)| k.starts_with("key/"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(user(&kvs_after).len(), 200);
+    assert_eq!(
+        hash(&user(&kvs_after)),
+        hash(&user(&kvs_before)),
+        "same keys and values"
+    );
+    assert!(
+        rev_after >= rev_before,
+        "revision not lower after restore: {rev_after} < {rev_before}"
+    );
+
+    // Refuses to restore over existing data.
+    let (code, _, err) = i.eco(&[
+        "restore",
+        "--from",
+        &name,
+        "--config",
+        &cfg,
+        "--data-dir",
+        target.to_str().unwrap(),
+        "--name",
+        "restored",
+        "--peer-url",
+        "http://127.0.5.2:2380",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not empty"), "{err}");
+}
+
+#[test]
+fn corrupted_snapshots_are_refused() {
+    let mut i = Instance::new("127.0.5.3").with_dir_store();
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    assert!(write(&i.endpoint(), "k", "v"));
+    let cfg = i.config.to_str().unwrap().to_string();
+    let (code, _, err) = i.eco(&[
+        "snapshot",
+        "now",
+        "--config",
+        &cfg,
+        "--instance-id",
+        "eco-1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let object = snapshot_objects(&i.store_dir())
+        .pop()
+        .expect("a snapshot object");
+    let name = format!(
+        "it/snapshots/{}",
+        object.file_name().unwrap().to_string_lossy()
+    );
+
+    // A pristine copy restores from a file (etcd's trailing checksum checked).
+    let copy = i.dir.path().join("copy.db");
+    std::fs::copy(&object, &copy).unwrap();
+    let target = i.dir.path().join("from-file/etcd");
+    let (code, _, err) = i.eco(&[
+        "restore",
+        "--from",
+        copy.to_str().unwrap(),
+        "--data-dir",
+        target.to_str().unwrap(),
+        "--name",
+        "r",
+        "--peer-url",
+        "http://127.0.5.4:2380",
+        "--etcd-bin-dir",
+        etcd_bin_dir().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(target.join("member/wal").is_dir());
+
+    // One flipped byte in the stored object: refused by the store's sha256.
+    let mut bytes = std::fs::read(&object).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    std::fs::write(&object, &bytes).unwrap();
+    let target = i.dir.path().join("flipped/etcd");
+    let (code, _, err) = i.eco(&[
+        "restore",
+        "--from",
+        &name,
+        "--config",
+        &cfg,
+        "--data-dir",
+        target.to_str().unwrap(),
+        "--name",
+        "r",
+        "--peer-url",
+        "http://127.0.5.4:2380",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("corrupt") && err.contains("sha256"), "{err}");
+    assert!(!target.exists(), "nothing restored");
+
+    // The same damage in a file: refused by etcd's trailing checksum.
+    std::fs::write(&copy, &bytes).unwrap();
+    let (code, _, err) = i.eco(&[
+        "restore",
+        "--from",
+        copy.to_str().unwrap(),
+        "--data-dir",
+        target.to_str().unwrap(),
+        "--name",
+        "r",
+        "--peer-url",
+        "http://127.0.5.4:2380",
+        "--etcd-bin-dir",
+        etcd_bin_dir().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("corrupt") && err.contains("trailing sha256"),
+        "{err}"
+    );
+    // A truncated file too.
+    std::fs::write(&copy, &bytes[..bytes.len() - 100]).unwrap();
+    let (code, _, err) = i.eco(&[
+        "restore",
+        "--from",
+        copy.to_str().unwrap(),
+        "--data-dir",
+        target.to_str().unwrap(),
+        "--name",
+        "r",
+        "--peer-url",
+        "http://127.0.5.4:2380",
+        "--etcd-bin-dir",
+        etcd_bin_dir().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+}
