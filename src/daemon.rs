@@ -14,10 +14,13 @@ use crate::etcd::probe::MemberProbe;
 use crate::etcd::supervisor::{Backoff, ProcessSpec, Supervisor};
 use crate::metrics::Metrics;
 use crate::provider::{Group, Provider, StaticProvider};
+use crate::snapshot::writer::SnapshotWriter;
 use crate::startup::{self, GroupShape, StartDecision};
 use crate::state_file::{self, LocalState, StateFile};
 use crate::status::{InstanceStatus, NextAction, Phase};
 use anyhow::Context;
+use recovery::retention::RetentionPolicy;
+use recovery::snapshot_schedule::SnapshotSchedule;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,12 +67,6 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
     let contents = data_dir::inspect(&data_dir)?;
     let pid_file = state_file.path().with_file_name("etcd.pid");
 
-    if config.snapshot.store != crate::config::SnapshotStoreKind::None {
-        tracing::warn!(
-            "snapshot.store is set, but this version of eco does not take snapshots yet; nothing is uploaded"
-        );
-    }
-
     let client_url = flags::client_url(&config.etcd, me.address);
     let peer_url = flags::peer_url(&config.etcd, me.address);
     let decision = startup::decide(
@@ -99,6 +96,7 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         probe_error: None,
         group: Some(group.clone()),
         state: state.clone(),
+        snapshots: None,
     });
     let metrics = Arc::new(Metrics::new(&instance_id, &binaries.version.to_string()));
 
@@ -192,6 +190,31 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         })
         .await?;
 
+    let (writer_stop, writer_stop_rx) = watch::channel(false);
+    let writer = match crate::commands::store_from_config(&config) {
+        Ok(store) => Some(tokio::spawn(
+            SnapshotWriter {
+                store,
+                cluster: config.cluster.name.clone(),
+                instance: instance_id.clone(),
+                endpoint: client_url.clone(),
+                schedule: SnapshotSchedule {
+                    interval_ms: config.snapshot.interval.get().as_millis() as u64,
+                    max_age_ms: config.snapshot.max_age.get().as_millis() as u64,
+                },
+                policy: RetentionPolicy {
+                    keep_last: config.snapshot.keep_last,
+                    keep_hourly: config.snapshot.keep_hourly,
+                    keep_daily: config.snapshot.keep_daily,
+                },
+                timeout: config.etcd.call_timeout.get(),
+                check_every: config.etcd.probe_interval.get().max(Duration::from_secs(1)),
+            }
+            .run(status_tx.clone(), writer_stop_rx),
+        )),
+        Err(_) => None,
+    };
+
     let result = watch_over(
         &config,
         &provider,
@@ -205,12 +228,22 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
 
     status_tx.send_modify(|s| {
         s.phase = Phase::Stopping;
-        s.ready = false;
         s.next = NextAction {
             action: "stop".into(),
-            reason: "eco is shutting down; etcd is stopped first".into(),
+            reason: "eco is shutting down: final snapshot if this instance writes them, then etcd is stopped".into(),
         };
     });
+    if let Some(task) = writer {
+        let _ = writer_stop.send(true);
+        let limit = config.etcd.call_timeout.get() * 10;
+        if tokio::time::timeout(limit, task).await.is_err() {
+            tracing::error!(
+                ?limit,
+                "the final snapshot did not finish in time; stopping etcd anyway"
+            );
+        }
+    }
+    status_tx.send_modify(|s| s.ready = false);
     tracing::info!("stopping etcd");
     supervisor.stop().await?;
     supervisor.shutdown();

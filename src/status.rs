@@ -43,6 +43,25 @@ pub struct InstanceStatus {
     pub probe_error: Option<String>,
     pub group: Option<Group>,
     pub state: Option<LocalState>,
+    /// The snapshot writer's view (absent when no store is configured).
+    #[serde(default)]
+    pub snapshots: Option<SnapshotStatus>,
+}
+
+/// What the snapshot writer knows and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotStatus {
+    /// Snapshots of this cluster in the store at the last listing.
+    pub stored: usize,
+    pub newest: Option<String>,
+    pub newest_revision: Option<i64>,
+    pub taken: u64,
+    pub failures: u64,
+    pub last_error: Option<String>,
+    /// Why the last snapshot was taken.
+    pub last_reason: Option<String>,
+    /// Raised when the store lost snapshots it had (e.g. wiped).
+    pub alert: Option<String>,
 }
 
 impl InstanceStatus {

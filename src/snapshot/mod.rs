@@ -18,3 +18,4 @@ pub mod name;
 pub mod restore;
 pub mod take;
 pub mod trailing_hash;
+pub mod writer;

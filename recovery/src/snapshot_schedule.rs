@@ -1,0 +1,114 @@
+//! When the snapshot writer takes a snapshot (DESIGN §8). Pure.
+//!
+//! Only the instance beside the etcd leader writes. It snapshots when the
+//! revision advanced and `interval` passed since the last snapshot, and in
+//! any case once `max_age` passed — so even a quiet cluster has a recent,
+//! verified snapshot.
+
+use serde::{Deserialize, Serialize};
+
+/// The newest snapshot known in the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastSnapshot {
+    /// Wall-clock time it was taken (Unix ms, from its metadata).
+    pub taken_unix_ms: u64,
+    pub revision: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotSchedule {
+    pub interval_ms: u64,
+    pub max_age_ms: u64,
+}
+
+/// Why a snapshot is due now, or `None`.
+pub fn snapshot_due(
+    now_unix_ms: u64,
+    is_writer: bool,
+    current_revision: i64,
+    last: Option<LastSnapshot>,
+    schedule: SnapshotSchedule,
+) -> Option<String> {
+    if !is_writer {
+        return None;
+    }
+    let Some(last) = last else {
+        return Some("the store holds no snapshot of this cluster yet".into());
+    };
+    let age = now_unix_ms.saturating_sub(last.taken_unix_ms);
+    if age >= schedule.max_age_ms {
+        return Some(format!(
+            "the newest snapshot is {} s old (max_age {} s)",
+            age / 1000,
+            schedule.max_age_ms / 1000
+        ));
+    }
+    if current_revision > last.revision && age >= schedule.interval_ms {
+        return Some(format!(
+            "the revision advanced from {} to {current_revision} and {} s passed (interval {} s)",
+            last.revision,
+            age / 1000,
+            schedule.interval_ms / 1000
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: SnapshotSchedule = SnapshotSchedule {
+        interval_ms: 60_000,
+        max_age_ms: 3_600_000,
+    };
+
+    #[test]
+    fn table() {
+        let last = Some(LastSnapshot {
+            taken_unix_ms: 1_000_000,
+            revision: 10,
+        });
+        let cases = [
+            ("not the writer", 9_000_000, false, 99, last, false),
+            ("no snapshot yet", 0, true, 1, None, true),
+            (
+                "revision advanced, interval passed",
+                1_060_000,
+                true,
+                11,
+                last,
+                true,
+            ),
+            (
+                "revision advanced, interval not passed",
+                1_059_999,
+                true,
+                11,
+                last,
+                false,
+            ),
+            (
+                "quiet cluster within max_age",
+                4_599_999,
+                true,
+                10,
+                last,
+                false,
+            ),
+            (
+                "quiet cluster past max_age",
+                4_600_000,
+                true,
+                10,
+                last,
+                true,
+            ),
+            ("clock went backwards", 0, true, 11, last, false),
+        ];
+        for (name, now, writer, rev, last, want) in cases {
+            let got = snapshot_due(now, writer, rev, last, S);
+            assert_eq!(got.is_some(), want, "{name}: {got:?}");
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The periodic snapshot writer on real etcd: schedule, retention, store
+//! wipe alert, final snapshot on SIGTERM.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+fn stored(i: &Instance) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(i.store_dir().join("it/snapshots"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            (n.ends_with(".db") && !n.starts_with('.')).then_some(n)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn status(i: &Instance) -> serde_json::Value {
+    let out = std::process::Command::new(eco_bin())
+        .args(["status", "--json", "--api", &format!("{}:2390", i.address)])
+        .output()
+        .expect("eco status");
+    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+}
+
+#[test]
+fn schedule_retention_wipe_alert_and_final_snapshot() {
+    let mut i = Instance::new("127.0.6.1").with_dir_store();
+    let text = std::fs::read_to_string(&i.config).unwrap().replace(
+        "store = \"dir\"\n",
+        "store = \"dir\"\ninterval = \"10s\"\nmax_age = \"1h\"\nkeep_last = 2\nkeep_hourly = 0\nkeep_daily = 0\n",
+    );
+    std::fs::write(&i.config, text).unwrap();
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+
+    // The store holds nothing yet: a snapshot is due at once.
+    let first = wait_until(Duration::from_secs(15), || {
+        Some(stored(&i)).filter(|v| v.len() == 1)
+    })
+    .expect("first snapshot");
+
+    // Quiet cluster: no new snapshot after the interval (revision unchanged).
+    std::thread::sleep(Duration::from_secs(12));
+    assert_eq!(
+        stored(&i),
+        first,
+        "no snapshot while the revision does not advance"
+    );
+
+    // Writes: the next check after the interval takes one; then another.
+    assert!(write(&i.endpoint(), "a", "1"));
+    let second = wait_until(Duration::from_secs(15), || {
+        Some(stored(&i)).filter(|v| v.len() == 2)
+    })
+    .expect("second");
+    assert!(write(&i.endpoint(), "b", "2"));
+    let third = wait_until(Duration::from_secs(20), || {
+        Some(stored(&i)).filter(|v| v.len() == 2 && v.last() != second.last())
+    })
+    .expect("third snapshot, retention down to keep_last = 2");
+    assert!(!third.contains(&first[0]), "the oldest went");
+    assert!(
+        third.contains(second.last().unwrap()),
+        "the newest two stay"
+    );
+    let s = status(&i);
+    assert_eq!(s["snapshots"]["stored"], 2, "{s}");
+    assert!(
+        s["snapshots"]["last_reason"]
+            .as_str()
+            .unwrap()
+            .contains("revision advanced"),
+        "{s}"
+    );
+
+    // Every snapshot deleted behind eco's back: alert, and a new snapshot.
+    std::fs::remove_dir_all(i.store_dir().join("it/snapshots")).unwrap();
+    let alerted = wait_until(Duration::from_secs(15), || {
+        let s = status(&i);
+        (s["snapshots"]["stored"] == 1 && s["snapshots"]["taken"].as_u64() >= Some(4)).then_some(s)
+    })
+    .expect("a new snapshot after the wipe");
+    assert!(
+        write(&i.endpoint(), "still", "serving"),
+        "etcd kept serving"
+    );
+    let log = i.log();
+    assert!(
+        log.contains("the store lost every snapshot"),
+        "alert logged"
+    );
+    let _ = alerted;
+
+    // SIGTERM: a final snapshot with the last write, then a clean exit.
+    assert!(write(&i.endpoint(), "last", "write"));
+    let (rev, _) = dump(&i.endpoint()).unwrap();
+    i.signal(libc::SIGTERM);
+    assert_eq!(i.wait_exit(Duration::from_secs(30)), Some(0));
+    assert!(
+        i.log().contains("final snapshot: eco is stopping"),
+        "final snapshot taken"
+    );
+    let newest = stored(&i).pop().expect("a snapshot");
+    let newest_rev: i64 = newest.split("-r").nth(1).unwrap()[..20].parse().unwrap();
+    assert!(
+        newest_rev >= rev,
+        "final snapshot has the last write ({newest_rev} >= {rev})"
+    );
+}
