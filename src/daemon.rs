@@ -1,29 +1,41 @@
-//! `eco run`: gather what this instance knows, decide (pure code), act.
+//! `eco run`: gather what this instance knows, decide with pure code, act.
 //!
-//! Today the daemon manages a group of one: it bootstraps or resumes the
-//! local cluster, keeps etcd running, probes it, and serves its status. The
-//! loop is shaped for what comes next (gossip, the steady-state planner and
-//! the recovery protocol): observations in, a decision with its reason out,
-//! actions executed by the I/O code here.
+//! Start: the start decision ([`crate::startup::decide`]) bootstraps a group
+//! of one (creating `incarnations/1` in the store by conditional create when
+//! a store is configured), resumes an instance with its data, hands a new or
+//! stale instance to the planner, or refuses. Then, every probe interval:
+//! observe the cluster ([`ClusterView`]), run the steady-state planner
+//! (`recovery::planner::plan`), publish its first step and reason in
+//! `/status`, and execute the steps in order. The snapshot writer runs
+//! beside the loop.
+//!
+//! Not here yet: forming a multi-instance cluster from nothing and
+//! quorum-loss recovery (the fenced seeding protocol over gossip).
 
-use crate::config::{Config, ConfigDuration};
-use crate::data_dir;
-use crate::etcd::binaries;
+use crate::cluster_view::{ClusterView, Seen};
+use crate::config::Config;
+use crate::data_dir::{self, DataDirContents};
+use crate::etcd::binaries::{self, EtcdBinaries};
 use crate::etcd::flags::{self, InitialClusterState, LaunchSpec};
-use crate::etcd::probe::MemberProbe;
+use crate::etcd::members::{self, MembershipError};
+use crate::etcd::probe;
 use crate::etcd::supervisor::{Backoff, ProcessSpec, Supervisor};
 use crate::metrics::Metrics;
-use crate::provider::{Group, Provider, StaticProvider};
+use crate::provider::{Group, Instance, Provider, StaticProvider};
+use crate::record::{self, IncarnationRecord, VotersRecord};
 use crate::snapshot::writer::SnapshotWriter;
 use crate::startup::{self, GroupShape, StartDecision};
 use crate::state_file::{self, LocalState, StateFile};
 use crate::status::{InstanceStatus, NextAction, Phase};
+use crate::store::dir::DirStore;
 use anyhow::Context;
+use recovery::planner::{self, Action, DataState, LocalFacts, Observation, PlannerConfig, Step};
 use recovery::retention::RetentionPolicy;
 use recovery::snapshot_schedule::SnapshotSchedule;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
 /// How the daemon ended.
@@ -31,6 +43,49 @@ use tokio::sync::watch;
 pub enum Exit {
     /// Stopped by SIGTERM/SIGINT after stopping etcd.
     Signalled,
+}
+
+/// Everything the running daemon holds.
+struct Daemon {
+    config: Config,
+    id: String,
+    me: Instance,
+    client_url: String,
+    peer_url: String,
+    provider: StaticProvider,
+    group: Group,
+    binaries: EtcdBinaries,
+    supervisor: Supervisor,
+    status: watch::Sender<InstanceStatus>,
+    state_file: StateFile,
+    state: Option<LocalState>,
+    data_dir: PathBuf,
+    pid_file: PathBuf,
+    store: Option<DirStore>,
+    view: ClusterView,
+    started: Instant,
+    voters_written: Option<VotersRecord>,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64
+}
+
+fn action_name(a: &Action) -> &'static str {
+    match a {
+        Action::StartEtcd { .. } => "start etcd",
+        Action::StopEtcd => "stop etcd",
+        Action::MoveDataAside { .. } => "move the data directory aside",
+        Action::JoinAsLearner { .. } => "join as a learner",
+        Action::Promote { .. } => "promote a learner",
+        Action::RemoveMember { .. } => "remove a member",
+        Action::RecordMemberId { .. } => "record the member id",
+        Action::Wait => "wait",
+        Action::Nothing => "keep etcd running",
+    }
 }
 
 pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
@@ -49,13 +104,7 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
     let binaries = binaries::find(&config.etcd)
         .await
         .context("cannot use etcd")?;
-    tracing::info!(
-        etcd = %binaries.etcd.display(),
-        version = %binaries.version,
-        etcdctl = ?binaries.etcdctl,
-        etcdutl = ?binaries.etcdutl,
-        "found etcd"
-    );
+    tracing::info!(etcd = %binaries.etcd.display(), version = %binaries.version, etcdutl = ?binaries.etcdutl, "found etcd");
     let data_dir = config.etcd.data_dir.clone();
     data_dir::prepare_parent(&data_dir)?;
     let state_file = StateFile::beside(&data_dir);
@@ -66,9 +115,9 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
     }
     let contents = data_dir::inspect(&data_dir)?;
     let pid_file = state_file.path().with_file_name("etcd.pid");
-
     let client_url = flags::client_url(&config.etcd, me.address);
     let peer_url = flags::peer_url(&config.etcd, me.address);
+    let store = crate::commands::store_from_config(&config).ok();
     let decision = startup::decide(
         state.as_ref(),
         contents,
@@ -87,7 +136,7 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         peer_url: peer_url.clone(),
         phase: Phase::Starting,
         next: NextAction {
-            action: action_name(&decision).into(),
+            action: "start".into(),
             reason: decision.reason().into(),
         },
         ready: false,
@@ -99,21 +148,18 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         snapshots: None,
     });
     let metrics = Arc::new(Metrics::new(&instance_id, &binaries.version.to_string()));
-
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let api_bind = config
         .api
         .bind
         .unwrap_or_else(|| SocketAddr::new(me.address, config.api.port as u16));
     let mut api_shutdown = shutdown_rx.clone();
-    let api = crate::api::serve(api_bind, status_rx.clone(), metrics.clone(), async move {
+    let api = crate::api::serve(api_bind, status_rx, metrics, async move {
         let _ = api_shutdown.wait_for(|s| *s).await;
     })
     .await?;
     tracing::info!(%api_bind, "serving /healthz, /readyz, /metrics and /status");
-
     let mut signals = Signals::new()?;
-
     let supervisor = Supervisor::new(Backoff {
         initial: config.etcd.restart_backoff_initial.get(),
         max: config.etcd.restart_backoff_max.get(),
@@ -121,251 +167,555 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         stop_timeout: config.etcd.stop_timeout.get(),
     })?;
 
-    let launch_state = match &decision {
-        StartDecision::Refuse { reason } => {
-            tracing::error!(%reason, "not starting etcd");
-            status_tx.send_modify(|s| s.phase = Phase::Refused);
-            // Stay up so /status explains the refusal; leave on a signal.
-            signals.recv().await;
-            let _ = shutdown_tx.send(true);
-            let _ = api.await;
-            return Ok(Exit::Signalled);
-        }
+    let mut d = Daemon {
+        view: ClusterView::new(config.etcd.call_timeout.get()),
+        config,
+        id: instance_id,
+        me,
+        client_url,
+        peer_url,
+        provider,
+        group,
+        binaries,
+        supervisor,
+        status: status_tx,
+        state_file,
+        state,
+        data_dir,
+        pid_file,
+        store,
+        started: Instant::now(),
+        voters_written: None,
+    };
+
+    let go_on = match &decision {
+        StartDecision::Refuse { reason } => Err(reason.clone()),
         StartDecision::Bootstrap { reason } => {
             tracing::info!(%reason, "bootstrapping");
-            let s = match state.clone() {
-                Some(pending) => pending,
-                None => LocalState {
-                    format: state_file::FORMAT,
-                    cluster_name: config.cluster.name.clone(),
-                    instance_id: instance_id.clone(),
-                    incarnation: 1,
-                    cluster_token: flags::cluster_token(&config.cluster.name, 1, rand::random()),
-                    member_id: None,
-                    voting_members: vec![instance_id.clone()],
-                    boots: 1,
-                },
-            };
-            // Written before etcd creates any data: a crash in between leaves
-            // a pending bootstrap that is retried with the same token.
-            state_file.store(&s)?;
-            state = Some(s);
-            status_tx.send_modify(|st| {
-                st.phase = Phase::Bootstrapping;
-                st.state = state.clone();
+            d.bootstrap(&mut signals).await?
+        }
+        StartDecision::Resume { .. } => {
+            let own = vec![(d.id.clone(), d.peer_url.clone())];
+            d.start_etcd(own, InitialClusterState::Existing).await?;
+            Ok(true)
+        }
+        StartDecision::Join { reason } => {
+            tracing::info!(%reason, "joining through the planner");
+            Ok(true)
+        }
+    };
+    let result = match go_on {
+        Err(reason) => {
+            tracing::error!(%reason, "not starting etcd");
+            d.status.send_modify(|s| {
+                s.phase = Phase::Refused;
+                s.next = NextAction {
+                    action: "wait for a human".into(),
+                    reason,
+                };
             });
-            InitialClusterState::New
+            // Stay up so /status explains the refusal; leave on a signal.
+            signals.recv().await;
+            Ok(Exit::Signalled)
         }
-        StartDecision::Resume { .. } => InitialClusterState::Existing,
+        Ok(false) => Ok(Exit::Signalled),
+        Ok(true) => d.run_with_writer(&mut signals).await,
     };
-    let Some(current) = state.clone() else {
-        anyhow::bail!("internal: no state after the start decision");
-    };
-
-    crate::etcd::supervisor::kill_leftover(&pid_file, &data_dir).await;
-    crate::preflight::ports_free(
-        me.address,
-        &[
-            ("etcd.client_port", config.etcd.client_port),
-            ("etcd.peer_port", config.etcd.peer_port),
-            ("etcd.metrics_port", config.etcd.metrics_port),
-        ],
-    )?;
-    let spec = LaunchSpec {
-        name: instance_id.clone(),
-        data_dir: data_dir.clone(),
-        address: me.address,
-        initial_cluster: vec![(instance_id.clone(), peer_url.clone())],
-        initial_state: launch_state,
-        token: current.cluster_token.clone(),
-    };
-    supervisor
-        .start(ProcessSpec {
-            binary: binaries.etcd.clone(),
-            args: flags::etcd_args(&config.etcd, &spec),
-            instance_id: instance_id.clone(),
-            log_file: config.etcd.log_file.clone(),
-            pid_file: pid_file.clone(),
-            data_dir: data_dir.clone(),
-        })
-        .await?;
-
-    let (writer_stop, writer_stop_rx) = watch::channel(false);
-    let writer = match crate::commands::store_from_config(&config) {
-        Ok(store) => Some(tokio::spawn(
-            SnapshotWriter {
-                store,
-                cluster: config.cluster.name.clone(),
-                instance: instance_id.clone(),
-                endpoint: client_url.clone(),
-                schedule: SnapshotSchedule {
-                    interval_ms: config.snapshot.interval.get().as_millis() as u64,
-                    max_age_ms: config.snapshot.max_age.get().as_millis() as u64,
-                },
-                policy: RetentionPolicy {
-                    keep_last: config.snapshot.keep_last,
-                    keep_hourly: config.snapshot.keep_hourly,
-                    keep_daily: config.snapshot.keep_daily,
-                },
-                timeout: config.etcd.call_timeout.get(),
-                check_every: config.etcd.probe_interval.get().max(Duration::from_secs(1)),
-            }
-            .run(status_tx.clone(), writer_stop_rx),
-        )),
-        Err(_) => None,
-    };
-
-    let result = watch_over(
-        &config,
-        &provider,
-        &supervisor,
-        &status_tx,
-        &state_file,
-        &mut signals,
-        client_url,
-    )
-    .await;
-
-    status_tx.send_modify(|s| {
-        s.phase = Phase::Stopping;
-        s.next = NextAction {
-            action: "stop".into(),
-            reason: "eco is shutting down: final snapshot if this instance writes them, then etcd is stopped".into(),
-        };
-    });
-    if let Some(task) = writer {
-        let _ = writer_stop.send(true);
-        let limit = config.etcd.call_timeout.get() * 10;
-        if tokio::time::timeout(limit, task).await.is_err() {
-            tracing::error!(
-                ?limit,
-                "the final snapshot did not finish in time; stopping etcd anyway"
-            );
-        }
-    }
-    status_tx.send_modify(|s| s.ready = false);
+    d.status.send_modify(|s| s.ready = false);
     tracing::info!("stopping etcd");
-    supervisor.stop().await?;
-    supervisor.shutdown();
+    d.supervisor.stop().await?;
+    d.supervisor.shutdown();
     let _ = shutdown_tx.send(true);
     let _ = api.await;
     result
 }
 
-fn action_name(d: &StartDecision) -> &'static str {
-    match d {
-        StartDecision::Bootstrap { .. } => "bootstrap",
-        StartDecision::Resume { .. } => "resume",
-        StartDecision::Refuse { .. } => "wait for a human",
+impl Daemon {
+    fn persist(&mut self, state: LocalState) -> anyhow::Result<()> {
+        self.state_file.store(&state)?;
+        self.state = Some(state);
+        let copy = self.state.clone();
+        self.status.send_modify(|s| s.state = copy);
+        Ok(())
     }
-}
 
-/// Probes etcd, refreshes the group, records what it learns, until a signal.
-#[allow(clippy::too_many_arguments)]
-async fn watch_over(
-    config: &Config,
-    provider: &StaticProvider,
-    supervisor: &Supervisor,
-    status_tx: &watch::Sender<InstanceStatus>,
-    state_file: &StateFile,
-    signals: &mut Signals,
-    client_url: String,
-) -> anyhow::Result<Exit> {
-    let mut probe = MemberProbe::new(client_url, config.etcd.call_timeout.get());
-    let mut probe_tick = tokio::time::interval(config.etcd.probe_interval.get());
-    probe_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let refresh = config
-        .provider
-        .static_group
-        .as_ref()
-        .map(|s| s.refresh_interval)
-        .unwrap_or(ConfigDuration::from_secs(5));
-    let mut group_tick = tokio::time::interval(refresh.get());
-    group_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut process = supervisor.status();
-    let mut warned_group_size: Option<usize> = None;
+    fn set_next(&self, action: &str, reason: &str) {
+        self.status.send_modify(|s| {
+            s.next = NextAction {
+                action: action.into(),
+                reason: reason.into(),
+            };
+        });
+    }
 
-    loop {
-        tokio::select! {
-            _ = signals.recv() => return Ok(Exit::Signalled),
-            changed = process.changed() => {
-                if changed.is_err() {
-                    anyhow::bail!("the etcd supervisor stopped unexpectedly");
-                }
-                let p = process.borrow_and_update().clone();
-                status_tx.send_modify(|s| {
-                    s.process = p;
-                    if !s.process.running {
-                        s.ready = false;
+    /// A group of one: write the pending state, create `incarnations/1` in
+    /// the store (when there is one), start etcd as a new cluster.
+    /// `Ok(Err(reason))` refuses; `Ok(Ok(false))` means a signal came.
+    async fn bootstrap(&mut self, signals: &mut Signals) -> anyhow::Result<Result<bool, String>> {
+        let s = match self.state.clone() {
+            Some(pending) => pending,
+            None => LocalState {
+                format: state_file::FORMAT,
+                cluster_name: self.config.cluster.name.clone(),
+                instance_id: self.id.clone(),
+                incarnation: 1,
+                cluster_token: flags::cluster_token(&self.config.cluster.name, 1, rand::random()),
+                member_id: None,
+                voting_members: vec![self.id.clone()],
+                boots: 1,
+            },
+        };
+        // Written before etcd creates any data: a crash in between leaves a
+        // pending bootstrap that is retried with the same token.
+        self.persist(s.clone())?;
+        self.status
+            .send_modify(|st| st.phase = Phase::Bootstrapping);
+        if let Some(store) = &self.store {
+            loop {
+                let attempt = async {
+                    let existing = record::all(store, &self.config.cluster.name).await?;
+                    let list: Vec<(u64, String, String)> = existing
+                        .iter()
+                        .map(|(n, r)| (*n, r.seeder.clone(), r.token.clone()))
+                        .collect();
+                    if let Err(reason) =
+                        startup::bootstrap_allowed(&list, &self.id, &s.cluster_token)
+                    {
+                        return Ok::<_, record::RecordError>(Err(reason));
                     }
-                });
-            }
-            _ = probe_tick.tick() => {
-                let running = process.borrow().running;
-                if !running {
-                    continue;
-                }
-                let result = probe.status().await;
-                let mut learned_member = None;
-                status_tx.send_modify(|s| match &result {
-                    Ok(m) => {
-                        s.ready = m.has_leader();
-                        s.member = Some(m.clone());
-                        s.probe_error = None;
-                        if s.ready {
-                            s.phase = Phase::Running;
-                            s.next = NextAction {
-                                action: "keep etcd running".into(),
-                                reason: "etcd is healthy and knows a leader; restart it if it exits".into(),
-                            };
-                        }
-                        if s.state.as_ref().is_some_and(|st| st.member_id != Some(m.member_id)) && m.member_id != 0 {
-                            learned_member = Some(m.member_id);
-                        }
+                    let ours = IncarnationRecord {
+                        cluster: self.config.cluster.name.clone(),
+                        incarnation: 1,
+                        seeder: self.id.clone(),
+                        token: s.cluster_token.clone(),
+                        source: "empty".into(),
+                        created_unix_ms: unix_ms(),
+                    };
+                    let holds = record::create(store, &ours).await?;
+                    if holds.seeder != ours.seeder || holds.token != ours.token {
+                        return Ok(Err(format!(
+                            "incarnation 1 was created concurrently by {} with another token: that record wins",
+                            holds.seeder
+                        )));
                     }
+                    Ok(Ok(()))
+                };
+                match attempt.await {
+                    Ok(Ok(())) => break,
+                    Ok(Err(reason)) => return Ok(Err(reason)),
                     Err(e) => {
-                        s.ready = false;
-                        s.probe_error = Some(e.to_string());
-                    }
-                });
-                if let Some(member_id) = learned_member {
-                    let mut updated = None;
-                    status_tx.send_modify(|s| {
-                        if let Some(st) = s.state.as_mut() {
-                            st.member_id = Some(member_id);
-                            updated = Some(st.clone());
+                        let reason = format!(
+                            "the store cannot be read or written ({e}); an error is never read as empty: retrying"
+                        );
+                        tracing::error!(%reason, "bootstrap waits for the store");
+                        self.set_next("wait for the store", &reason);
+                        tokio::select! {
+                            _ = signals.recv() => return Ok(Ok(false)),
+                            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
                         }
-                    });
-                    if let Some(st) = updated {
-                        state_file.store(&st)?;
-                        tracing::info!(member_id = format!("{member_id:x}"), "recorded this instance's etcd member id");
                     }
-                }
-            }
-            _ = group_tick.tick() => {
-                match provider.discover().await {
-                    Ok(group) => note_group(status_tx, &group, &mut warned_group_size),
-                    Err(e) => tracing::error!(error = %e, "cannot refresh the group"),
                 }
             }
         }
+        let own = vec![(self.id.clone(), self.peer_url.clone())];
+        self.start_etcd(own, InitialClusterState::New).await?;
+        Ok(Ok(true))
     }
-}
 
-fn note_group(
-    status_tx: &watch::Sender<InstanceStatus>,
-    group: &Group,
-    warned: &mut Option<usize>,
-) {
-    let size = group.instances.len();
-    if size != 1 && *warned != Some(size) {
-        tracing::warn!(
-            size,
-            "the group now lists several instances; this version of eco manages a group of one and leaves the membership as it is"
-        );
-        *warned = Some(size);
+    async fn start_etcd(
+        &mut self,
+        initial_cluster: Vec<(String, String)>,
+        state: InitialClusterState,
+    ) -> anyhow::Result<()> {
+        let token = self
+            .state
+            .as_ref()
+            .map(|s| s.cluster_token.clone())
+            .context("no state: cannot start etcd")?;
+        crate::etcd::supervisor::kill_leftover(&self.pid_file, &self.data_dir).await;
+        let running = self.supervisor.status().borrow().running;
+        if !running {
+            crate::preflight::ports_free(
+                self.me.address,
+                &[
+                    ("etcd.client_port", self.config.etcd.client_port),
+                    ("etcd.peer_port", self.config.etcd.peer_port),
+                    ("etcd.metrics_port", self.config.etcd.metrics_port),
+                ],
+            )?;
+        }
+        let spec = LaunchSpec {
+            name: self.id.clone(),
+            data_dir: self.data_dir.clone(),
+            address: self.me.address,
+            initial_cluster,
+            initial_state: state,
+            token,
+        };
+        self.supervisor
+            .start(ProcessSpec {
+                binary: self.binaries.etcd.clone(),
+                args: flags::etcd_args(&self.config.etcd, &spec),
+                instance_id: self.id.clone(),
+                log_file: self.config.etcd.log_file.clone(),
+                pid_file: self.pid_file.clone(),
+                data_dir: self.data_dir.clone(),
+            })
+            .await?;
+        Ok(())
     }
-    status_tx.send_modify(|s| s.group = Some(group.clone()));
+
+    async fn run_with_writer(&mut self, signals: &mut Signals) -> anyhow::Result<Exit> {
+        let (writer_stop, writer_stop_rx) = watch::channel(false);
+        let writer = self.store.as_ref().map(|store| {
+            let c = &self.config;
+            tokio::spawn(
+                SnapshotWriter {
+                    store: DirStore::new(store.root().to_path_buf()),
+                    cluster: c.cluster.name.clone(),
+                    instance: self.id.clone(),
+                    endpoint: self.client_url.clone(),
+                    schedule: SnapshotSchedule {
+                        interval_ms: c.snapshot.interval.get().as_millis() as u64,
+                        max_age_ms: c.snapshot.max_age.get().as_millis() as u64,
+                    },
+                    policy: RetentionPolicy {
+                        keep_last: c.snapshot.keep_last,
+                        keep_hourly: c.snapshot.keep_hourly,
+                        keep_daily: c.snapshot.keep_daily,
+                    },
+                    timeout: c.etcd.call_timeout.get(),
+                    check_every: c.etcd.probe_interval.get().max(Duration::from_secs(1)),
+                }
+                .run(self.status.clone(), writer_stop_rx),
+            )
+        });
+        let result = self.run_loop(signals).await;
+        self.status.send_modify(|s| {
+            s.phase = Phase::Stopping;
+            s.next = NextAction {
+                action: "stop".into(),
+                reason: "eco is shutting down: final snapshot if this instance writes them, then etcd is stopped".into(),
+            };
+        });
+        if let Some(task) = writer {
+            let _ = writer_stop.send(true);
+            let limit = self.config.etcd.call_timeout.get() * 10;
+            if tokio::time::timeout(limit, task).await.is_err() {
+                tracing::error!(
+                    ?limit,
+                    "the final snapshot did not finish in time; stopping etcd anyway"
+                );
+            }
+        }
+        result
+    }
+
+    async fn run_loop(&mut self, signals: &mut Signals) -> anyhow::Result<Exit> {
+        let mut tick = tokio::time::interval(self.config.etcd.probe_interval.get());
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let refresh = self
+            .config
+            .provider
+            .static_group
+            .as_ref()
+            .map(|s| s.refresh_interval.get());
+        let mut group_tick = tokio::time::interval(refresh.unwrap_or(Duration::from_secs(5)));
+        group_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut process = self.supervisor.status();
+        loop {
+            tokio::select! {
+                _ = signals.recv() => return Ok(Exit::Signalled),
+                changed = process.changed() => {
+                    if changed.is_err() {
+                        anyhow::bail!("the etcd supervisor stopped unexpectedly");
+                    }
+                    let p = process.borrow_and_update().clone();
+                    self.status.send_modify(|s| {
+                        if !p.running {
+                            s.ready = false;
+                        }
+                        s.process = p;
+                    });
+                }
+                _ = tick.tick() => {
+                    if let Err(e) = self.step().await {
+                        tracing::warn!(error = %format!("{e:#}"), "this pass did not finish; planning again next tick");
+                    }
+                }
+                _ = group_tick.tick() => match self.provider.discover().await {
+                    Ok(group) => {
+                        self.group = group.clone();
+                        self.status.send_modify(|s| s.group = Some(group));
+                    }
+                    Err(e) => tracing::error!(error = %e, "cannot refresh the group"),
+                },
+            }
+        }
+    }
+
+    /// One pass: observe, plan, act.
+    async fn step(&mut self) -> anyhow::Result<()> {
+        tracing::debug!("pass");
+        let process = self.supervisor.status().borrow().clone();
+        let running = process.running || process.restart_in_ms.is_some();
+        let local = if process.running {
+            self.view.local(&self.client_url).await
+        } else {
+            None
+        };
+        self.status.send_modify(|s| {
+            s.ready = local.as_ref().is_some_and(|m| m.has_leader());
+            s.probe_error = match (&local, process.running) {
+                (None, true) => Some(format!("{} does not answer", self.client_url)),
+                _ => None,
+            };
+            s.member = local.clone();
+            s.phase = if s.ready {
+                Phase::Running
+            } else {
+                Phase::Starting
+            };
+        });
+        let mut candidates = Vec::new();
+        if process.running {
+            candidates.push(self.client_url.clone());
+        }
+        for i in self.group.instances.iter().filter(|i| i.id != self.id) {
+            candidates.push(flags::client_url(&self.config.etcd, i.address));
+        }
+        let seen = self.view.observe(&candidates).await;
+        let now_ms = self.started.elapsed().as_millis() as u64;
+        let data = match data_dir::inspect(&self.data_dir)? {
+            DataDirContents::Empty => DataState::Empty,
+            DataDirContents::EtcdData => DataState::Present,
+            DataDirContents::Other => DataState::Unusable,
+        };
+        let observation = Observation {
+            now_ms,
+            local: LocalFacts {
+                instance_id: self.id.clone(),
+                peer_url: self.peer_url.clone(),
+                recorded_member_id: self.state.as_ref().and_then(|s| s.member_id),
+                data,
+                etcd_running: running,
+                is_leader: local.as_ref().is_some_and(|m| m.is_leader()),
+            },
+            group: self
+                .group
+                .instances
+                .iter()
+                .map(|i| (i.id.clone(), flags::peer_url(&self.config.etcd, i.address)))
+                .collect(),
+            desired_size: self.group.desired_size,
+            members: self.view.facts(&seen, now_ms),
+            config: PlannerConfig {
+                unhealthy_member_ttl_ms: self.config.recovery.unhealthy_member_ttl.get().as_millis()
+                    as u64,
+                learner_timeout_ms: self.config.recovery.learner_timeout.get().as_millis() as u64,
+            },
+        };
+        let plan = planner::plan(&observation);
+        tracing::debug!(?plan, "planned");
+        if let Some(next) = plan.next() {
+            self.set_next(action_name(&next.action), &next.reason);
+        }
+        for step in &plan.steps {
+            if matches!(step.action, Action::Nothing | Action::Wait) {
+                continue;
+            }
+            tracing::info!(action = action_name(&step.action), reason = %step.reason, "acting");
+            match self.execute(step, &seen).await {
+                Ok(()) => {}
+                Err(e) => {
+                    let wait = e
+                        .downcast_ref::<MembershipError>()
+                        .is_some_and(|m| m.is_wait());
+                    if wait {
+                        tracing::info!(reason = %e, "waiting");
+                        self.set_next("wait", &format!("{}: {e}", step.reason));
+                        return Ok(());
+                    }
+                    return Err(e.context(step.reason.clone()));
+                }
+            }
+        }
+        self.keep_voters(&seen, observation.local.is_leader).await;
+        Ok(())
+    }
+
+    async fn client_for(&self, endpoint: &str) -> anyhow::Result<etcd_client::Client> {
+        Ok(probe::connect(endpoint, self.config.etcd.call_timeout.get()).await?)
+    }
+
+    /// The incarnation and token of the cluster to join: the store's newest
+    /// record (the record of truth), else this instance's state.
+    async fn cluster_identity(&self) -> anyhow::Result<(u64, String)> {
+        if let Some(store) = &self.store {
+            if let Some(r) = record::newest(store, &self.config.cluster.name).await? {
+                return Ok((r.incarnation, r.token));
+            }
+        }
+        if let Some(s) = &self.state {
+            return Ok((s.incarnation, s.cluster_token.clone()));
+        }
+        anyhow::bail!(
+            "the cluster's incarnation is unknown: joining needs the snapshot store (the record of truth) configured and holding a record of this cluster"
+        )
+    }
+
+    async fn fresh_state(&self, member_id: u64, voters: Vec<String>) -> anyhow::Result<LocalState> {
+        let (incarnation, token) = self.cluster_identity().await?;
+        Ok(LocalState {
+            format: state_file::FORMAT,
+            cluster_name: self.config.cluster.name.clone(),
+            instance_id: self.id.clone(),
+            incarnation,
+            cluster_token: token,
+            member_id: Some(member_id),
+            voting_members: voters,
+            boots: self.state.as_ref().map(|s| s.boots).unwrap_or(1),
+        })
+    }
+
+    async fn execute(&mut self, step: &Step, seen: &Seen) -> anyhow::Result<()> {
+        let timeout = self.config.etcd.call_timeout.get();
+        match &step.action {
+            Action::Nothing | Action::Wait => {}
+            Action::StartEtcd { initial_cluster } => {
+                self.start_etcd(initial_cluster.clone(), InitialClusterState::Existing)
+                    .await?;
+            }
+            Action::StopEtcd => self.supervisor.stop().await?,
+            Action::MoveDataAside { why } => {
+                self.supervisor.stop().await?;
+                data_dir::move_aside(
+                    &self.data_dir,
+                    why,
+                    self.config.etcd.keep_moved_aside as usize,
+                )?;
+            }
+            Action::RecordMemberId { member_id } => {
+                let state = match self.state.clone() {
+                    Some(mut s) => {
+                        s.member_id = Some(*member_id);
+                        s
+                    }
+                    None => self.fresh_state(*member_id, Vec::new()).await?,
+                };
+                self.persist(state)?;
+            }
+            Action::JoinAsLearner { peer_url } => {
+                // The group may have changed since the last refresh (this
+                // instance may just have been removed from it): re-read it
+                // before adding a member.
+                let group = self.provider.discover().await?;
+                let still_in_group = group.me().is_some();
+                self.group = group;
+                if !still_in_group {
+                    tracing::info!("this instance left the group; not joining");
+                    return Ok(());
+                }
+                let endpoint = seen
+                    .healthy_endpoint()
+                    .context("no healthy member to add this instance through")?;
+                // Know the cluster's identity before changing membership.
+                let (incarnation, token) = self.cluster_identity().await?;
+                let mut client = self.client_for(&endpoint).await?;
+                let (added, list) = members::add_learner(&mut client, peer_url, timeout).await?;
+                let voters = list
+                    .iter()
+                    .filter(|m| !m.is_learner && !m.name.is_empty())
+                    .map(|m| m.name.clone())
+                    .collect();
+                let mut state = self.fresh_state(added.id, voters).await?;
+                state.incarnation = incarnation;
+                state.cluster_token = token;
+                self.persist(state)?;
+                let initial: Vec<(String, String)> = list
+                    .iter()
+                    .flat_map(|m| {
+                        let name = if m.id == added.id {
+                            self.id.clone()
+                        } else {
+                            m.name.clone()
+                        };
+                        m.peer_urls.iter().map(move |u| (name.clone(), u.clone()))
+                    })
+                    .filter(|(name, _)| !name.is_empty())
+                    .collect();
+                tracing::info!(
+                    member_id = format!("{:x}", added.id),
+                    "added as a learner; starting etcd"
+                );
+                self.start_etcd(initial, InitialClusterState::Existing)
+                    .await?;
+            }
+            Action::Promote { member_id, name } => {
+                let mut client = self.client_for(&self.client_url).await?;
+                members::promote(&mut client, *member_id, timeout).await?;
+                tracing::info!(member_id = format!("{member_id:x}"), %name, "promoted a learner to voter");
+            }
+            Action::RemoveMember { member_id, name } => {
+                let endpoint = seen
+                    .healthy_endpoint()
+                    .context("no healthy member to remove the member through")?;
+                let mut client = self.client_for(&endpoint).await?;
+                match members::remove(&mut client, *member_id, timeout).await {
+                    Ok(()) | Err(MembershipError::NotFound(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                tracing::warn!(member_id = format!("{member_id:x}"), %name, "removed a member");
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps `V_n`: every member in its state file; the leader also in the
+    /// store's voters record.
+    async fn keep_voters(&mut self, seen: &Seen, is_leader: bool) {
+        let Some((list, _)) = &seen.members else {
+            return;
+        };
+        let mut voters: Vec<String> = list
+            .iter()
+            .filter(|m| !m.is_learner && !m.name.is_empty())
+            .map(|m| m.name.clone())
+            .collect();
+        voters.sort();
+        let Some(mut state) = self.state.clone() else {
+            return;
+        };
+        if state.member_id.is_none() || !list.iter().any(|m| Some(m.id) == state.member_id) {
+            return;
+        }
+        if state.voting_members != voters {
+            state.voting_members = voters.clone();
+            if let Err(e) = self.persist(state.clone()) {
+                tracing::warn!(error = %e, "cannot record the voting members");
+            }
+        }
+        if !is_leader {
+            return;
+        }
+        let Some(store) = &self.store else { return };
+        let record = VotersRecord {
+            incarnation: state.incarnation,
+            raft_index: seen.raft_index(),
+            voters,
+        };
+        if self
+            .voters_written
+            .as_ref()
+            .is_some_and(|w| w.voters == record.voters && w.incarnation == record.incarnation)
+        {
+            return;
+        }
+        match record::write_voters(store, &self.config.cluster.name, &record).await {
+            Ok(_) => self.voters_written = Some(record),
+            Err(e) => tracing::warn!(error = %e, "cannot write the voting members to the store"),
+        }
+    }
 }
 
 /// SIGTERM and SIGINT.

@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod atomic_file;
+pub mod cluster_view;
 pub mod commands;
 pub mod config;
 pub mod daemon;
@@ -26,6 +27,7 @@ pub mod logging;
 pub mod metrics;
 pub mod preflight;
 pub mod provider;
+pub mod record;
 pub mod snapshot;
 pub mod startup;
 pub mod state_file;

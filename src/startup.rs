@@ -27,6 +27,9 @@ pub enum StartDecision {
     Bootstrap { reason: String },
     /// Start etcd on the existing data.
     Resume { reason: String },
+    /// Do not start etcd yet: the steady-state planner joins this instance
+    /// to the group's cluster (as a learner), or clears its stale identity.
+    Join { reason: String },
     /// Do not start etcd; a human (or later work) must act.
     Refuse { reason: String },
 }
@@ -36,6 +39,7 @@ impl StartDecision {
         match self {
             StartDecision::Bootstrap { reason }
             | StartDecision::Resume { reason }
+            | StartDecision::Join { reason }
             | StartDecision::Refuse { reason } => reason,
         }
     }
@@ -47,6 +51,7 @@ pub fn decide(
     group: GroupShape,
 ) -> StartDecision {
     use DataDirContents::*;
+    let alone = group.instances == 1;
     match (state, data) {
         (Some(s), EtcdData) => StartDecision::Resume {
             reason: format!(
@@ -54,11 +59,17 @@ pub fn decide(
                 s.incarnation
             ),
         },
-        (Some(s), Empty) if s.member_id.is_none() && s.incarnation == 1 && group.instances == 1 => {
-            StartDecision::Bootstrap {
-                reason: "a bootstrap was started but etcd never confirmed it: retry it with the same token".into(),
-            }
-        }
+        (Some(s), Empty) if s.member_id.is_none() && s.incarnation == 1 && alone => StartDecision::Bootstrap {
+            reason: "a bootstrap was started but etcd never confirmed it: retry it with the same token".into(),
+        },
+        (Some(s), Empty | Other) if !alone => StartDecision::Join {
+            reason: format!(
+                "this instance was a member of incarnation {} but its data is {}: remove the stale member, move the \
+                 data aside and join again as a learner",
+                s.incarnation,
+                if data == Empty { "gone" } else { "unusable" }
+            ),
+        },
         (Some(s), Empty) => StartDecision::Refuse {
             reason: format!(
                 "the state file says this instance holds data of incarnation {} (member {}), but the data directory is empty; \
@@ -75,16 +86,36 @@ pub fn decide(
                      belongs to: restore the state file, or move the data directory aside to start fresh"
                 .into(),
         },
-        (None, Empty) if group.instances == 1 => StartDecision::Bootstrap {
+        (None, Empty) if alone => StartDecision::Bootstrap {
             reason: "no state, no data, and the group is this instance alone: create a one-member cluster".into(),
         },
-        (None, Empty) => StartDecision::Refuse {
-            reason: format!(
-                "the group has {} instances; forming a multi-instance cluster needs the seeding protocol, which this \
-                 build does not include yet",
-                group.instances
-            ),
+        (None, Empty) => StartDecision::Join {
+            reason: format!("no state and no data; the group has {} instances: join its cluster as a learner", group.instances),
         },
+    }
+}
+
+/// Whether a one-instance bootstrap may create incarnation 1, given the
+/// seeding records already in the store as `(incarnation, seeder, token)`.
+/// Positive evidence only: any record that is not this very bootstrap means
+/// a cluster existed, and eco never seeds an empty one over it.
+pub fn bootstrap_allowed(
+    records: &[(u64, String, String)],
+    me: &str,
+    token: &str,
+) -> Result<(), String> {
+    match records {
+        [] => Ok(()),
+        [(1, seeder, t)] if seeder == me && t == token => Ok(()),
+        _ => Err(format!(
+            "the store already holds records of this cluster ({}); a cluster existed, and eco will not seed an empty one \
+             over it: restore its data (eco restore, or recovery.bootstrap_from) or use another cluster name",
+            records
+                .iter()
+                .map(|(n, seeder, _)| format!("incarnation {n} seeded by {seeder}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
     }
 }
 
@@ -117,19 +148,23 @@ mod tests {
             (Some(&confirmed), EtcdData, three, "resume"),
             (Some(&pending), EtcdData, one, "resume"),
             (Some(&pending), Empty, one, "bootstrap"),
-            (Some(&pending), Empty, three, "refuse"),
+            (Some(&pending), Empty, three, "join"),
             (Some(&confirmed), Empty, one, "refuse"),
+            (Some(&confirmed), Empty, three, "join"),
             (Some(&confirmed), Other, one, "refuse"),
+            (Some(&confirmed), Other, three, "join"),
             (None, Other, one, "refuse"),
             (None, EtcdData, one, "refuse"),
             (None, Empty, one, "bootstrap"),
-            (None, Empty, three, "refuse"),
+            (None, Empty, three, "join"),
+            (None, EtcdData, three, "refuse"),
         ];
         for (s, d, g, want) in cases {
             let got = decide(s, d, g);
             let name = match got {
                 StartDecision::Bootstrap { .. } => "bootstrap",
                 StartDecision::Resume { .. } => "resume",
+                StartDecision::Join { .. } => "join",
                 StartDecision::Refuse { .. } => "refuse",
             };
             assert_eq!(
@@ -141,5 +176,19 @@ mod tests {
             );
             assert!(!got.reason().is_empty());
         }
+    }
+
+    #[test]
+    fn bootstrap_record_gate() {
+        let ours = (1, "a".to_string(), "t".to_string());
+        assert!(bootstrap_allowed(&[], "a", "t").is_ok());
+        assert!(
+            bootstrap_allowed(std::slice::from_ref(&ours), "a", "t").is_ok(),
+            "our own retry"
+        );
+        assert!(bootstrap_allowed(&[(1, "b".into(), "t2".into())], "a", "t").is_err());
+        assert!(bootstrap_allowed(&[(1, "a".into(), "other".into())], "a", "t").is_err());
+        let e = bootstrap_allowed(&[ours, (2, "b".into(), "x".into())], "a", "t").unwrap_err();
+        assert!(e.contains("incarnation 2 seeded by b"), "{e}");
     }
 }

@@ -2,6 +2,8 @@
 //! etcd on loopback addresses, cleaned up even when a test fails.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -267,6 +269,7 @@ impl Instance {
         let mut text = std::fs::read_to_string(&self.config).expect("config");
         text.push_str("[snapshot]\nstore = \"dir\"\n[snapshot.dir]\npath = \"store\"\n");
         std::fs::write(&self.config, text).expect("config");
+        std::fs::create_dir_all(self.store_dir()).expect("store dir");
         self
     }
 
@@ -316,7 +319,25 @@ pub fn dump(endpoint: &str) -> Option<(i64, Vec<(String, String)>)> {
 pub struct RawEtcd(pub Child);
 
 impl RawEtcd {
+    /// A new one-member cluster.
+    pub fn start_new(data_dir: &Path, name: &str, address: &str) -> Self {
+        Self::spawn(
+            data_dir,
+            name,
+            address,
+            &[
+                format!("--initial-cluster={name}=http://{address}:2380"),
+                "--initial-cluster-token=raw-test".into(),
+            ],
+        )
+    }
+
+    /// etcd on an existing data dir.
     pub fn start(data_dir: &Path, name: &str, address: &str) -> Self {
+        Self::spawn(data_dir, name, address, &[])
+    }
+
+    fn spawn(data_dir: &Path, name: &str, address: &str, extra: &[String]) -> Self {
         let child = Command::new(etcd_bin_dir().join("etcd"))
             .arg(format!("--name={name}"))
             .arg(format!("--data-dir={}", data_dir.display()))
@@ -328,6 +349,7 @@ impl RawEtcd {
             ))
             .arg("--listen-metrics-urls=http://127.0.0.1:0")
             .args(["--heartbeat-interval=50", "--election-timeout=250"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

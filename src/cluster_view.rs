@@ -1,0 +1,151 @@
+//! Gathering what the planner needs to know about the cluster: the member
+//! list (from the local etcd, else any group instance that answers) and
+//! each member's health through its own client (Status answers for the
+//! member it is connected to). Every call has a timeout; probes run in
+//! parallel. It also remembers since when a member has been unhealthy or a
+//! learner — observation memory, not a decision.
+
+use crate::etcd::members::{self, Member};
+use crate::etcd::probe::{self, MemberProbe, MemberStatus};
+use recovery::planner::MemberFacts;
+use std::collections::HashMap;
+use std::time::Duration;
+
+pub struct ClusterView {
+    timeout: Duration,
+    probes: HashMap<String, MemberProbe>,
+    unhealthy_since: HashMap<u64, u64>,
+    learner_since: HashMap<u64, u64>,
+}
+
+/// One observation of the cluster.
+#[derive(Clone, Debug, Default)]
+pub struct Seen {
+    /// The member list and the endpoint that gave it.
+    pub members: Option<(Vec<Member>, String)>,
+    /// Status by member id, for members that answered.
+    pub statuses: HashMap<u64, MemberStatus>,
+}
+
+impl Seen {
+    /// Client URL of a healthy member, preferring the leader.
+    pub fn healthy_endpoint(&self) -> Option<String> {
+        let (members, _) = self.members.as_ref()?;
+        let healthy = |m: &&Member| self.statuses.get(&m.id).is_some_and(|s| s.has_leader());
+        let leader = members
+            .iter()
+            .filter(healthy)
+            .find(|m| self.statuses.get(&m.id).is_some_and(|s| s.is_leader()));
+        leader
+            .or_else(|| members.iter().find(healthy))
+            .and_then(|m| m.client_urls.first().cloned())
+    }
+
+    /// The cluster's highest raft index seen (for the voters record).
+    pub fn raft_index(&self) -> u64 {
+        self.statuses
+            .values()
+            .map(|s| s.raft_index)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+impl ClusterView {
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            probes: HashMap::new(),
+            unhealthy_since: HashMap::new(),
+            learner_since: HashMap::new(),
+        }
+    }
+
+    async fn status_of(&mut self, endpoint: &str) -> Option<MemberStatus> {
+        let probe = self
+            .probes
+            .entry(endpoint.to_string())
+            .or_insert_with(|| MemberProbe::new(endpoint.to_string(), self.timeout));
+        probe.status().await.ok()
+    }
+
+    /// Asks `candidates` in order for the member list, then probes every
+    /// member.
+    pub async fn observe(&mut self, candidates: &[String]) -> Seen {
+        let mut seen = Seen::default();
+        for endpoint in candidates {
+            let Ok(mut client) = probe::connect(endpoint, self.timeout).await else {
+                continue;
+            };
+            if let Ok(list) = members::list(&mut client, self.timeout).await {
+                seen.members = Some((list, endpoint.clone()));
+                break;
+            }
+        }
+        let Some((list, _)) = &seen.members else {
+            return seen;
+        };
+        let endpoints: Vec<(u64, String)> = list
+            .iter()
+            .filter_map(|m| m.client_urls.first().map(|u| (m.id, u.clone())))
+            .collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        for (id, endpoint) in endpoints {
+            let mut probe = self
+                .probes
+                .remove(&endpoint)
+                .unwrap_or_else(|| MemberProbe::new(endpoint.clone(), self.timeout));
+            tasks.spawn(async move {
+                let status = probe.status().await.ok();
+                (id, endpoint, probe, status)
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            let Ok((id, endpoint, probe, status)) = done else {
+                continue;
+            };
+            self.probes.insert(endpoint, probe);
+            if let Some(s) = status {
+                seen.statuses.insert(id, s);
+            }
+        }
+        seen
+    }
+
+    /// Status of one endpoint (the local member).
+    pub async fn local(&mut self, endpoint: &str) -> Option<MemberStatus> {
+        self.status_of(endpoint).await
+    }
+
+    /// Member facts for the planner, with the since-times updated.
+    pub fn facts(&mut self, seen: &Seen, now_ms: u64) -> Option<Vec<MemberFacts>> {
+        let (list, _) = seen.members.as_ref()?;
+        let mut out = Vec::new();
+        for m in list {
+            let healthy = seen.statuses.get(&m.id).is_some_and(|s| s.has_leader());
+            if healthy {
+                self.unhealthy_since.remove(&m.id);
+            } else {
+                self.unhealthy_since.entry(m.id).or_insert(now_ms);
+            }
+            if m.is_learner {
+                self.learner_since.entry(m.id).or_insert(now_ms);
+            } else {
+                self.learner_since.remove(&m.id);
+            }
+            out.push(MemberFacts {
+                id: m.id,
+                name: m.name.clone(),
+                peer_urls: m.peer_urls.clone(),
+                is_learner: m.is_learner,
+                healthy,
+                unhealthy_since_ms: self.unhealthy_since.get(&m.id).copied(),
+                learner_since_ms: self.learner_since.get(&m.id).copied(),
+            });
+        }
+        let present: std::collections::HashSet<u64> = list.iter().map(|m| m.id).collect();
+        self.unhealthy_since.retain(|id, _| present.contains(id));
+        self.learner_since.retain(|id, _| present.contains(id));
+        Some(out)
+    }
+}

@@ -1,0 +1,242 @@
+//! The record of truth in the store (DESIGN §7): `<cluster>/incarnations/<n>`
+//! says how incarnation `n` was seeded; `<cluster>/incarnations/<n>.voters`
+//! holds its current voting-member set `V_n`, rewritten by the instance
+//! beside the etcd leader after membership changes.
+//!
+//! The seeding record is created only by a conditional create: of several
+//! creators exactly one wins, and the others read the winner's record. A
+//! voters record is only ever replaced by one describing a later raft index.
+//! Retention never touches `incarnations/`.
+
+use crate::store::{CreateOutcome, ObjectStore, StoreError, list_all};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use tokio::io::AsyncReadExt;
+
+/// How an incarnation was seeded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IncarnationRecord {
+    pub cluster: String,
+    pub incarnation: u64,
+    /// The only instance that may start etcd for this incarnation.
+    pub seeder: String,
+    pub token: String,
+    /// `empty`, `snapshot:<name>` or `data:<instance>`.
+    pub source: String,
+    pub created_unix_ms: u64,
+}
+
+/// The voting members of an incarnation at a raft index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VotersRecord {
+    pub incarnation: u64,
+    pub raft_index: u64,
+    /// Instance ids, sorted.
+    pub voters: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("record {name} is unreadable: {message}")]
+    Malformed { name: String, message: String },
+}
+
+pub fn prefix(cluster: &str) -> String {
+    format!("{cluster}/incarnations/")
+}
+
+pub fn record_name(cluster: &str, n: u64) -> String {
+    format!("{}{n:010}", prefix(cluster))
+}
+
+pub fn voters_name(cluster: &str, n: u64) -> String {
+    format!("{}{n:010}.voters", prefix(cluster))
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(name: &str, bytes: &[u8]) -> Result<T, RecordError> {
+    serde_json::from_slice(bytes).map_err(|e| RecordError::Malformed {
+        name: name.into(),
+        message: e.to_string(),
+    })
+}
+
+async fn read<S: ObjectStore>(store: &S, name: &str) -> Result<Option<Vec<u8>>, RecordError> {
+    match store.get(name).await {
+        Ok((_, mut r)) => {
+            let mut bytes = Vec::new();
+            r.read_to_end(&mut bytes)
+                .await
+                .map_err(|source| StoreError::Io {
+                    what: name.into(),
+                    source,
+                })?;
+            Ok(Some(bytes))
+        }
+        Err(StoreError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates the record of `record.incarnation` unless one exists; returns the
+/// record that holds afterwards (ours, or the winner's).
+pub async fn create<S: ObjectStore>(
+    store: &S,
+    record: &IncarnationRecord,
+) -> Result<IncarnationRecord, RecordError> {
+    let name = record_name(&record.cluster, record.incarnation);
+    let bytes = serde_json::to_vec_pretty(record).map_err(|e| RecordError::Malformed {
+        name: name.clone(),
+        message: e.to_string(),
+    })?;
+    match store.create_if_absent(&name, &bytes).await? {
+        CreateOutcome::Created => Ok(record.clone()),
+        CreateOutcome::AlreadyExists(existing) => parse(&name, &existing),
+    }
+}
+
+/// Every seeding record of the cluster, by incarnation (all pages listed; a
+/// store error is an error, never "no records").
+pub async fn all<S: ObjectStore>(
+    store: &S,
+    cluster: &str,
+) -> Result<BTreeMap<u64, IncarnationRecord>, RecordError> {
+    let mut out = BTreeMap::new();
+    for o in list_all(store, &prefix(cluster)).await? {
+        let Some(n) = o
+            .name
+            .strip_prefix(&prefix(cluster))
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if let Some(bytes) = read(store, &o.name).await? {
+            out.insert(n, parse(&o.name, &bytes)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The newest seeding record.
+pub async fn newest<S: ObjectStore>(
+    store: &S,
+    cluster: &str,
+) -> Result<Option<IncarnationRecord>, RecordError> {
+    Ok(all(store, cluster)
+        .await?
+        .into_iter()
+        .next_back()
+        .map(|(_, r)| r))
+}
+
+pub async fn voters<S: ObjectStore>(
+    store: &S,
+    cluster: &str,
+    n: u64,
+) -> Result<Option<VotersRecord>, RecordError> {
+    let name = voters_name(cluster, n);
+    match read(store, &name).await? {
+        Some(bytes) => Ok(Some(parse(&name, &bytes)?)),
+        None => Ok(None),
+    }
+}
+
+/// Writes `v` unless the stored voters record describes a later raft index.
+/// Returns whether it was written.
+pub async fn write_voters<S: ObjectStore>(
+    store: &S,
+    cluster: &str,
+    v: &VotersRecord,
+) -> Result<bool, RecordError> {
+    if let Some(existing) = voters(store, cluster, v.incarnation).await? {
+        if existing.raft_index > v.raft_index || existing == *v {
+            return Ok(false);
+        }
+    }
+    let name = voters_name(cluster, v.incarnation);
+    let bytes = serde_json::to_vec_pretty(v).map_err(|e| RecordError::Malformed {
+        name: name.clone(),
+        message: e.to_string(),
+    })?;
+    store.put(&name, &bytes[..], BTreeMap::new()).await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::dir::DirStore;
+
+    fn rec(seeder: &str, n: u64) -> IncarnationRecord {
+        IncarnationRecord {
+            cluster: "c".into(),
+            incarnation: n,
+            seeder: seeder.into(),
+            token: format!("c-{n}-{seeder}"),
+            source: "empty".into(),
+            created_unix_ms: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn first_creator_wins_and_records_list_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        let s = DirStore::new(d.path().into());
+        assert_eq!(newest(&s, "c").await.unwrap(), None);
+        assert_eq!(create(&s, &rec("a", 1)).await.unwrap(), rec("a", 1));
+        assert_eq!(
+            create(&s, &rec("b", 1)).await.unwrap(),
+            rec("a", 1),
+            "the existing record wins"
+        );
+        create(&s, &rec("b", 2)).await.unwrap();
+        write_voters(
+            &s,
+            "c",
+            &VotersRecord {
+                incarnation: 2,
+                raft_index: 5,
+                voters: vec!["b".into()],
+            },
+        )
+        .await
+        .unwrap();
+        let all = all(&s, "c").await.unwrap();
+        assert_eq!(
+            all.keys().copied().collect::<Vec<_>>(),
+            vec![1, 2],
+            "voters objects are not seeding records"
+        );
+        assert_eq!(newest(&s, "c").await.unwrap().unwrap().seeder, "b");
+    }
+
+    #[tokio::test]
+    async fn voters_never_go_back_in_raft_index() {
+        let d = tempfile::tempdir().unwrap();
+        let s = DirStore::new(d.path().into());
+        let v = |i, who: &[&str]| VotersRecord {
+            incarnation: 1,
+            raft_index: i,
+            voters: who.iter().map(|s| s.to_string()).collect(),
+        };
+        assert!(write_voters(&s, "c", &v(10, &["a", "b"])).await.unwrap());
+        assert!(!write_voters(&s, "c", &v(9, &["a"])).await.unwrap());
+        assert!(
+            write_voters(&s, "c", &v(12, &["a", "b", "c"]))
+                .await
+                .unwrap()
+        );
+        assert_eq!(voters(&s, "c", 1).await.unwrap().unwrap().voters.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn store_errors_are_not_empty() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("f");
+        std::fs::write(&file, b"").unwrap();
+        assert!(newest(&DirStore::new(file), "c").await.is_err());
+    }
+}
