@@ -6,13 +6,16 @@
 //! its peers, keeps one etcd cluster alive.
 //!
 //! This library is the daemon's I/O side: configuration, providers, the
-//! etcd supervisor and probes, durable local state, the HTTP API. Decisions
-//! are pure functions (see [`startup`], and the `recovery` crate) that take
+//! etcd supervisor, probes and membership calls, durable local state, the
+//! object store and its records, snapshots, the HTTP API. Decisions
+//! are pure functions ([`startup`], and the `recovery` crate's planner,
+//! snapshot schedule and retention) that take
 //! plain observations and return actions with their reasons; the code here
 //! gathers the observations and executes the actions.
 //!
-//! What it does not do (yet): form multi-instance clusters, take snapshots,
-//! recover from quorum loss, TLS. See docs/architecture.md.
+//! What it does not do (yet): form a multi-instance cluster from nothing
+//! (clusters start as a group of one and grow), recover from quorum loss,
+//! gossip, TLS, cloud providers. See docs/architecture.md.
 
 pub mod api;
 pub mod atomic_file;
