@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Brings up the local cluster described in examples/local/ (one eco per
-# instance in group.toml, each on its own loopback address with the standard
-# ports) and keeps it in the foreground. Ctrl-C stops everything cleanly:
-# each eco stops its etcd first.
+# Brings up the local cluster described in examples/local/: three eco
+# instances on 127.0.0.11-13 with the standard ports, sharing a directory
+# store, and keeps it in the foreground. Ctrl-C stops everything cleanly
+# (each eco stops its etcd first).
+#
+# This version of eco forms a cluster as a group of one that grows: the
+# script starts eco-1 alone, then writes the full group file and starts the
+# others, which join as learners one at a time and are promoted. Edit
+# .run/local/group.toml while it runs to resize the cluster.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -15,7 +20,8 @@ export PATH="$bin:$PATH"
 cargo build --bin eco
 eco="$root/target/debug/eco"
 
-mkdir -p .run/local
+run=.run/local
+mkdir -p "$run/store"
 pids=()
 cleanup() {
   trap - INT TERM EXIT
@@ -24,41 +30,62 @@ cleanup() {
     kill -TERM "${pids[@]}" 2>/dev/null || true
     wait "${pids[@]}" 2>/dev/null || true
   fi
-  echo "stopped. Data stays in .run/local (make clean-run removes it)."
+  echo "stopped. Data stays in $run (make clean-run removes it)."
 }
 trap cleanup INT TERM EXIT
 
-endpoints=()
-addresses=()
-for config in examples/local/eco-*.toml; do
-  id=$(basename "$config" .toml)
-  address=$(awk -v id="$id" '
-    /^\[\[instance\]\]/ { cur="" }
-    /^id *=/ { gsub(/[" ]/, "", $0); split($0, a, "="); cur=a[2] }
-    /^address *=/ { gsub(/[" ]/, "", $0); split($0, a, "="); if (cur == id) print a[2] }
-  ' examples/local/group.toml)
-  [ -n "$address" ] || { echo "instance $id is not in examples/local/group.toml" >&2; exit 1; }
-  "$eco" run --config "$config" 2>&1 | sed -u "s/^/[$id] /" &
-  pids+=($!)
-  endpoints+=("http://$address:2379")
-  addresses+=("$address")
-done
+ids=(); addresses=()
+while read -r id address; do ids+=("$id"); addresses+=("$address"); done < <(
+  awk '/^\[\[instance\]\]/ {id=""} /^id *=/ {gsub(/[" ]/,""); split($0,a,"="); id=a[2]}
+       /^address *=/ {gsub(/[" ]/,""); split($0,a,"="); print id, a[2]}' examples/local/group.toml)
 
-list=$(IFS=,; echo "${endpoints[*]}")
-for _ in $(seq 1 100); do
-  if "$bin/etcdctl" --endpoints="$list" --command-timeout=1s endpoint health >/dev/null 2>&1; then
-    break
-  fi
+group_of() {  # writes the group file with the first $1 instances, atomically
+  awk -v n="$1" '/^\[\[instance\]\]/ {k++} k<=n {print}' examples/local/group.toml > "$run/group.toml.tmp"
+  mv "$run/group.toml.tmp" "$run/group.toml"
+}
+
+start() {  # $1 = index
+  local id=${ids[$1]}
+  "$eco" run --config "examples/local/$id.toml" 2>&1 | sed -u "s/^/[$id] /" &
+  pids+=($!)
+}
+
+healthy() {  # $1 = endpoints
+  "$bin/etcdctl" --endpoints="$1" --command-timeout=1s endpoint health >/dev/null 2>&1
+}
+
+voters() {
+  "$bin/etcdctl" --endpoints="http://${addresses[0]}:2379" --command-timeout=1s member list 2>/dev/null \
+    | awk -F', ' '$2=="started" && $6=="false" {n++} END {print n+0}'
+}
+
+if [ -f "$run/eco-1/eco-state.json" ]; then
+  group_of "${#ids[@]}"      # a cluster exists: resume everyone
+  for i in "${!ids[@]}"; do start "$i"; done
+else
+  group_of 1
+  start 0
+  for _ in $(seq 1 100); do healthy "http://${addresses[0]}:2379" && break; sleep 0.3; done
+  group_of "${#ids[@]}"
+  sleep 1.5                  # let eco-1 read the grown group first
+  for i in $(seq 1 $(( ${#ids[@]} - 1 ))); do start "$i"; done
+fi
+
+endpoints=$(printf 'http://%s:2379,' "${addresses[@]}"); endpoints=${endpoints%,}
+for _ in $(seq 1 200); do
+  [ "$(voters)" = "${#ids[@]}" ] && healthy "$endpoints" && break
   sleep 0.3
 done
 
 cat <<MSG
 
-==> the local cluster is up (etcd $version)
-    client endpoints: $list
-    try:   $bin/etcdctl --endpoints=$list put hello world
-           $bin/etcdctl --endpoints=$list get hello
-    status: curl -s http://${addresses[0]}:2390/status
+==> the local cluster is up: ${#ids[@]} voters (etcd $version)
+    client endpoints: $endpoints
+    try:    $bin/etcdctl --endpoints=$endpoints put hello world
+            $bin/etcdctl --endpoints=$endpoints get hello
+            $bin/etcdctl --endpoints=$endpoints member list -w table
+    status: $eco status --config examples/local/eco-1.toml
+    resize: edit $run/group.toml
     Ctrl-C stops the cluster.
 
 MSG
