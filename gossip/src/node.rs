@@ -1,0 +1,548 @@
+//! The gossip node: one task owning the socket, foca, its timers and the
+//! view; a small handle to talk to it.
+
+use crate::broadcast::{StateBroadcasts, StateItem};
+use crate::identity::NodeId;
+use crate::metrics::GossipMetrics;
+use crate::peer_state::{PeerState, Version};
+use crate::seal::Keyring;
+use crate::transport::Transport;
+use crate::wire::Frame;
+use foca::{AccumulatingRuntime, Config, Foca, OwnedNotification, Timer};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+use tokio_util::time::DelayQueue;
+
+/// How to run a node.
+#[derive(Clone, Debug)]
+pub struct GossipConfig {
+    pub cluster: String,
+    pub instance_id: String,
+    pub keys: Keyring,
+    /// Addresses of the group's instances (this one may be among them).
+    pub seeds: Vec<SocketAddr>,
+    /// Process start time (Unix ms): the `boot` of every published version.
+    pub boot: u64,
+    /// Seed of the node's RNG (deterministic under simulation).
+    pub rng_seed: u64,
+    /// SWIM probe period; suspicion and gossip timing derive from it.
+    pub probe_period: Duration,
+    /// How often the own state is re-published even if unchanged.
+    pub republish_every: Duration,
+}
+
+impl GossipConfig {
+    /// LAN defaults.
+    pub fn lan(
+        cluster: &str,
+        instance_id: &str,
+        keys: Keyring,
+        seeds: Vec<SocketAddr>,
+        boot: u64,
+    ) -> Self {
+        Self {
+            cluster: cluster.into(),
+            instance_id: instance_id.into(),
+            keys,
+            seeds,
+            boot,
+            rng_seed: boot ^ 0x9e37_79b9_7f4a_7c15,
+            probe_period: Duration::from_millis(500),
+            republish_every: Duration::from_secs(2),
+        }
+    }
+
+    fn foca_config(&self) -> Config {
+        let size = NonZeroU32::new(self.seeds.len().max(3) as u32).unwrap_or(NonZeroU32::MIN);
+        let mut c = Config::new_lan(size);
+        c.probe_period = self.probe_period;
+        c.probe_rtt = self.probe_period / 2;
+        c.suspect_to_down_after = self.probe_period * 3;
+        c.remove_down_after = Some(Duration::from_secs(60));
+        c.max_packet_size = std::num::NonZeroUsize::new(1400 - crate::seal::OVERHEAD - 16)
+            .unwrap_or(c.max_packet_size);
+        c
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Liveness {
+    Up,
+    Down,
+}
+
+/// What this node knows about one instance.
+#[derive(Clone, Debug)]
+pub struct PeerView {
+    pub state: PeerState,
+    pub version: Version,
+    pub liveness: Liveness,
+    /// When its state was last received (or it was last seen up).
+    pub last_heard: Instant,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    Up(String),
+    Down(String),
+    StateChanged(String),
+    Message { from: String, bytes: Vec<u8> },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GossipError {
+    #[error("cannot bind the gossip socket {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the gossip node has stopped")]
+    Stopped,
+}
+
+enum Command {
+    SetState(Box<PeerState>),
+    Send { to: String, bytes: Vec<u8> },
+    SetSeeds(Vec<SocketAddr>),
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// Handle to a running node.
+pub struct Gossip {
+    task: tokio::task::JoinHandle<()>,
+    commands: mpsc::UnboundedSender<Command>,
+    view: watch::Receiver<HashMap<String, PeerView>>,
+    metrics: Arc<GossipMetrics>,
+    local_addr: SocketAddr,
+}
+
+impl Gossip {
+    /// Binds a UDP socket and starts the node.
+    pub async fn bind(
+        addr: SocketAddr,
+        config: GossipConfig,
+        state: PeerState,
+    ) -> Result<(Self, mpsc::UnboundedReceiver<Event>), GossipError> {
+        let socket = tokio::net::UdpSocket::bind(addr)
+            .await
+            .map_err(|source| GossipError::Bind { addr, source })?;
+        Self::start(socket, config, state)
+    }
+
+    /// Starts the node on any transport.
+    pub fn start<T: Transport>(
+        transport: T,
+        config: GossipConfig,
+        mut state: PeerState,
+    ) -> Result<(Self, mpsc::UnboundedReceiver<Event>), GossipError> {
+        let local_addr = transport.local_addr().map_err(|source| GossipError::Bind {
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        })?;
+        state.instance_id = config.instance_id.clone();
+        state.gossip_addr = Some(local_addr);
+        let (commands, rx) = mpsc::unbounded_channel();
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (view_tx, view) = watch::channel(HashMap::new());
+        let metrics = Arc::new(GossipMetrics::default());
+        let node = Node::new(
+            transport,
+            config,
+            local_addr,
+            state,
+            events_tx,
+            view_tx,
+            metrics.clone(),
+        );
+        let task = tokio::spawn(node.run(rx));
+        Ok((
+            Self {
+                task,
+                commands,
+                view,
+                metrics,
+                local_addr,
+            },
+            events,
+        ))
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Publishes a new local state (a new version).
+    pub fn set_state(&self, state: PeerState) -> Result<(), GossipError> {
+        self.commands
+            .send(Command::SetState(Box::new(state)))
+            .map_err(|_| GossipError::Stopped)
+    }
+
+    /// Sends bytes to one instance (best effort).
+    pub fn send(&self, to: &str, bytes: Vec<u8>) -> Result<(), GossipError> {
+        self.commands
+            .send(Command::Send {
+                to: to.into(),
+                bytes,
+            })
+            .map_err(|_| GossipError::Stopped)
+    }
+
+    pub fn set_seeds(&self, seeds: Vec<SocketAddr>) -> Result<(), GossipError> {
+        self.commands
+            .send(Command::SetSeeds(seeds))
+            .map_err(|_| GossipError::Stopped)
+    }
+
+    /// Instance id → what this node knows (including itself).
+    pub fn view(&self) -> HashMap<String, PeerView> {
+        self.view.borrow().clone()
+    }
+
+    pub fn watch(&self) -> watch::Receiver<HashMap<String, PeerView>> {
+        self.view.clone()
+    }
+
+    pub fn metrics(&self) -> Arc<GossipMetrics> {
+        self.metrics.clone()
+    }
+
+    /// Leaves the cluster (others learn it at once), stops, and releases
+    /// the socket.
+    pub async fn shutdown(self) {
+        let (tx, rx) = oneshot::channel();
+        if self.commands.send(Command::Shutdown(tx)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
+        }
+        drop(self.commands);
+        let mut task = self.task;
+        if tokio::time::timeout(Duration::from_secs(2), &mut task)
+            .await
+            .is_err()
+        {
+            task.abort();
+        }
+    }
+}
+
+type FocaNode = Foca<NodeId, foca::PostcardCodec, SmallRng, StateBroadcasts>;
+
+struct Node<T: Transport> {
+    transport: Arc<T>,
+    config: GossipConfig,
+    me: String,
+    foca: FocaNode,
+    runtime: AccumulatingRuntime<NodeId>,
+    timers: DelayQueue<Timer<NodeId>>,
+    broadcasts: StateBroadcasts,
+    state: PeerState,
+    sequence: u64,
+    liveness: HashMap<String, (Liveness, Instant)>,
+    addresses: HashMap<String, SocketAddr>,
+    events: mpsc::UnboundedSender<Event>,
+    view: watch::Sender<HashMap<String, PeerView>>,
+    metrics: Arc<GossipMetrics>,
+    announce_delay: Duration,
+    next_announce: Instant,
+}
+
+impl<T: Transport> Node<T> {
+    fn new(
+        transport: T,
+        config: GossipConfig,
+        local_addr: SocketAddr,
+        state: PeerState,
+        events: mpsc::UnboundedSender<Event>,
+        view: watch::Sender<HashMap<String, PeerView>>,
+        metrics: Arc<GossipMetrics>,
+    ) -> Self {
+        let broadcasts = StateBroadcasts::default();
+        let identity = NodeId {
+            instance: config.instance_id.clone(),
+            addr: local_addr,
+            bump: (config.boot % 65_521) as u16,
+        };
+        let foca = Foca::with_custom_broadcast(
+            identity,
+            config.foca_config(),
+            SmallRng::seed_from_u64(config.rng_seed),
+            foca::PostcardCodec,
+            broadcasts.clone(),
+        );
+        Self {
+            transport: Arc::new(transport),
+            me: config.instance_id.clone(),
+            config,
+            foca,
+            runtime: AccumulatingRuntime::new(),
+            timers: DelayQueue::new(),
+            broadcasts,
+            state,
+            sequence: 0,
+            liveness: HashMap::new(),
+            addresses: HashMap::new(),
+            events,
+            view,
+            metrics,
+            announce_delay: Duration::from_millis(200),
+            next_announce: Instant::now(),
+        }
+    }
+
+    fn publish(&mut self) {
+        self.sequence += 1;
+        let item = StateItem {
+            version: Version {
+                boot: self.config.boot,
+                sequence: self.sequence,
+            },
+            state: self.state.clone(),
+        };
+        match item.encode() {
+            Ok(bytes) => {
+                if let Err(e) = self.foca.add_broadcast(&bytes) {
+                    tracing::warn!(error = %e, "cannot publish the local state");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot encode the local state"),
+        }
+    }
+
+    fn active_members(&self) -> usize {
+        self.foca.iter_members().count()
+    }
+
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        self.publish();
+        let mut republish = tokio::time::interval(self.config.republish_every);
+        let mut buf = vec![0u8; 65_536];
+        let transport = self.transport.clone();
+        loop {
+            tokio::select! {
+                biased;
+                command = commands.recv() => match command {
+                    None => break,
+                    Some(Command::Shutdown(done)) => {
+                        let _ = self.foca.leave_cluster(&mut self.runtime);
+                        self.flush().await;
+                        let _ = done.send(());
+                        break;
+                    }
+                    Some(Command::SetState(s)) => {
+                        self.state = *s;
+                        self.state.instance_id = self.me.clone();
+                        self.state.gossip_addr = self.transport.local_addr().ok();
+                        self.publish();
+                        let _ = self.foca.gossip(&mut self.runtime);
+                    }
+                    Some(Command::Send { to, bytes }) => self.send_message(to, bytes).await,
+                    Some(Command::SetSeeds(seeds)) => self.config.seeds = seeds,
+                },
+                received = transport.recv_from(&mut buf) => {
+                    if let Ok((n, _from)) = received {
+                        self.receive(&buf[..n]);
+                    }
+                }
+                Some(expired) = std::future::poll_fn(|cx| self.timers.poll_expired(cx)) => {
+                    let _ = self.foca.handle_timer(expired.into_inner(), &mut self.runtime);
+                }
+                _ = tokio::time::sleep_until(self.next_announce) => self.announce(),
+                _ = republish.tick() => self.publish(),
+            }
+            self.flush().await;
+        }
+    }
+
+    fn receive(&mut self, datagram: &[u8]) {
+        GossipMetrics::add(&self.metrics.datagrams_received, 1);
+        GossipMetrics::add(&self.metrics.bytes_received, datagram.len() as u64);
+        let Some(plain) = self.config.keys.open(datagram) else {
+            GossipMetrics::add(&self.metrics.datagrams_rejected, 1);
+            return;
+        };
+        match Frame::decode(&plain) {
+            Some(Frame::Swim(bytes)) => {
+                if self.foca.handle_data(&bytes, &mut self.runtime).is_err() {
+                    GossipMetrics::add(&self.metrics.datagrams_rejected, 1);
+                }
+            }
+            Some(Frame::Message { from, to, bytes }) if to == self.me => {
+                let _ = self.events.send(Event::Message { from, bytes });
+            }
+            Some(Frame::Message { .. }) => {}
+            None => GossipMetrics::add(&self.metrics.datagrams_rejected, 1),
+        }
+    }
+
+    /// While fewer members are known than seeds exist, announce to every
+    /// seed, with back-off (foca does not recover from zero members alone).
+    fn announce(&mut self) {
+        let me = self.transport.local_addr().ok();
+        let others: Vec<SocketAddr> = self
+            .config
+            .seeds
+            .iter()
+            .copied()
+            .filter(|s| Some(*s) != me)
+            .collect();
+        if self.active_members() < others.len() {
+            for seed in others {
+                let dst = NodeId {
+                    instance: String::new(),
+                    addr: seed,
+                    bump: 0,
+                };
+                let _ = self.foca.announce(dst, &mut self.runtime);
+            }
+            self.announce_delay = (self.announce_delay * 2).min(Duration::from_secs(5));
+        } else {
+            self.announce_delay = Duration::from_millis(200);
+        }
+        self.next_announce = Instant::now() + self.announce_delay;
+    }
+
+    async fn send_datagram(&self, to: SocketAddr, frame: &Frame) {
+        let Ok(plain) = frame.encode() else { return };
+        let Ok(sealed) = self.config.keys.seal(&plain) else {
+            return;
+        };
+        if self.transport.send_to(&sealed, to).await.is_ok() {
+            GossipMetrics::add(&self.metrics.datagrams_sent, 1);
+            GossipMetrics::add(&self.metrics.bytes_sent, sealed.len() as u64);
+        }
+    }
+
+    async fn send_message(&mut self, to: String, bytes: Vec<u8>) {
+        let addr = self.addresses.get(&to).copied().or_else(|| {
+            self.broadcasts
+                .held
+                .lock()
+                .ok()
+                .and_then(|h| h.states.get(&to).and_then(|(_, s)| s.gossip_addr))
+        });
+        if let Some(addr) = addr {
+            let frame = Frame::Message {
+                from: self.me.clone(),
+                to,
+                bytes,
+            };
+            self.send_datagram(addr, &frame).await;
+        }
+    }
+
+    /// Sends what foca queued, schedules its timers, turns its notifications
+    /// into events, and publishes the view.
+    async fn flush(&mut self) {
+        while let Some((to, data)) = self.runtime.to_send() {
+            self.addresses.insert(to.instance.clone(), to.addr);
+            self.send_datagram(to.addr, &Frame::Swim(data.to_vec()))
+                .await;
+        }
+        while let Some((after, timer)) = self.runtime.to_schedule() {
+            self.timers.insert(timer, after);
+        }
+        let mut changed_liveness = false;
+        while let Some(n) = self.runtime.to_notify() {
+            match n {
+                OwnedNotification::MemberUp(id) => {
+                    self.addresses.insert(id.instance.clone(), id.addr);
+                    self.liveness
+                        .insert(id.instance.clone(), (Liveness::Up, Instant::now()));
+                    let _ = self.events.send(Event::Up(id.instance));
+                    changed_liveness = true;
+                    // A newcomer learns our state without waiting.
+                    self.publish();
+                }
+                OwnedNotification::MemberDown(id) => {
+                    let still_up = self
+                        .foca
+                        .iter_members()
+                        .any(|m| m.id().instance == id.instance);
+                    if !still_up {
+                        let at = self
+                            .liveness
+                            .get(&id.instance)
+                            .map(|(_, t)| *t)
+                            .unwrap_or_else(Instant::now);
+                        self.liveness
+                            .insert(id.instance.clone(), (Liveness::Down, at));
+                        let _ = self.events.send(Event::Down(id.instance));
+                        changed_liveness = true;
+                    }
+                }
+                OwnedNotification::Rename(_, id) => {
+                    self.addresses.insert(id.instance.clone(), id.addr);
+                }
+                OwnedNotification::Idle | OwnedNotification::Defunct => {
+                    self.next_announce = Instant::now();
+                    self.announce_delay = Duration::from_millis(200);
+                    if matches!(n, OwnedNotification::Defunct) {
+                        let _ = self.foca.reuse_down_identity();
+                    }
+                }
+                _ => {}
+            }
+        }
+        GossipMetrics::set(&self.metrics.members_up, self.active_members() as u64);
+        let changed: Vec<String> = match self.broadcasts.held.lock() {
+            Ok(mut h) => std::mem::take(&mut h.changed),
+            Err(_) => Vec::new(),
+        };
+        if changed.is_empty() && !changed_liveness {
+            return;
+        }
+        let now = Instant::now();
+        for id in &changed {
+            if id != &self.me {
+                let _ = self.events.send(Event::StateChanged(id.clone()));
+            }
+            let up = self
+                .liveness
+                .get(id)
+                .map(|(l, _)| *l == Liveness::Up)
+                .unwrap_or(false);
+            if up || id == &self.me {
+                self.liveness.insert(id.clone(), (Liveness::Up, now));
+            } else if let Some(entry) = self.liveness.get_mut(id) {
+                entry.1 = now;
+            } else {
+                self.liveness.insert(id.clone(), (Liveness::Up, now));
+            }
+        }
+        let view: HashMap<String, PeerView> = match self.broadcasts.held.lock() {
+            Ok(h) => h
+                .states
+                .iter()
+                .map(|(id, (version, state))| {
+                    let (liveness, last_heard) = if id == &self.me {
+                        (Liveness::Up, now)
+                    } else {
+                        self.liveness
+                            .get(id)
+                            .copied()
+                            .unwrap_or((Liveness::Down, now))
+                    };
+                    (
+                        id.clone(),
+                        PeerView {
+                            state: state.clone(),
+                            version: *version,
+                            liveness,
+                            last_heard,
+                        },
+                    )
+                })
+                .collect(),
+            Err(_) => return,
+        };
+        let _ = self.view.send(view);
+    }
+}

@@ -1,0 +1,54 @@
+//! What each instance tells the others about itself (DESIGN §5).
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+
+/// Newer wins: `(boot, sequence)` ordered lexicographically. `boot` is the
+/// wall-clock time (Unix ms) at process start, so a restarted instance's
+/// states win over its previous life's even though `sequence` restarts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Version {
+    pub boot: u64,
+    pub sequence: u64,
+}
+
+/// The local etcd, as its instance sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EtcdFacts {
+    pub running: bool,
+    pub member_id: Option<u64>,
+    pub cluster_id: Option<u64>,
+    pub cluster_token: Option<String>,
+    pub incarnation: Option<u64>,
+    pub healthy: bool,
+    pub is_leader: bool,
+    pub revision: i64,
+    pub raft_index: u64,
+    pub raft_term: u64,
+}
+
+/// The local data, as its instance sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataFacts {
+    /// A state file exists (this instance was part of a cluster).
+    pub has_state: bool,
+    /// The data directory holds etcd data.
+    pub present: bool,
+    pub incarnation: Option<u64>,
+    pub revision: Option<i64>,
+}
+
+/// One instance's published state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerState {
+    pub instance_id: String,
+    pub gossip_addr: Option<SocketAddr>,
+    pub client_url: String,
+    pub peer_url: String,
+    pub zone: Option<String>,
+    pub etcd: EtcdFacts,
+    pub data: DataFacts,
+    /// The instance's phase, for humans (`running`, `joining`, ...).
+    pub phase: String,
+    pub software_version: String,
+}
