@@ -26,12 +26,15 @@ use crate::record::{self, IncarnationRecord, VotersRecord};
 use crate::snapshot::writer::SnapshotWriter;
 use crate::startup::{self, GroupShape, StartDecision};
 use crate::state_file::{self, LocalState, StateFile};
-use crate::status::{InstanceStatus, NextAction, Phase};
+use crate::status::{GossipPeer, InstanceStatus, NextAction, Phase};
 use crate::store::dir::DirStore;
 use anyhow::Context;
+use gossip::{Gossip, GossipConfig, Keyring, Liveness};
+use recovery::formation::{self, Formation, PeerFacts, RecordListing};
 use recovery::planner::{self, Action, DataState, LocalFacts, Observation, PlannerConfig, Step};
 use recovery::retention::RetentionPolicy;
 use recovery::snapshot_schedule::SnapshotSchedule;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -65,6 +68,28 @@ struct Daemon {
     view: ClusterView,
     started: Instant,
     voters_written: Option<VotersRecord>,
+    gossip: Option<Gossip>,
+    published: Option<gossip::PeerState>,
+}
+
+/// Gossip keys from `gossip.key_file`, else `ECO_GOSSIP_KEYS` (hex keys
+/// separated by commas or newlines); `None` when neither is set.
+fn gossip_keys(config: &Config) -> anyhow::Result<Option<Keyring>> {
+    let text = match &config.gossip.key_file {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read gossip.key_file {}", path.display()))?,
+        None => match std::env::var("ECO_GOSSIP_KEYS") {
+            Ok(v) => v.replace(',', "\n"),
+            Err(_) => return Ok(None),
+        },
+    };
+    Ok(Some(
+        Keyring::parse(&text, &config.cluster.name).context("gossip keys")?,
+    ))
+}
+
+fn gossip_addr(config: &Config, instance: &Instance) -> SocketAddr {
+    SocketAddr::new(instance.address, config.gossip.port as u16)
 }
 
 fn unix_ms() -> u64 {
@@ -146,6 +171,7 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         group: Some(group.clone()),
         state: state.clone(),
         snapshots: None,
+        gossip: Vec::new(),
     });
     let metrics = Arc::new(Metrics::new(&instance_id, &binaries.version.to_string()));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -160,6 +186,33 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
     .await?;
     tracing::info!(%api_bind, "serving /healthz, /readyz, /metrics and /status");
     let mut signals = Signals::new()?;
+    let gossip = match gossip_keys(&config)? {
+        Some(keys) => {
+            let bind = config
+                .gossip
+                .bind
+                .unwrap_or_else(|| gossip_addr(&config, &me));
+            let seeds = group
+                .instances
+                .iter()
+                .map(|i| gossip_addr(&config, i))
+                .collect();
+            let gc = GossipConfig::lan(&config.cluster.name, &instance_id, keys, seeds, unix_ms());
+            let (g, _events) = Gossip::bind(bind, gc, gossip::PeerState::default())
+                .await
+                .context("cannot start gossip (gossip.bind / gossip.port)")?;
+            tracing::info!(%bind, "gossip started");
+            Some(g)
+        }
+        None => {
+            if group.instances.len() > 1 {
+                tracing::warn!(
+                    "no gossip keys (gossip.key_file or ECO_GOSSIP_KEYS): this instance cannot take part in forming a cluster"
+                );
+            }
+            None
+        }
+    };
     let supervisor = Supervisor::new(Backoff {
         initial: config.etcd.restart_backoff_initial.get(),
         max: config.etcd.restart_backoff_max.get(),
@@ -186,6 +239,8 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         store,
         started: Instant::now(),
         voters_written: None,
+        gossip,
+        published: None,
     };
 
     let go_on = match &decision {
@@ -224,6 +279,9 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
     d.status.send_modify(|s| s.ready = false);
     tracing::info!("stopping etcd");
     d.supervisor.stop().await?;
+    if let Some(g) = d.gossip.take() {
+        g.shutdown().await;
+    }
     d.supervisor.shutdown();
     let _ = shutdown_tx.send(true);
     let _ = api.await;
@@ -445,6 +503,9 @@ impl Daemon {
                 }
                 _ = group_tick.tick() => match self.provider.discover().await {
                     Ok(group) => {
+                        if let Some(g) = &self.gossip {
+                            let _ = g.set_seeds(group.instances.iter().map(|i| gossip_addr(&self.config, i)).collect());
+                        }
                         self.group = group.clone();
                         self.status.send_modify(|s| s.group = Some(group));
                     }
@@ -491,6 +552,20 @@ impl Daemon {
             DataDirContents::EtcdData => DataState::Present,
             DataDirContents::Other => DataState::Unusable,
         };
+        self.publish(&local, data, running);
+        if seen.members.is_none()
+            && !running
+            && data == DataState::Empty
+            && self.group.instances.len() > 1
+        {
+            let pending = self
+                .state
+                .as_ref()
+                .is_none_or(|s| s.member_id.is_none() && s.incarnation == 1);
+            if pending {
+                return self.form().await;
+            }
+        }
         let observation = Observation {
             now_ms,
             local: LocalFacts {
@@ -669,6 +744,167 @@ impl Daemon {
             }
         }
         Ok(())
+    }
+
+    /// Publishes this instance's facts over gossip when they changed, and
+    /// shows the gossip view in the status.
+    fn publish(
+        &mut self,
+        local: &Option<crate::etcd::probe::MemberStatus>,
+        data: DataState,
+        running: bool,
+    ) {
+        let Some(g) = &self.gossip else { return };
+        let state = gossip::PeerState {
+            instance_id: self.id.clone(),
+            gossip_addr: None,
+            client_url: self.client_url.clone(),
+            peer_url: self.peer_url.clone(),
+            zone: self.me.zone.clone(),
+            etcd: gossip::EtcdFacts {
+                running,
+                member_id: local.as_ref().map(|m| m.member_id),
+                cluster_id: local.as_ref().map(|m| m.cluster_id),
+                cluster_token: self.state.as_ref().map(|s| s.cluster_token.clone()),
+                incarnation: self.state.as_ref().map(|s| s.incarnation),
+                healthy: local.as_ref().is_some_and(|m| m.has_leader()),
+                is_leader: local.as_ref().is_some_and(|m| m.is_leader()),
+                revision: local.as_ref().map(|m| m.revision).unwrap_or(0),
+                raft_index: local.as_ref().map(|m| m.raft_index).unwrap_or(0),
+                raft_term: local.as_ref().map(|m| m.raft_term).unwrap_or(0),
+            },
+            data: gossip::DataFacts {
+                has_state: self.state.is_some(),
+                present: data == DataState::Present,
+                incarnation: self.state.as_ref().map(|s| s.incarnation),
+                revision: None,
+            },
+            phase: format!("{:?}", self.status.borrow().phase).to_lowercase(),
+            software_version: crate::version::VERSION.into(),
+        };
+        if self.published.as_ref() != Some(&state) {
+            let _ = g.set_state(state.clone());
+            self.published = Some(state);
+        }
+        let now = tokio::time::Instant::now();
+        let mut peers: Vec<GossipPeer> = g
+            .view()
+            .into_iter()
+            .map(|(id, v)| GossipPeer {
+                instance_id: id,
+                up: v.liveness == Liveness::Up,
+                phase: v.state.phase.clone(),
+                heard_ms_ago: now.saturating_duration_since(v.last_heard).as_millis() as u64,
+                has_state: v.state.data.has_state,
+                data_present: v.state.data.present,
+            })
+            .collect();
+        peers.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+        self.status.send_modify(|s| s.gossip = peers);
+    }
+
+    /// No cluster answers, this instance is empty: form one if the evidence
+    /// says so (`recovery::formation`), else say what it waits for.
+    async fn form(&mut self) -> anyhow::Result<()> {
+        if self.gossip.is_none() {
+            self.set_next(
+                "wait to form the cluster",
+                "no cluster answers and gossip is not configured (gossip.key_file or ECO_GOSSIP_KEYS): eco cannot collect the evidence needed to form one",
+            );
+            return Ok(());
+        }
+        let records = match &self.store {
+            None => RecordListing::Failed(
+                "no snapshot store is configured (it holds the record of truth)".into(),
+            ),
+            Some(store) => match record::all(store, &self.config.cluster.name).await {
+                Ok(all) => RecordListing::Complete(
+                    all.iter().map(|(n, r)| (*n, r.seeder.clone())).collect(),
+                ),
+                Err(e) => RecordListing::Failed(e.to_string()),
+            },
+        };
+        let group: Vec<String> = self.group.instances.iter().map(|i| i.id.clone()).collect();
+        let status = self.status.borrow().clone();
+        let mut peers: BTreeMap<String, PeerFacts> = status
+            .gossip
+            .iter()
+            .map(|p| {
+                (
+                    p.instance_id.clone(),
+                    PeerFacts {
+                        reachable: p.up && p.heard_ms_ago < 10_000,
+                        has_state: p.has_state,
+                        data_present: p.data_present,
+                    },
+                )
+            })
+            .collect();
+        peers.insert(
+            self.id.clone(),
+            PeerFacts {
+                reachable: true,
+                has_state: self.state.is_some(),
+                data_present: false,
+            },
+        );
+        match formation::decide(&self.id, &group, &peers, &records, false) {
+            Formation::Wait { reason } => {
+                self.set_next("wait to form the cluster", &reason);
+                Ok(())
+            }
+            Formation::Seed { reason } => {
+                tracing::info!(%reason, "forming the cluster");
+                self.set_next("seed incarnation 1", &reason);
+                self.seed().await
+            }
+        }
+    }
+
+    /// Creates `incarnations/1` (the commit point), records the state, and
+    /// starts etcd as a new one-member cluster; the others join it.
+    async fn seed(&mut self) -> anyhow::Result<()> {
+        let store = self
+            .store
+            .as_ref()
+            .context("forming a cluster needs the snapshot store")?;
+        let cluster = self.config.cluster.name.clone();
+        let existing = record::all(store, &cluster).await?;
+        let token = match existing.get(&1) {
+            Some(r) if r.seeder == self.id => r.token.clone(),
+            Some(r) => anyhow::bail!(
+                "incarnation 1 was seeded by {}; joining it instead",
+                r.seeder
+            ),
+            None => flags::cluster_token(&cluster, 1, rand::random()),
+        };
+        let ours = IncarnationRecord {
+            cluster: cluster.clone(),
+            incarnation: 1,
+            seeder: self.id.clone(),
+            token: token.clone(),
+            source: "empty".into(),
+            created_unix_ms: unix_ms(),
+        };
+        let holds = record::create(store, &ours).await?;
+        if holds.seeder != ours.seeder || holds.token != ours.token {
+            anyhow::bail!(
+                "incarnation 1 was created by {} first; that record wins",
+                holds.seeder
+            );
+        }
+        self.persist(LocalState {
+            format: state_file::FORMAT,
+            cluster_name: cluster,
+            instance_id: self.id.clone(),
+            incarnation: 1,
+            cluster_token: token,
+            member_id: None,
+            voting_members: vec![self.id.clone()],
+            boots: self.state.as_ref().map(|s| s.boots).unwrap_or(1),
+        })?;
+        let own = vec![(self.id.clone(), self.peer_url.clone())];
+        self.start_etcd(own, InitialClusterState::New).await
     }
 
     /// Keeps `V_n`: every member in its state file; the leader also in the

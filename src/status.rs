@@ -46,6 +46,20 @@ pub struct InstanceStatus {
     /// The snapshot writer's view (absent when no store is configured).
     #[serde(default)]
     pub snapshots: Option<SnapshotStatus>,
+    /// What gossip says about every instance it knows (empty without gossip).
+    #[serde(default)]
+    pub gossip: Vec<GossipPeer>,
+}
+
+/// One instance as this instance's gossip sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GossipPeer {
+    pub instance_id: String,
+    pub up: bool,
+    pub phase: String,
+    pub heard_ms_ago: u64,
+    pub has_state: bool,
+    pub data_present: bool,
 }
 
 /// What the snapshot writer knows and did.

@@ -123,6 +123,22 @@ pub fn render(s: &InstanceStatus) -> String {
             ),
         );
     }
+    if !s.gossip.is_empty() {
+        let peers: Vec<String> = s
+            .gossip
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}:{}({}, {}ms)",
+                    p.instance_id,
+                    if p.up { "up" } else { "down" },
+                    p.phase,
+                    p.heard_ms_ago
+                )
+            })
+            .collect();
+        line("gossip", peers.join(", "));
+    }
     if let Some(g) = &s.group {
         let members: Vec<String> = g
             .instances

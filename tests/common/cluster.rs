@@ -42,6 +42,11 @@ impl Cluster {
             .expect("tempdir");
         // The store must exist: a missing store is an error, never "empty".
         std::fs::create_dir_all(root.path().join("store")).expect("store dir");
+        // One gossip key for the group (64 hex digits).
+        let key: String = (0..32)
+            .map(|i| format!("{:02x}", (i * 37 + 11) % 256))
+            .collect();
+        std::fs::write(root.path().join("gossip.keys"), format!("{key}\n")).expect("gossip keys");
         Self {
             root,
             nodes: BTreeMap::new(),
@@ -76,6 +81,8 @@ election_timeout = "250ms"
 probe_interval = "300ms"
 call_timeout = "2s"
 stop_timeout = "5s"
+[gossip]
+key_file = "../gossip.keys"
 [snapshot]
 store = "dir"
 interval = "1m"
