@@ -4,10 +4,11 @@
 # store, and keeps it in the foreground. Ctrl-C stops everything cleanly
 # (each eco stops its etcd first).
 #
-# This version of eco forms a cluster as a group of one that grows: the
-# script starts eco-1 alone, then writes the full group file and starts the
-# others, which join as learners one at a time and are promoted. Edit
-# .run/local/group.toml while it runs to resize the cluster.
+# The three start together with no cluster anywhere: over their sealed
+# gossip they see that every instance is empty and the store holds no
+# record, eco-1 (lowest id) seeds incarnation 1, the others join as learners
+# one at a time and are promoted. Edit .run/local/group.toml while it runs
+# to resize the cluster.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -22,6 +23,8 @@ eco="$root/target/debug/eco"
 
 run=.run/local
 mkdir -p "$run/store"
+[ -f "$run/gossip.keys" ] || python3 -c 'import secrets; print(secrets.token_hex(32))' > "$run/gossip.keys"
+cp examples/local/group.toml "$run/group.toml"
 pids=()
 cleanup() {
   trap - INT TERM EXIT
@@ -39,11 +42,6 @@ while read -r id address; do ids+=("$id"); addresses+=("$address"); done < <(
   awk '/^\[\[instance\]\]/ {id=""} /^id *=/ {gsub(/[" ]/,""); split($0,a,"="); id=a[2]}
        /^address *=/ {gsub(/[" ]/,""); split($0,a,"="); print id, a[2]}' examples/local/group.toml)
 
-group_of() {  # writes the group file with the first $1 instances, atomically
-  awk -v n="$1" '/^\[\[instance\]\]/ {k++} k<=n {print}' examples/local/group.toml > "$run/group.toml.tmp"
-  mv "$run/group.toml.tmp" "$run/group.toml"
-}
-
 start() {  # $1 = index
   local id=${ids[$1]}
   "$eco" run --config "examples/local/$id.toml" 2>&1 | sed -u "s/^/[$id] /" &
@@ -59,17 +57,7 @@ voters() {
     | awk -F', ' '$2=="started" && $6=="false" {n++} END {print n+0}'
 }
 
-if [ -f "$run/eco-1/eco-state.json" ]; then
-  group_of "${#ids[@]}"      # a cluster exists: resume everyone
-  for i in "${!ids[@]}"; do start "$i"; done
-else
-  group_of 1
-  start 0
-  for _ in $(seq 1 100); do healthy "http://${addresses[0]}:2379" && break; sleep 0.3; done
-  group_of "${#ids[@]}"
-  sleep 1.5                  # let eco-1 read the grown group first
-  for i in $(seq 1 $(( ${#ids[@]} - 1 ))); do start "$i"; done
-fi
+for i in "${!ids[@]}"; do start "$i"; done
 
 endpoints=$(printf 'http://%s:2379,' "${addresses[@]}"); endpoints=${endpoints%,}
 for _ in $(seq 1 200); do
