@@ -70,6 +70,8 @@ struct Daemon {
     voters_written: Option<VotersRecord>,
     gossip: Option<Gossip>,
     published: Option<gossip::PeerState>,
+    /// Newest incarnation recorded in the store (and when it was read).
+    newest_recorded: Option<(Option<u64>, Instant)>,
 }
 
 /// Gossip keys from `gossip.key_file`, else `ECO_GOSSIP_KEYS` (hex keys
@@ -138,11 +140,30 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         s.boots += 1;
         state_file.store(s)?;
     }
-    let contents = data_dir::inspect(&data_dir)?;
+    let mut contents = data_dir::inspect(&data_dir)?;
     let pid_file = state_file.path().with_file_name("etcd.pid");
     let client_url = flags::client_url(&config.etcd, me.address);
     let peer_url = flags::peer_url(&config.etcd, me.address);
     let store = crate::commands::store_from_config(&config).ok();
+    // Never start etcd for an incarnation older than the newest recorded.
+    if let (Some(s), Some(st)) = (state.as_ref(), store.as_ref()) {
+        let newest = record::newest(st, &config.cluster.name)
+            .await
+            .ok()
+            .flatten()
+            .map(|r| r.incarnation);
+        if let Some(reason) = startup::stale_incarnation(s, newest) {
+            tracing::warn!(%reason, "stale incarnation");
+            data_dir::move_aside(
+                &data_dir,
+                "stale-incarnation",
+                config.etcd.keep_moved_aside as usize,
+            )?;
+            state_file.move_aside()?;
+            state = None;
+            contents = data_dir::inspect(&data_dir)?;
+        }
+    }
     let decision = startup::decide(
         state.as_ref(),
         contents,
@@ -241,6 +262,7 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         voters_written: None,
         gossip,
         published: None,
+        newest_recorded: None,
     };
 
     let go_on = match &decision {
@@ -525,8 +547,23 @@ impl Daemon {
         } else {
             None
         };
+        let newest = self.newest_incarnation().await;
+        let ours = self.state.as_ref().map(|s| s.incarnation);
+        let in_newest = match (newest, ours) {
+            (Some(n), Some(o)) => o >= n,
+            _ => true,
+        };
+        if !in_newest {
+            tracing::warn!(
+                ?newest,
+                ?ours,
+                "this member is not in the newest incarnation: not ready"
+            );
+        }
         self.status.send_modify(|s| {
-            s.ready = local.as_ref().is_some_and(|m| m.has_leader());
+            // Ready needs a leader in the newest incarnation: a frozen
+            // minority of an old incarnation serves stale reads.
+            s.ready = in_newest && local.as_ref().is_some_and(|m| m.has_leader());
             s.probe_error = match (&local, process.running) {
                 (None, true) => Some(format!("{} does not answer", self.client_url)),
                 _ => None,
@@ -744,6 +781,22 @@ impl Daemon {
             }
         }
         Ok(())
+    }
+
+    /// The newest incarnation the store records (refreshed every 10 s; the
+    /// last known value when the store does not answer).
+    async fn newest_incarnation(&mut self) -> Option<u64> {
+        let fresh = self
+            .newest_recorded
+            .is_some_and(|(_, at)| at.elapsed() < Duration::from_secs(10));
+        if !fresh {
+            if let Some(store) = &self.store {
+                if let Ok(r) = record::newest(store, &self.config.cluster.name).await {
+                    self.newest_recorded = Some((r.map(|r| r.incarnation), Instant::now()));
+                }
+            }
+        }
+        self.newest_recorded.and_then(|(n, _)| n)
     }
 
     /// Publishes this instance's facts over gossip when they changed, and

@@ -95,6 +95,20 @@ pub fn decide(
     }
 }
 
+/// A resumable instance whose incarnation is older than the newest the
+/// store records must not start etcd: its data belongs to a cluster that was
+/// reseeded. Returns the reason to move the data aside and join instead.
+pub fn stale_incarnation(state: &LocalState, newest_recorded: Option<u64>) -> Option<String> {
+    match newest_recorded {
+        Some(newest) if newest > state.incarnation => Some(format!(
+            "this instance's data belongs to incarnation {}, but the store records incarnation {newest}: \
+             never start an older incarnation; move the data aside and join",
+            state.incarnation
+        )),
+        _ => None,
+    }
+}
+
 /// Whether a one-instance bootstrap may create incarnation 1, given the
 /// seeding records already in the store as `(incarnation, seeder, token)`.
 /// Positive evidence only: any record that is not this very bootstrap means
@@ -176,6 +190,18 @@ mod tests {
             );
             assert!(!got.reason().is_empty());
         }
+    }
+
+    #[test]
+    fn stale_incarnations_are_never_started() {
+        let s = state(Some(7));
+        assert_eq!(stale_incarnation(&s, None), None);
+        assert_eq!(stale_incarnation(&s, Some(1)), None);
+        let why = stale_incarnation(&s, Some(2)).unwrap();
+        assert!(
+            why.contains("incarnation 1") && why.contains("incarnation 2"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -149,6 +149,24 @@ impl StateFile {
         Ok(Some(state))
     }
 
+    /// Renames the state file aside (`eco-state.json.moved-<unix ms>`),
+    /// never deleting it; used when its data was moved aside too.
+    pub fn move_aside(&self) -> Result<(), StateFileError> {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        let to = self.path.with_file_name(format!("{FILE_NAME}.moved-{ms}"));
+        match std::fs::rename(&self.path, &to) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(StateFileError::Read {
+                path: self.path.clone(),
+                source,
+            }),
+        }
+    }
+
     /// Replaces the state atomically and durably.
     pub fn store(&self, state: &LocalState) -> Result<(), StateFileError> {
         let mut bytes =

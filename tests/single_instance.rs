@@ -154,3 +154,45 @@ fn status_says_what_happens_next_and_why_and_metrics_count_crashes() {
         .expect("readyz");
     assert_eq!(code, 200);
 }
+
+#[test]
+fn data_of_an_older_incarnation_is_moved_aside_never_started() {
+    let mut i = Instance::new("127.0.2.5").with_dir_store();
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    assert!(i.store_dir().join("it/incarnations/0000000001").is_file());
+    i.signal(libc::SIGTERM);
+    assert_eq!(i.wait_exit(Duration::from_secs(15)), Some(0));
+
+    // Elsewhere, the cluster was reseeded as incarnation 2.
+    std::fs::write(
+        i.store_dir().join("it/incarnations/0000000002"),
+        r#"{"cluster":"it","incarnation":2,"seeder":"eco-9","token":"it-2-x","source":"data:eco-9","created_unix_ms":1}"#,
+    )
+    .unwrap();
+    i.start();
+    let refused = wait_until(Duration::from_secs(15), || {
+        i.log().contains("not starting etcd").then_some(())
+    });
+    assert!(refused.is_some(), "{}", i.log());
+    assert!(i.log().contains("never start an older incarnation"));
+    assert!(
+        i.etcd_pids().is_empty(),
+        "the old incarnation's etcd is not started"
+    );
+    let moved: Vec<_> = std::fs::read_dir(i.dir.path().join("data"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(
+        moved
+            .iter()
+            .any(|n| n.starts_with("etcd.moved-") && n.ends_with("stale-incarnation")),
+        "{moved:?}"
+    );
+    assert!(
+        moved.iter().any(|n| n.starts_with("eco-state.json.moved-")),
+        "{moved:?}"
+    );
+}
