@@ -218,7 +218,9 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
                 .iter()
                 .map(|i| gossip_addr(&config, i))
                 .collect();
-            let gc = GossipConfig::lan(&config.cluster.name, &instance_id, keys, seeds, unix_ms());
+            let mut gc =
+                GossipConfig::lan(&config.cluster.name, &instance_id, keys, seeds, unix_ms());
+            gc.advertise = Some(gossip_addr(&config, &me));
             let (g, _events) = Gossip::bind(bind, gc, gossip::PeerState::default())
                 .await
                 .context("cannot start gossip (gossip.bind / gossip.port)")?;

@@ -36,6 +36,9 @@ pub struct GossipConfig {
     pub probe_period: Duration,
     /// How often the own state is re-published even if unchanged.
     pub republish_every: Duration,
+    /// The address peers reach this node on (its identity). Default: the
+    /// socket's local address, which is wrong for a wildcard bind.
+    pub advertise: Option<SocketAddr>,
 }
 
 impl GossipConfig {
@@ -56,6 +59,7 @@ impl GossipConfig {
             rng_seed: boot ^ 0x9e37_79b9_7f4a_7c15,
             probe_period: Duration::from_millis(500),
             republish_every: Duration::from_secs(2),
+            advertise: None,
         }
     }
 
@@ -143,10 +147,11 @@ impl Gossip {
         config: GossipConfig,
         mut state: PeerState,
     ) -> Result<(Self, mpsc::UnboundedReceiver<Event>), GossipError> {
-        let local_addr = transport.local_addr().map_err(|source| GossipError::Bind {
+        let bound = transport.local_addr().map_err(|source| GossipError::Bind {
             addr: SocketAddr::from(([0, 0, 0, 0], 0)),
             source,
         })?;
+        let local_addr = config.advertise.unwrap_or(bound);
         state.instance_id = config.instance_id.clone();
         state.gossip_addr = Some(local_addr);
         let (commands, rx) = mpsc::unbounded_channel();
@@ -252,6 +257,7 @@ struct Node<T: Transport> {
     metrics: Arc<GossipMetrics>,
     announce_delay: Duration,
     next_announce: Instant,
+    advertised: SocketAddr,
 }
 
 impl<T: Transport> Node<T> {
@@ -294,6 +300,7 @@ impl<T: Transport> Node<T> {
             metrics,
             announce_delay: Duration::from_millis(200),
             next_announce: Instant::now(),
+            advertised: local_addr,
         }
     }
 
@@ -339,7 +346,7 @@ impl<T: Transport> Node<T> {
                     Some(Command::SetState(s)) => {
                         self.state = *s;
                         self.state.instance_id = self.me.clone();
-                        self.state.gossip_addr = self.transport.local_addr().ok();
+                        self.state.gossip_addr = Some(self.advertised);
                         self.publish();
                         let _ = self.foca.gossip(&mut self.runtime);
                     }
@@ -370,8 +377,10 @@ impl<T: Transport> Node<T> {
         };
         match Frame::decode(&plain) {
             Some(Frame::Swim(bytes)) => {
-                if self.foca.handle_data(&bytes, &mut self.runtime).is_err() {
-                    GossipMetrics::add(&self.metrics.datagrams_rejected, 1);
+                // foca declines stale or misaddressed packets; they opened
+                // fine, so they are not counted as rejected.
+                if let Err(e) = self.foca.handle_data(&bytes, &mut self.runtime) {
+                    tracing::trace!(error = %e, "foca declined a packet");
                 }
             }
             Some(Frame::Message { from, to, bytes }) if to == self.me => {

@@ -1,0 +1,148 @@
+//! N gossip nodes on turmoil. Each host runs a real `gossip::Gossip` and
+//! mirrors what it sees into a shared board the driver reads between
+//! simulation steps; the driver can also ask a host to change its phase.
+
+use crate::sim_transport::SimSocket;
+use gossip::{Gossip, GossipConfig, GossipMetrics, Keyring, Liveness, PeerState};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub const PORT: u16 = 7946;
+const KEY: [u8; 32] = [0x5a; 32];
+
+/// What one host sees: instance id → (up, phase).
+pub type Seen = HashMap<String, (bool, String)>;
+
+#[derive(Default)]
+pub struct Board {
+    pub seen: HashMap<String, Seen>,
+    pub metrics: HashMap<String, Arc<GossipMetrics>>,
+    /// Phase each host should publish (changed by the driver).
+    pub wanted_phase: HashMap<String, String>,
+    pub boots: HashMap<String, u64>,
+}
+
+pub type Shared = Arc<Mutex<Board>>;
+
+pub fn name(i: usize) -> String {
+    format!("n{i}")
+}
+
+/// Builds a simulation of `n` nodes; returns it and the shared board.
+pub fn build<'a>(n: usize, seed: u64, loss: f64, probe: Duration) -> (turmoil::Sim<'a>, Shared) {
+    let mut b = turmoil::Builder::new();
+    b.rng_seed(seed)
+        .simulation_duration(Duration::from_secs(3600))
+        .min_message_latency(Duration::from_micros(200))
+        .max_message_latency(Duration::from_millis(5))
+        .fail_rate(loss)
+        .repair_rate(1.0);
+    let mut sim = b.build();
+    let board: Shared = Arc::new(Mutex::new(Board::default()));
+    for i in 0..n {
+        let id = name(i);
+        let board = board.clone();
+        sim.host(id.clone(), move || {
+            host(id.clone(), n, seed, probe, board.clone())
+        });
+    }
+    (sim, board)
+}
+
+async fn host(id: String, n: usize, seed: u64, probe: Duration, board: Shared) -> turmoil::Result {
+    let socket = turmoil::net::UdpSocket::bind((std::net::Ipv4Addr::UNSPECIFIED, PORT)).await?;
+    let advertise = SocketAddr::new(turmoil::lookup(id.as_str()), PORT);
+    let seeds: Vec<SocketAddr> = (0..n)
+        .map(|i| SocketAddr::new(turmoil::lookup(name(i)), PORT))
+        .collect();
+    let boot = turmoil::sim_elapsed()
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+        + 1;
+    let keys = Keyring::new(&[KEY], "sim")?;
+    let mut config = GossipConfig::lan("sim", &id, keys, seeds, boot);
+    config.rng_seed = seed ^ (boot << 8) ^ id.len() as u64 ^ id.bytes().map(u64::from).sum::<u64>();
+    config.probe_period = probe;
+    config.advertise = Some(advertise);
+    let phase = board
+        .lock()
+        .map(|b| {
+            b.wanted_phase
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| "up".into())
+        })
+        .unwrap_or_default();
+    let (g, _events) = Gossip::start(
+        SimSocket(socket),
+        config,
+        PeerState {
+            phase: phase.clone(),
+            ..Default::default()
+        },
+    )?;
+    if let Ok(mut b) = board.lock() {
+        b.metrics.insert(id.clone(), g.metrics());
+        b.boots.insert(id.clone(), boot);
+    }
+    let mut published = phase;
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let view = g.view();
+        let Ok(mut b) = board.lock() else { continue };
+        let seen: Seen = view
+            .into_iter()
+            .map(|(k, v)| (k, (v.liveness == Liveness::Up, v.state.phase)))
+            .collect();
+        b.seen.insert(id.clone(), seen);
+        if let Some(want) = b.wanted_phase.get(&id).cloned() {
+            if want != published {
+                let _ = g.set_state(PeerState {
+                    phase: want.clone(),
+                    ..Default::default()
+                });
+                published = want;
+            }
+        }
+    }
+}
+
+/// True when every host in `live` sees every host in `live` up with the
+/// phase `phase(host)`, and sees every host in `dead` down or not at all.
+pub fn converged(
+    board: &Shared,
+    live: &[String],
+    dead: &[String],
+    phase: impl Fn(&str) -> String,
+) -> bool {
+    let Ok(b) = board.lock() else { return false };
+    live.iter().all(|h| {
+        let Some(seen) = b.seen.get(h) else {
+            return false;
+        };
+        live.iter()
+            .all(|o| seen.get(o).is_some_and(|(up, p)| *up && *p == phase(o)))
+            && dead.iter().all(|o| seen.get(o).is_none_or(|(up, _)| !*up))
+    })
+}
+
+/// Steps `sim` until `done` or `limit` of simulated time passes; returns the
+/// simulated time it took.
+pub fn step_until(
+    sim: &mut turmoil::Sim,
+    limit: Duration,
+    mut done: impl FnMut() -> bool,
+) -> Option<Duration> {
+    let start = sim.elapsed();
+    while sim.elapsed() - start < limit {
+        if sim.step().is_err() {
+            return None;
+        }
+        if done() {
+            return Some(sim.elapsed() - start);
+        }
+    }
+    None
+}

@@ -1,0 +1,139 @@
+//! The real gossip crate on turmoil: partitions heal, loss is tolerated, a
+//! crashed node is seen down and, restarted with a new boot, up with its new
+//! state. All in simulated time, deterministic per seed.
+
+use simulations::gossip_sim::{self, converged, name, step_until};
+use std::time::Duration;
+
+const PROBE: Duration = Duration::from_millis(500);
+
+fn names(ids: &[usize]) -> Vec<String> {
+    ids.iter().map(|i| name(*i)).collect()
+}
+
+fn up(_: &str) -> String {
+    "up".into()
+}
+
+fn cut(sim: &turmoil::Sim, a: &[String], b: &[String]) {
+    for x in a {
+        for y in b {
+            sim.partition(x.as_str(), y.as_str());
+        }
+    }
+}
+
+fn heal(sim: &turmoil::Sim, a: &[String], b: &[String]) {
+    for x in a {
+        for y in b {
+            sim.repair(x.as_str(), y.as_str());
+        }
+    }
+}
+
+#[test]
+fn partitions_minority_majority_and_isolated_heal() {
+    for seed in [1u64, 2, 3] {
+        let (mut sim, board) = gossip_sim::build(5, seed, 0.0, PROBE);
+        let all = names(&[0, 1, 2, 3, 4]);
+        step_until(&mut sim, Duration::from_secs(30), || {
+            converged(&board, &all, &[], up)
+        })
+        .expect("converge");
+        for (left, right) in [(vec![0, 1], vec![2, 3, 4]), (vec![4], vec![0, 1, 2, 3])] {
+            let (l, r) = (names(&left), names(&right));
+            cut(&sim, &l, &r);
+            let split = step_until(&mut sim, Duration::from_secs(30), || {
+                converged(&board, &l, &r, up) && converged(&board, &r, &l, up)
+            });
+            assert!(
+                split.is_some(),
+                "seed {seed}: each side sees the other down ({left:?} | {right:?})"
+            );
+            heal(&sim, &l, &r);
+            let healed = step_until(&mut sim, Duration::from_secs(30), || {
+                converged(&board, &all, &[], up)
+            });
+            assert!(healed.is_some(), "seed {seed}: healed partition converges");
+            assert!(
+                healed.unwrap() < Duration::from_secs(15),
+                "seed {seed}: converged in seconds: {healed:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ten_percent_loss_converges_and_spreads_state() {
+    let (mut sim, board) = gossip_sim::build(7, 42, 0.10, PROBE);
+    let all = names(&[0, 1, 2, 3, 4, 5, 6]);
+    step_until(&mut sim, Duration::from_secs(60), || {
+        converged(&board, &all, &[], up)
+    })
+    .expect("converge under 10% loss");
+    board
+        .lock()
+        .unwrap()
+        .wanted_phase
+        .insert(name(3), "changed".into());
+    let phase = |h: &str| {
+        if h == "n3" {
+            "changed".to_string()
+        } else {
+            "up".to_string()
+        }
+    };
+    let took = step_until(&mut sim, Duration::from_secs(30), || {
+        converged(&board, &all, &[], phase)
+    });
+    assert!(took.is_some(), "state change reaches everyone under loss");
+}
+
+#[test]
+fn crash_and_restart_with_a_new_boot() {
+    let (mut sim, board) = gossip_sim::build(5, 7, 0.0, PROBE);
+    let all = names(&[0, 1, 2, 3, 4]);
+    step_until(&mut sim, Duration::from_secs(30), || {
+        converged(&board, &all, &[], up)
+    })
+    .expect("converge");
+    let first_boot = board.lock().unwrap().boots["n2"];
+    sim.crash("n2");
+    let live = names(&[0, 1, 3, 4]);
+    let dead = names(&[2]);
+    step_until(&mut sim, Duration::from_secs(30), || {
+        converged(&board, &live, &dead, up)
+    })
+    .expect("crash detected");
+    board
+        .lock()
+        .unwrap()
+        .wanted_phase
+        .insert(name(2), "reborn".into());
+    sim.bounce("n2");
+    let phase = |h: &str| {
+        if h == "n2" {
+            "reborn".to_string()
+        } else {
+            "up".to_string()
+        }
+    };
+    step_until(&mut sim, Duration::from_secs(30), || {
+        converged(&board, &all, &[], phase)
+    })
+    .expect("restart seen with its new state");
+    assert!(
+        board.lock().unwrap().boots["n2"] > first_boot,
+        "a new boot id"
+    );
+}
+
+#[test]
+fn bench_smoke() {
+    let r = simulations::gossip_bench::run(8, 2, 11, PROBE);
+    assert_eq!(r.trials, 2, "both trials converged");
+    assert!(
+        r.detect_p99_s > 0.0 && r.propagate_p99_s > 0.0 && r.bytes_per_node_per_s > 0.0,
+        "{r:?}"
+    );
+}
