@@ -132,6 +132,13 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         .await
         .context("cannot use etcd")?;
     tracing::info!(etcd = %binaries.etcd.display(), version = %binaries.version, etcdutl = ?binaries.etcdutl, "found etcd");
+    // Never ignore a setting silently.
+    if config.recovery.bootstrap_from.is_some() {
+        tracing::warn!("recovery.bootstrap_from is set, but this version does not seed from snapshots; use `eco restore`");
+    }
+    if config.recovery.accept_loss_after.is_some() {
+        tracing::warn!("recovery.accept_loss_after is set, but this version has no quorum-loss recovery to apply it to");
+    }
     let data_dir = config.etcd.data_dir.clone();
     data_dir::prepare_parent(&data_dir)?;
     let state_file = StateFile::beside(&data_dir);
