@@ -134,10 +134,14 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
     tracing::info!(etcd = %binaries.etcd.display(), version = %binaries.version, etcdutl = ?binaries.etcdutl, "found etcd");
     // Never ignore a setting silently.
     if config.recovery.bootstrap_from.is_some() {
-        tracing::warn!("recovery.bootstrap_from is set, but this version does not seed from snapshots; use `eco restore`");
+        tracing::warn!(
+            "recovery.bootstrap_from is set, but this version does not seed from snapshots; use `eco restore`"
+        );
     }
     if config.recovery.accept_loss_after.is_some() {
-        tracing::warn!("recovery.accept_loss_after is set, but this version has no quorum-loss recovery to apply it to");
+        tracing::warn!(
+            "recovery.accept_loss_after is set, but this version has no quorum-loss recovery to apply it to"
+        );
     }
     let data_dir = config.etcd.data_dir.clone();
     data_dir::prepare_parent(&data_dir)?;
@@ -200,6 +204,7 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         state: state.clone(),
         snapshots: None,
         gossip: Vec::new(),
+        members: Vec::new(),
     });
     let metrics = Arc::new(Metrics::new(&instance_id, &binaries.version.to_string()));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -592,6 +597,26 @@ impl Daemon {
             candidates.push(flags::client_url(&self.config.etcd, i.address));
         }
         let seen = self.view.observe(&candidates).await;
+        let rows: Vec<crate::status::MemberRow> = seen
+            .members
+            .as_ref()
+            .map(|(list, _)| {
+                list.iter()
+                    .map(|m| {
+                        let st = seen.statuses.get(&m.id);
+                        crate::status::MemberRow {
+                            id: format!("{:x}", m.id),
+                            name: m.name.clone(),
+                            learner: m.is_learner,
+                            leader: st.is_some_and(|s| s.is_leader()),
+                            healthy: st.is_some_and(|s| s.has_leader()),
+                            revision: st.map(|s| s.revision),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.status.send_modify(|s| s.members = rows);
         let now_ms = self.started.elapsed().as_millis() as u64;
         let data = match data_dir::inspect(&self.data_dir)? {
             DataDirContents::Empty => DataState::Empty,

@@ -49,6 +49,20 @@ pub struct InstanceStatus {
     /// What gossip says about every instance it knows (empty without gossip).
     #[serde(default)]
     pub gossip: Vec<GossipPeer>,
+    /// The etcd members as last observed (empty when none answered).
+    #[serde(default)]
+    pub members: Vec<MemberRow>,
+}
+
+/// One etcd member, as the member list and its own Status report it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberRow {
+    pub id: String,
+    pub name: String,
+    pub learner: bool,
+    pub leader: bool,
+    pub healthy: bool,
+    pub revision: Option<i64>,
 }
 
 /// One instance as this instance's gossip sees it.

@@ -123,6 +123,26 @@ pub fn render(s: &InstanceStatus) -> String {
             ),
         );
     }
+    for m in &s.members {
+        line(
+            "etcd member",
+            format!(
+                "{} {} {}{}{} revision={}",
+                m.id,
+                if m.name.is_empty() {
+                    "(not started)"
+                } else {
+                    m.name.as_str()
+                },
+                if m.learner { "learner" } else { "voter" },
+                if m.leader { " leader" } else { "" },
+                if m.healthy { " healthy" } else { " UNHEALTHY" },
+                m.revision
+                    .map(|r| r.to_string())
+                    .unwrap_or_else(|| "-".into())
+            ),
+        );
+    }
     if !s.gossip.is_empty() {
         let peers: Vec<String> = s
             .gossip

@@ -49,6 +49,32 @@ fn grow_crash_wipe_depart_and_recover_without_losing_writes() {
     });
     assert!(got.is_some(), "V_1 recorded in the store: {voters}");
 
+    // eco status lists every member with its role and health.
+    let listed = wait_until(Duration::from_secs(10), || {
+        let out = std::process::Command::new(eco_bin())
+            .args(["status", "--api", "127.0.7.2:2390"])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let all = ["eco-1", "eco-2", "eco-3"].iter().all(|id| {
+            text.lines().any(|l| {
+                l.starts_with("etcd member")
+                    && l.contains(id)
+                    && l.contains("voter")
+                    && l.contains(" healthy")
+            })
+        });
+        let leaders = text
+            .lines()
+            .filter(|l| l.starts_with("etcd member") && l.contains(" leader"))
+            .count();
+        (all && leaders == 1).then_some(text)
+    });
+    assert!(
+        listed.is_some(),
+        "eco status lists three healthy voters and one leader"
+    );
+
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
 
     // etcd kill -9 on a follower: back to three healthy voters.
