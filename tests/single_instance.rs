@@ -113,7 +113,9 @@ fn status_says_what_happens_next_and_why_and_metrics_count_crashes() {
     // Readiness is reached a probe after etcd serves.
     let human = wait_until(Duration::from_secs(10), || {
         Some(status(false)).filter(|s| {
-            s.contains("ready          yes") && s.contains("next action    keep etcd running")
+            s.contains("ready          yes")
+                && s.contains("next action    keep etcd running")
+                && s.contains("because        etcd runs as a member; 1 voter(s)")
         })
     })
     .expect("ready and settled in eco status");

@@ -50,23 +50,23 @@ pub fn plan(o: &Observation) -> Plan {
         }
     }
     if steps.is_empty() {
-        steps.push(Step::new(Action::Nothing, idle_reason(o)));
+        steps.push(match &o.members {
+            // Not a settled state: the next pass may know more.
+            None => Step::new(Action::Wait, "the member list is unknown (no member answers); waiting"),
+            Some(members) => {
+                let voters = members.iter().filter(|m| !m.is_learner).count();
+                Step::new(
+                    Action::Nothing,
+                    format!(
+                        "etcd runs as a member; {voters} voter(s), {} learner(s); the group wants {}; nothing to change",
+                        members.len() - voters,
+                        o.desired_size
+                    ),
+                )
+            }
+        });
     }
     Plan { steps }
-}
-
-fn idle_reason(o: &Observation) -> String {
-    match &o.members {
-        None => "the member list is unknown (no member answers); waiting".into(),
-        Some(members) => {
-            let voters = members.iter().filter(|m| !m.is_learner).count();
-            format!(
-                "etcd runs as a member; {voters} voter(s), {} learner(s); the group wants {}; nothing to change",
-                members.len() - voters,
-                o.desired_size
-            )
-        }
-    }
 }
 
 #[cfg(test)]
