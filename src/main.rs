@@ -312,50 +312,20 @@ fn status(
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("eco: error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
+    one_shot(async move {
+        let (code, body) =
+            eco::status_client::get(addr, "/status", std::time::Duration::from_secs(5)).await?;
+        if code != 200 {
+            anyhow::bail!("{addr} answered {code}: {}", String::from_utf8_lossy(&body));
         }
-    };
-    let fetched = runtime.block_on(eco::status_client::get(
-        addr,
-        "/status",
-        std::time::Duration::from_secs(5),
-    ));
-    let body = match fetched {
-        Ok((200, body)) => body,
-        Ok((code, body)) => {
-            eprintln!(
-                "eco: error: {addr} answered {code}: {}",
-                String::from_utf8_lossy(&body)
-            );
-            return ExitCode::from(1);
+        if json {
+            return Ok(String::from_utf8_lossy(&body).to_string());
         }
-        Err(e) => {
-            eprintln!("eco: error: {e:#}");
-            return ExitCode::from(1);
-        }
-    };
-    if json {
-        print_out(&String::from_utf8_lossy(&body));
-        print_out("\n");
-        return ExitCode::SUCCESS;
-    }
-    match serde_json::from_slice::<eco::status::InstanceStatus>(&body) {
-        Ok(s) => {
-            print_out(&eco::status_client::render(&s));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("eco: error: {addr} sent a status this eco cannot read ({e}); try --json");
-            ExitCode::from(1)
-        }
-    }
+        let status: eco::status::InstanceStatus = serde_json::from_slice(&body).map_err(|e| {
+            anyhow::anyhow!("{addr} sent a status this eco cannot read ({e}); try --json")
+        })?;
+        Ok(eco::status_client::render(&status))
+    })
 }
 
 /// The API address an instance listens on, from its config and group file.
