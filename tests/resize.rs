@@ -7,17 +7,19 @@ use common::cluster::*;
 use common::*;
 use std::time::{Duration, Instant};
 
-/// Samples the member list until `done` or `limit`; checks every sample.
-fn sample_until(
-    c: &Cluster,
-    limit: Duration,
-    mut done: impl FnMut(&[(String, bool)]) -> bool,
-) -> Vec<Vec<(String, bool)>> {
+type Sample = Vec<(u64, String, bool)>;
+
+/// Samples the member list (by member id) until `done` or `limit`; the
+/// samples are checked afterwards.
+fn sample_until(c: &Cluster, limit: Duration, want: &[&str]) -> Vec<Sample> {
     let start = Instant::now();
     let mut samples = Vec::new();
     while start.elapsed() < limit {
-        if let Some((_, members)) = c.members() {
-            let finished = done(&members);
+        if let Some(members) = c.member_ids() {
+            let mut named: Vec<(&str, bool)> =
+                members.iter().map(|(_, n, l)| (n.as_str(), *l)).collect();
+            named.sort();
+            let finished = named == want.iter().map(|n| (*n, false)).collect::<Vec<_>>();
             samples.push(members);
             if finished {
                 return samples;
@@ -31,10 +33,26 @@ fn sample_until(
     );
 }
 
-fn check_samples(samples: &[Vec<(String, bool)>]) {
-    let mut previous: Option<&Vec<(String, bool)>> = None;
+/// Membership changes between two samples, per member id: an add, a removal
+/// or a promotion each count one. A member's name appearing (empty until it
+/// starts) is not a change.
+fn changes(before: &Sample, after: &Sample) -> usize {
+    let learner = |s: &Sample, id: u64| s.iter().find(|m| m.0 == id).map(|m| m.2);
+    let added_or_promoted = after
+        .iter()
+        .filter(|m| learner(before, m.0) != Some(m.2))
+        .count();
+    let removed = before
+        .iter()
+        .filter(|m| learner(after, m.0).is_none())
+        .count();
+    added_or_promoted + removed
+}
+
+fn check_samples(samples: &[Sample]) {
+    let mut previous: Option<&Sample> = None;
     for s in samples {
-        let voters = s.iter().filter(|(_, learner)| !learner).count();
+        let voters = s.iter().filter(|m| !m.2).count();
         let learners = s.len() - voters;
         assert!(learners <= 1, "one learner at a time: {s:?}");
         assert!(
@@ -42,20 +60,53 @@ fn check_samples(samples: &[Vec<(String, bool)>]) {
             "never fewer voters than a quorum of three: {s:?}"
         );
         if let Some(p) = previous {
-            // One change at a time: consecutive samples differ by at most one
-            // add, remove or promotion (samples may skip intermediate states
-            // only if the list changed twice within 100 ms, which etcd's
-            // serialised changes and eco's one-change-per-pass make unlikely;
-            // allow at most two differences to keep the check robust).
-            let diff = s.iter().filter(|m| !p.contains(m)).count()
-                + p.iter().filter(|m| !s.contains(m)).count();
-            assert!(
-                diff <= 2,
-                "more than one change between samples: {p:?} -> {s:?}"
-            );
+            // One change at a time per actor. Two actors may each make one
+            // change between two samples 100 ms apart (the leader promotes
+            // a learner, the next joiner adds itself at once after), so at
+            // most two; more means a batch of changes.
+            let n = changes(p, s);
+            assert!(n <= 2, "{n} changes between samples: {p:?} -> {s:?}");
         }
         previous = Some(s);
     }
+}
+
+#[test]
+fn changes_are_counted_per_member_id() {
+    let s = |v: &[(u64, &str, bool)]| -> Sample {
+        v.iter().map(|(i, n, l)| (*i, n.to_string(), *l)).collect()
+    };
+    let three = s(&[(1, "a", false), (2, "b", false), (3, "c", false)]);
+    let added = s(&[
+        (1, "a", false),
+        (2, "b", false),
+        (3, "c", false),
+        (4, "", true),
+    ]);
+    let started = s(&[
+        (1, "a", false),
+        (2, "b", false),
+        (3, "c", false),
+        (4, "d", true),
+    ]);
+    let promoted = s(&[
+        (1, "a", false),
+        (2, "b", false),
+        (3, "c", false),
+        (4, "d", false),
+    ]);
+    let swapped = s(&[(1, "a", false), (2, "b", false), (5, "", true)]);
+    assert_eq!(changes(&three, &three), 0);
+    assert_eq!(changes(&three, &added), 1);
+    assert_eq!(
+        changes(&added, &started),
+        0,
+        "a name appearing is no change"
+    );
+    assert_eq!(changes(&started, &promoted), 1);
+    assert_eq!(changes(&added, &promoted), 1);
+    assert_eq!(changes(&three, &swapped), 2);
+    assert_eq!(changes(&promoted, &swapped), 3);
 }
 
 #[test]
@@ -115,8 +166,7 @@ fn resize_3_5_3_and_leader_crash() {
     std::thread::sleep(Duration::from_millis(700));
     c.start("eco-4");
     c.start("eco-5");
-    let want5: Vec<(String, bool)> = ids.iter().map(|i| (i.to_string(), false)).collect();
-    let samples = sample_until(&c, Duration::from_secs(90), |m| m == want5.as_slice());
+    let samples = sample_until(&c, Duration::from_secs(90), &ids);
     check_samples(&samples);
     assert_eq!(c.wait_voters(&ids, Duration::from_secs(30)), Some(cluster));
     eprintln!("resize 3 -> 5: {:?}", t.elapsed());
@@ -125,8 +175,7 @@ fn resize_3_5_3_and_leader_crash() {
     // at a time.
     let t = Instant::now();
     c.set_group(&ids[..3]);
-    let want3: Vec<(String, bool)> = ids[..3].iter().map(|i| (i.to_string(), false)).collect();
-    let samples = sample_until(&c, Duration::from_secs(60), |m| m == want3.as_slice());
+    let samples = sample_until(&c, Duration::from_secs(60), &ids[..3]);
     check_samples(&samples);
     eprintln!("resize 5 -> 3: {:?}", t.elapsed());
     for id in ["eco-4", "eco-5"] {

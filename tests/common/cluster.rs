@@ -183,6 +183,33 @@ learner_timeout = "1m"
         None
     }
 
+    /// The member list as eco-1 (or, if it is not running, the first
+    /// answering node) sees it, keyed by member id: `(id, name, learner)`.
+    /// Names are empty until a member has started, so changes are counted
+    /// per id, not per name.
+    pub fn member_ids(&self) -> Option<Vec<(u64, String, bool)>> {
+        for n in self.nodes.values().filter(|n| n.process.is_some()) {
+            let got = rt().block_on(async {
+                let mut c = client(&n.endpoint()).await?;
+                let r = tokio::time::timeout(Duration::from_secs(2), c.member_list())
+                    .await
+                    .ok()?
+                    .ok()?;
+                let mut v: Vec<(u64, String, bool)> = r
+                    .members()
+                    .iter()
+                    .map(|m| (m.id(), m.name().to_string(), m.is_learner()))
+                    .collect();
+                v.sort();
+                Some(v)
+            });
+            if got.is_some() {
+                return got;
+            }
+        }
+        None
+    }
+
     /// Waits until the members are exactly `names`, all started voters, and
     /// every running node answers reads with the same cluster id.
     pub fn wait_voters(&self, names: &[&str], limit: Duration) -> Option<u64> {
