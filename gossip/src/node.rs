@@ -11,7 +11,7 @@ use crate::wire::Frame;
 use foca::{AccumulatingRuntime, Config, Foca, OwnedNotification, Timer};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -19,6 +19,12 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::time::DelayQueue;
+/// First re-announce delay, and the delay after any change of membership.
+const ANNOUNCE_MIN: Duration = Duration::from_millis(200);
+/// Cap of the re-announce back-off.
+const ANNOUNCE_MAX: Duration = Duration::from_secs(5);
+/// Seeds announced to per round.
+const ANNOUNCE_FANOUT: usize = 3;
 
 /// How to run a node.
 #[derive(Clone, Debug)]
@@ -34,7 +40,11 @@ pub struct GossipConfig {
     pub rng_seed: u64,
     /// SWIM probe period; suspicion and gossip timing derive from it.
     pub probe_period: Duration,
-    /// How often the own state is re-published even if unchanged.
+    /// How often the own state is re-published even if unchanged: a safety
+    /// net for a lost broadcast (states are also published on every change
+    /// and whenever a member comes up). Default: 200 ms per group member,
+    /// at least 2 s, so the republish traffic per node stays flat as the
+    /// group grows (see `docs/benchmarks.md`).
     pub republish_every: Duration,
     /// The address peers reach this node on (its identity). Default: the
     /// socket's local address, which is wrong for a wildcard bind.
@@ -50,6 +60,7 @@ impl GossipConfig {
         seeds: Vec<SocketAddr>,
         boot: u64,
     ) -> Self {
+        let republish_every = Duration::from_millis(200 * seeds.len().max(10) as u64);
         Self {
             cluster: cluster.into(),
             instance_id: instance_id.into(),
@@ -58,7 +69,7 @@ impl GossipConfig {
             boot,
             rng_seed: boot ^ 0x9e37_79b9_7f4a_7c15,
             probe_period: Duration::from_millis(500),
-            republish_every: Duration::from_secs(2),
+            republish_every,
             advertise: None,
         }
     }
@@ -257,6 +268,8 @@ struct Node<T: Transport> {
     metrics: Arc<GossipMetrics>,
     announce_delay: Duration,
     next_announce: Instant,
+    /// Where the next announce round starts among the missing seeds.
+    announce_cursor: usize,
     advertised: SocketAddr,
 }
 
@@ -298,8 +311,9 @@ impl<T: Transport> Node<T> {
             events,
             view,
             metrics,
-            announce_delay: Duration::from_millis(200),
+            announce_delay: ANNOUNCE_MIN,
             next_announce: Instant::now(),
+            announce_cursor: 0,
             advertised: local_addr,
         }
     }
@@ -391,29 +405,35 @@ impl<T: Transport> Node<T> {
         }
     }
 
-    /// While fewer members are known than seeds exist, announce to every
-    /// seed, with back-off (foca does not recover from zero members alone).
+    /// While some seeds are not among the members, announce to a few of
+    /// them (round-robin, at most [`ANNOUNCE_FANOUT`] per round) with
+    /// back-off: foca does not recover from zero members by itself, and a
+    /// healed partition must converge in seconds. Announcing to every seed
+    /// each round would cost every node a datagram (and a full membership
+    /// feed in reply) per seed while a single seed is down.
     fn announce(&mut self) {
-        let me = self.transport.local_addr().ok();
-        let others: Vec<SocketAddr> = self
+        let members: HashSet<SocketAddr> = self.foca.iter_members().map(|m| m.id().addr).collect();
+        let missing: Vec<SocketAddr> = self
             .config
             .seeds
             .iter()
             .copied()
-            .filter(|s| Some(*s) != me)
+            .filter(|s| *s != self.advertised && !members.contains(s))
             .collect();
-        if self.active_members() < others.len() {
-            for seed in others {
+        if missing.is_empty() {
+            self.announce_delay = ANNOUNCE_MIN;
+        } else {
+            for k in 0..missing.len().min(ANNOUNCE_FANOUT) {
+                let addr = missing[(self.announce_cursor + k) % missing.len()];
                 let dst = NodeId {
                     instance: String::new(),
-                    addr: seed,
+                    addr,
                     bump: 0,
                 };
                 let _ = self.foca.announce(dst, &mut self.runtime);
             }
-            self.announce_delay = (self.announce_delay * 2).min(Duration::from_secs(5));
-        } else {
-            self.announce_delay = Duration::from_millis(200);
+            self.announce_cursor = self.announce_cursor.wrapping_add(ANNOUNCE_FANOUT);
+            self.announce_delay = (self.announce_delay * 2).min(ANNOUNCE_MAX);
         }
         self.next_announce = Instant::now() + self.announce_delay;
     }
@@ -492,7 +512,7 @@ impl<T: Transport> Node<T> {
                 }
                 OwnedNotification::Idle | OwnedNotification::Defunct => {
                     self.next_announce = Instant::now();
-                    self.announce_delay = Duration::from_millis(200);
+                    self.announce_delay = ANNOUNCE_MIN;
                     if matches!(n, OwnedNotification::Defunct) {
                         let _ = self.foca.reuse_down_identity();
                     }

@@ -19,6 +19,11 @@ pub struct BenchResult {
     pub bytes_per_node_per_s: f64,
 }
 
+/// After convergence, how long the join traffic is left to drain before
+/// steady-state bandwidth is measured, and over how long it is measured.
+pub const SETTLE: Duration = Duration::from_secs(15);
+pub const WINDOW: Duration = Duration::from_secs(20);
+
 /// The p-th percentile (nearest rank) of `v`.
 pub fn percentile(v: &mut [f64], p: f64) -> f64 {
     if v.is_empty() {
@@ -48,10 +53,11 @@ fn trial(n: usize, seed: u64, probe: Duration) -> Option<(f64, f64, f64)> {
     gossip_sim::step_until(&mut sim, Duration::from_secs(120), || {
         gossip_sim::converged(&board, &all, &[], |_| "up".into())
     })?;
-    // Steady-state bandwidth over 10 s.
+    // Steady-state bandwidth: let the join traffic drain, then measure.
+    gossip_sim::step_until(&mut sim, SETTLE, || false);
     let before = bytes_sent(&board);
-    gossip_sim::step_until(&mut sim, Duration::from_secs(10), || false);
-    let bw = (bytes_sent(&board) - before) as f64 / n as f64 / 10.0;
+    gossip_sim::step_until(&mut sim, WINDOW, || false);
+    let bw = (bytes_sent(&board) - before) as f64 / n as f64 / WINDOW.as_secs_f64();
     // Propagation of a state change from n0.
     if let Ok(mut b) = board.lock() {
         b.wanted_phase.insert(name(0), "changed".into());

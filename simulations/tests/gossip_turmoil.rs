@@ -136,4 +136,7 @@ fn bench_smoke() {
         r.detect_p99_s > 0.0 && r.propagate_p99_s > 0.0 && r.bytes_per_node_per_s > 0.0,
         "{r:?}"
     );
+    // The bandwidth budget of the issue (2 KiB per node per second), on a
+    // small group; the figures at 10-100 nodes are in docs/benchmarks.md.
+    assert!(r.bytes_per_node_per_s <= 2048.0, "{r:?}");
 }
