@@ -13,7 +13,7 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU8, NonZeroU32};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -42,8 +42,8 @@ pub struct GossipConfig {
     pub probe_period: Duration,
     /// How often the own state is re-published even if unchanged: a safety
     /// net for a lost broadcast (states are also published on every change
-    /// and whenever a member comes up). Default: 200 ms per group member,
-    /// at least 2 s, so the republish traffic per node stays flat as the
+    /// and whenever a member comes up). Default: 400 ms per group member,
+    /// at least 4 s, so the republish traffic per node stays flat as the
     /// group grows (see `docs/benchmarks.md`).
     pub republish_every: Duration,
     /// The address peers reach this node on (its identity). Default: the
@@ -60,7 +60,7 @@ impl GossipConfig {
         seeds: Vec<SocketAddr>,
         boot: u64,
     ) -> Self {
-        let republish_every = Duration::from_millis(200 * seeds.len().max(10) as u64);
+        let republish_every = Duration::from_millis(400 * seeds.len().max(10) as u64);
         Self {
             cluster: cluster.into(),
             instance_id: instance_id.into(),
@@ -81,6 +81,13 @@ impl GossipConfig {
         c.probe_rtt = self.probe_period / 2;
         c.suspect_to_down_after = self.probe_period * 3;
         c.remove_down_after = Some(Duration::from_secs(60));
+        // Twice foca's default retransmissions per update (4 × log10(n+1)):
+        // with the default, a node now and then missed both the suspicion
+        // and the down notice of a crashed member and learned it only by
+        // probing the member itself, up to a whole probe cycle later.
+        c.max_transmissions = c
+            .max_transmissions
+            .saturating_mul(NonZeroU8::MIN.saturating_add(1));
         c.max_packet_size = std::num::NonZeroUsize::new(1400 - crate::seal::OVERHEAD - 16)
             .unwrap_or(c.max_packet_size);
         c
