@@ -60,7 +60,7 @@ impl GossipConfig {
         seeds: Vec<SocketAddr>,
         boot: u64,
     ) -> Self {
-        let republish_every = Duration::from_millis(400 * seeds.len().max(10) as u64);
+        let republish_every = Self::default_republish_every(seeds.len());
         Self {
             cluster: cluster.into(),
             instance_id: instance_id.into(),
@@ -72,6 +72,12 @@ impl GossipConfig {
             republish_every,
             advertise: None,
         }
+    }
+
+    /// The default `republish_every` for a group of `group_size`
+    /// instances: 400 ms per instance, at least 4 s.
+    pub fn default_republish_every(group_size: usize) -> Duration {
+        Duration::from_millis(400 * group_size.max(10) as u64)
     }
 
     fn foca_config(&self) -> Config {
