@@ -7,8 +7,12 @@
 //! - [`gossip_bench`]: detection time, propagation time and bandwidth per
 //!   node, measured on that harness.
 //!
+//! The fenced seeding protocol has its own deterministic harness, pure and
+//! single-threaded, in `recovery::fenced::harness`; the `simulations fenced`
+//! command runs it over many seeds.
+//!
 //! The same seed replays the same run. What it does not do (yet): simulate
-//! etcd or the recovery protocol.
+//! etcd, or run the daemon's glue around the protocol.
 
 pub mod gossip_bench;
 pub mod gossip_sim;
