@@ -8,7 +8,7 @@
 //!   node, measured on that harness.
 //!
 //! The fenced seeding protocol has its own deterministic harness, pure and
-//! single-threaded, in `recovery::fenced::harness`; the `simulations fenced`
+//! single-threaded, in `recovery::fenced::harness`; the `simulations sim`
 //! command runs it over many seeds.
 //!
 //! The same seed replays the same run. What it does not do (yet): simulate

@@ -38,17 +38,20 @@ enum Command {
     /// deterministic harness over many seeds: invariants checked on every
     /// step, liveness at the end; prints a summary with decision times.
     /// Exits 1 if any seed violates an invariant.
-    Fenced {
+    #[command(alias = "fenced")]
+    Sim {
         /// Number of seeds.
         #[arg(long, default_value_t = 1000)]
         seeds: u64,
-        /// First seed.
+        /// First seed of the sweep.
         #[arg(long, default_value_t = 0)]
         from: u64,
-        /// Replay one seed and print its violations (overrides --seeds).
+        /// Replay this one seed and print a readable account of it
+        /// (overrides --seeds).
         #[arg(long)]
-        replay: Option<u64>,
-        /// Print JSON.
+        seed: Option<u64>,
+        /// Print JSON: `runs`, `violations`, `first_failing_seed`,
+        /// `failing_seeds`, `decision_p50_s`, `decision_p99_s`, ...
         #[arg(long)]
         json: bool,
     },
@@ -56,17 +59,24 @@ enum Command {
 
 fn main() {
     match Cli::parse().command {
-        Command::Fenced {
+        Command::Sim {
             seeds,
             from,
-            replay,
+            seed,
             json,
         } => {
             let faults = recovery::fenced::Faults::default();
-            if let Some(seed) = replay {
-                let o = recovery::fenced::harness::run(seed, &faults);
-                println!("{}", serde_json::to_string_pretty(&o).unwrap_or_default());
-                std::process::exit(i32::from(!o.violations.is_empty()));
+            if let Some(seed) = seed {
+                let (outcome, text) = recovery::fenced::harness::replay(seed, &faults);
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&outcome).unwrap_or_default()
+                    );
+                } else {
+                    print!("{text}");
+                }
+                std::process::exit(i32::from(!outcome.violations.is_empty()));
             }
             let s = recovery::fenced::harness::run_many(from..from + seeds, &faults);
             if json {

@@ -160,27 +160,32 @@ learner_timeout = "1m"
     /// The member list as the first answering node sees it:
     /// (name, is_learner) sorted, and the cluster id.
     pub fn members(&self) -> Option<(u64, Vec<(String, bool)>)> {
-        for n in self.nodes.values().filter(|n| n.process.is_some()) {
-            let got = rt().block_on(async {
-                let mut c = client(&n.endpoint()).await?;
-                let r = tokio::time::timeout(Duration::from_secs(2), c.member_list())
-                    .await
-                    .ok()?
-                    .ok()?;
-                let cluster = r.header()?.cluster_id();
-                let mut v: Vec<(String, bool)> = r
-                    .members()
-                    .iter()
-                    .map(|m| (m.name().to_string(), m.is_learner()))
-                    .collect();
-                v.sort();
-                Some((cluster, v))
-            });
-            if got.is_some() {
-                return got;
-            }
-        }
-        None
+        let r = self.member_list()?;
+        let cluster = r.header()?.cluster_id();
+        let mut v: Vec<(String, bool)> = r
+            .members()
+            .iter()
+            .map(|m| (m.name().to_string(), m.is_learner()))
+            .collect();
+        v.sort();
+        Some((cluster, v))
+    }
+
+    /// The member list response of the first running node that answers
+    /// (nodes in id order, so eco-1 while it runs).
+    fn member_list(&self) -> Option<etcd_client::MemberListResponse> {
+        self.nodes
+            .values()
+            .filter(|n| n.process.is_some())
+            .find_map(|n| {
+                rt().block_on(async {
+                    let mut c = client(&n.endpoint()).await?;
+                    tokio::time::timeout(Duration::from_secs(2), c.member_list())
+                        .await
+                        .ok()?
+                        .ok()
+                })
+            })
     }
 
     /// The member list as eco-1 (or, if it is not running, the first
@@ -188,26 +193,14 @@ learner_timeout = "1m"
     /// Names are empty until a member has started, so changes are counted
     /// per id, not per name.
     pub fn member_ids(&self) -> Option<Vec<(u64, String, bool)>> {
-        for n in self.nodes.values().filter(|n| n.process.is_some()) {
-            let got = rt().block_on(async {
-                let mut c = client(&n.endpoint()).await?;
-                let r = tokio::time::timeout(Duration::from_secs(2), c.member_list())
-                    .await
-                    .ok()?
-                    .ok()?;
-                let mut v: Vec<(u64, String, bool)> = r
-                    .members()
-                    .iter()
-                    .map(|m| (m.id(), m.name().to_string(), m.is_learner()))
-                    .collect();
-                v.sort();
-                Some(v)
-            });
-            if got.is_some() {
-                return got;
-            }
-        }
-        None
+        let r = self.member_list()?;
+        let mut v: Vec<(u64, String, bool)> = r
+            .members()
+            .iter()
+            .map(|m| (m.id(), m.name().to_string(), m.is_learner()))
+            .collect();
+        v.sort();
+        Some(v)
     }
 
     /// Waits until the members are exactly `names`, all started voters, and

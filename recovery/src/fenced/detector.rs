@@ -191,3 +191,165 @@ pub fn lost(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fenced::observation::PeerFact;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    const T: Millis = 20_000;
+
+    fn cfg() -> ProtocolConfig {
+        ProtocolConfig {
+            quorum_loss_timeout: T,
+            min_probes: 3,
+            peer_fresh: 6_000,
+            ..ProtocolConfig::default()
+        }
+    }
+
+    /// A peer of incarnation 3 with its data; `viable` unless frozen.
+    fn peer(at: Millis, frozen: bool, leader_seen_at: Option<Millis>) -> PeerFact {
+        PeerFact {
+            incarnation: 3,
+            cluster_id: Some(7),
+            has_data: true,
+            leader_seen_at,
+            frozen,
+            last_heard: at,
+        }
+    }
+
+    /// One sample every 2 s over `span` ms ending at `end`, built by `f`.
+    fn window(end: Millis, span: Millis, f: impl Fn(Millis) -> Observation) -> Window {
+        let mut w = Window::new();
+        let mut at = end.saturating_sub(span);
+        while at <= end {
+            w.push(f(at), T);
+            at += 2_000;
+        }
+        w
+    }
+
+    /// `a` (this instance) probes without a leader; `b` and `c` are silent
+    /// unless `alive` says otherwise.
+    fn sample(at: Millis, probe: Option<Probe>, alive: &[(&str, PeerFact)]) -> Observation {
+        Observation {
+            at,
+            probe,
+            peers: alive
+                .iter()
+                .map(|(id, p)| (id.to_string(), p.clone()))
+                .collect::<BTreeMap<_, _>>(),
+            certified_gone: BTreeSet::new(),
+        }
+    }
+
+    fn kind(v: &Verdict) -> &'static str {
+        match v {
+            Verdict::Lost { .. } => "lost",
+            Verdict::Healthy { .. } => "healthy",
+            Verdict::Undecided { .. } => "undecided",
+        }
+    }
+
+    #[test]
+    fn table() {
+        let voters: Vec<InstanceId> = vec!["a".into(), "b".into(), "c".into()];
+        let end = 100_000;
+        let frozen_a = |at| peer(at, true, None);
+        #[allow(clippy::type_complexity)]
+        let cases: Vec<(&str, &str, Window, Millis, &str)> = vec![
+            ("no observation yet", "a", Window::new(), end, "undecided"),
+            (
+                "no leader, nobody else viable, for T",
+                "a",
+                window(end, T + 2_000, |at| sample(at, Some(Probe::NoLeader), &[])),
+                end,
+                "lost",
+            ),
+            (
+                "the same for less than T",
+                "a",
+                window(end, T - 4_000, |at| sample(at, Some(Probe::NoLeader), &[])),
+                end,
+                "undecided",
+            ),
+            (
+                "one probe saw a leader within T",
+                "a",
+                window(end, T + 2_000, |at| {
+                    let p = if at == end - 6_000 {
+                        Probe::Leader
+                    } else {
+                        Probe::NoLeader
+                    };
+                    sample(at, Some(p), &[])
+                }),
+                end,
+                "healthy",
+            ),
+            (
+                "a member reported a leader within T",
+                "a",
+                window(end, T + 2_000, |at| {
+                    sample(
+                        at,
+                        Some(Probe::NoLeader),
+                        &[("b", peer(at, false, Some(end - 3_000)))],
+                    )
+                }),
+                end,
+                "healthy",
+            ),
+            (
+                "a member restarting (data intact, fresh) keeps a quorum viable",
+                "a",
+                window(end, T + 2_000, |at| {
+                    sample(
+                        at,
+                        Some(Probe::NoLeader),
+                        &[("a", peer(at, false, None)), ("b", peer(at, false, None))],
+                    )
+                }),
+                end,
+                "undecided",
+            ),
+            (
+                "a frozen member is not viable",
+                "a",
+                window(end, T + 2_000, |at| {
+                    sample(
+                        at,
+                        Some(Probe::NoLeader),
+                        &[("a", frozen_a(at)), ("b", peer(at, true, None))],
+                    )
+                }),
+                end,
+                "lost",
+            ),
+            (
+                "two probes within T (failed ones count) are too few for a verdict",
+                "a",
+                window(end, T + 2_000, |at| {
+                    let probe = (at % 16_000 == 0).then_some(Probe::Failed);
+                    sample(at, probe, &[])
+                }),
+                end,
+                "undecided",
+            ),
+            (
+                "an instance outside V_n while a member is not certified gone",
+                "z",
+                window(end, T + 2_000, |at| sample(at, None, &[])),
+                end,
+                "undecided",
+            ),
+        ];
+        for (name, me, w, now, want) in cases {
+            let v = lost(me, 3, &voters, &w, now, &cfg());
+            assert_eq!(kind(&v), want, "{name}: {v:?}");
+        }
+    }
+}

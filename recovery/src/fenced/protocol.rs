@@ -444,17 +444,7 @@ impl Protocol {
             ),
             None => {
                 let incarnation = self.state.incarnation;
-                self.send(
-                    out,
-                    &env.from,
-                    Some(env.from_boot),
-                    Message::Reject {
-                        target,
-                        ballot,
-                        why: Rejection::Stale { incarnation },
-                    },
-                    format!("this instance already belongs to incarnation {incarnation}"),
-                )
+                self.reject(env, target, ballot, Rejection::Stale { incarnation }, out)
             }
         }
     }

@@ -8,24 +8,35 @@ use super::harness::{self, Kind};
 /// Seeds the suite runs (each one a scenario: 3, 5 or 7 instances, crashes,
 /// lost disks, terminations, a coordinator crash mid-proposal, store
 /// outages, a lossy and duplicating network). Larger sweeps:
-/// `cargo run --release -p simulations -- fenced --seeds 2000`.
-const SEEDS: u64 = 100;
+/// `cargo run --release -p simulations -- sim --seeds 100000`.
+const SEEDS: u64 = 1000;
 /// How far each deliberate bug is hunted (each stops at the first catch).
 const TEETH_SEEDS: u64 = 300;
 
 #[test]
 fn no_invariant_is_violated_over_many_seeds() {
-    let s = harness::run_many(0..SEEDS, &Faults::default());
-    println!("{s:?}");
-    assert_eq!(
-        s.violations, 0,
-        "seed {:?}: {:?} (replay: SEED=<seed> cargo test -p recovery replay_seed -- --ignored --nocapture)",
-        s.first_failing_seed, s.first_violation
-    );
-    assert_eq!(s.runs, SEEDS);
+    // Two halves on two threads (CI has two cores).
+    let half = SEEDS / 2;
+    let (a, b) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| harness::run_many(0..half, &Faults::default()));
+        let second = harness::run_many(half..SEEDS, &Faults::default());
+        (first.join(), second)
+    });
+    let Ok(a) = a else {
+        panic!("the first half panicked");
+    };
+    for s in [&a, &b] {
+        println!("{s:?}");
+        assert_eq!(
+            s.violations, 0,
+            "seeds {:?}: first {:?} (replay: cargo run --release -p simulations -- sim --seed <seed>)",
+            s.failing_seeds, s.first_violation
+        );
+    }
+    assert_eq!(a.runs + b.runs, SEEDS);
     // Liveness is an invariant of each run (a decision, or a healthy
     // cluster, once the faults stop); most runs must also decide.
-    assert!(s.decisions * 2 > SEEDS, "decisions: {}", s.decisions);
+    assert!((a.decisions + b.decisions) * 2 > SEEDS);
 }
 
 #[test]
@@ -93,7 +104,8 @@ teeth!(
 teeth!(catches_a_store_error_read_as_empty, store_error_as_empty);
 
 /// Replays one seed with a full account of the end state:
-/// `SEED=25 cargo test -p recovery replay_seed -- --ignored --nocapture`.
+/// `SEED=25 cargo test -p recovery replay_seed -- --ignored --nocapture`
+/// (or `cargo run --release -p simulations -- sim --seed 25`).
 #[test]
 #[ignore]
 fn replay_seed() {
@@ -101,28 +113,6 @@ fn replay_seed() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let mut w = harness::World::new(seed, Faults::default());
-    let decided = w.run();
-    println!(
-        "seed {seed}: {:?}, fates {:?}, commits {:?}, snapshot {:?}, outages {:?}; decided at {decided:?}, ended at {} ms",
-        w.sc.kind, w.sc.fates, w.sc.commits, w.sc.snapshot, w.sc.outages, w.now
-    );
-    for r in w.records.values() {
-        println!("record {r:?}");
-    }
-    println!("seeds {:?}", w.seeds);
-    println!("violations {:#?}", w.violations);
-    for n in &w.nodes {
-        match &n.proto {
-            Some(p) => println!(
-                "{} voter={} data={:?}\n  state={:?}\n  {:?}",
-                n.id,
-                n.voter,
-                n.data,
-                p.state(),
-                p.explain()
-            ),
-            None => println!("{} down (terminated={})", n.id, n.terminated),
-        }
-    }
+    let (_, text) = harness::replay(seed, &Faults::default());
+    println!("{text}");
 }

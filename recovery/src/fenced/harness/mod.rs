@@ -43,6 +43,60 @@ pub fn run(seed: u64, faults: &Faults) -> Outcome {
     }
 }
 
+/// Replay one seed and describe its end state for a human: the scenario,
+/// the records, the seeds, the violations, and each instance's state and
+/// `explain()`.
+pub fn replay(seed: u64, faults: &Faults) -> (Outcome, String) {
+    use std::fmt::Write;
+    let mut w = World::new(seed, faults.clone());
+    let decided_ms = w.run();
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "seed {seed}: {:?}, {} instances, fates {:?}, commits {:?}, snapshot {:?}, store outages {:?}, coordinator crash {:?}; decided at {decided_ms:?} ms, ended at {} ms",
+        w.sc.kind,
+        w.sc.nodes,
+        w.sc.fates,
+        w.sc.commits,
+        w.sc.snapshot,
+        w.sc.outages,
+        w.sc.coordinator_crash,
+        w.now
+    );
+    for r in w.records.values() {
+        let _ = writeln!(text, "record {r:?}");
+    }
+    let _ = writeln!(text, "seeded (incarnation -> seeder, at ms): {:?}", w.seeds);
+    let _ = writeln!(text, "violations: {:#?}", w.violations);
+    for n in &w.nodes {
+        match &n.proto {
+            Some(p) => {
+                let _ = writeln!(
+                    text,
+                    "{} voter={} data={:?}\n  state={:?}\n  {:?}",
+                    n.id,
+                    n.voter,
+                    n.data,
+                    p.state(),
+                    p.explain()
+                );
+            }
+            None => {
+                let _ = writeln!(text, "{} down (terminated={})", n.id, n.terminated);
+            }
+        }
+    }
+    let outcome = Outcome {
+        seed,
+        nodes: w.sc.nodes,
+        kind: w.sc.kind,
+        violations: w.violations.clone(),
+        decided_ms,
+        steps: w.steps,
+    };
+    (outcome, text)
+}
+
 /// Many seeds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
