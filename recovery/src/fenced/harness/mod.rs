@@ -29,18 +29,24 @@ pub struct Outcome {
     pub steps: u64,
 }
 
+impl Outcome {
+    fn of(seed: u64, w: &World, decided_ms: Option<u64>) -> Outcome {
+        Outcome {
+            seed,
+            nodes: w.sc.nodes,
+            kind: w.sc.kind,
+            violations: w.violations.clone(),
+            decided_ms,
+            steps: w.steps,
+        }
+    }
+}
+
 /// Run one seed.
 pub fn run(seed: u64, faults: &Faults) -> Outcome {
     let mut w = World::new(seed, faults.clone());
     let decided_ms = w.run();
-    Outcome {
-        seed,
-        nodes: w.sc.nodes,
-        kind: w.sc.kind,
-        violations: w.violations.clone(),
-        decided_ms,
-        steps: w.steps,
-    }
+    Outcome::of(seed, &w, decided_ms)
 }
 
 /// Replay one seed and describe its end state for a human: the scenario,
@@ -86,15 +92,7 @@ pub fn replay(seed: u64, faults: &Faults) -> (Outcome, String) {
             }
         }
     }
-    let outcome = Outcome {
-        seed,
-        nodes: w.sc.nodes,
-        kind: w.sc.kind,
-        violations: w.violations.clone(),
-        decided_ms,
-        steps: w.steps,
-    };
-    (outcome, text)
+    (Outcome::of(seed, &w, decided_ms), text)
 }
 
 /// Many seeds.
