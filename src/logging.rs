@@ -2,6 +2,7 @@
 //! `RUST_LOG` is set.
 
 use crate::config::{LogConfig, LogFormat};
+use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
 pub fn init(config: &LogConfig) {
@@ -12,6 +13,9 @@ pub fn init(config: &LogConfig) {
         .unwrap_or_else(|| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // Colours only on a terminal: journald, files and pipes get plain
+        // text.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let result = match config.format {
         LogFormat::Text => builder.try_init(),
