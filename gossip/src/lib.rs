@@ -26,9 +26,13 @@
 //!   same sealed socket, delivered as [`Event::Message`]; best effort (the
 //!   protocol above retransmits).
 //! - **Re-announce loop**: foca does not recover from zero members by
-//!   itself; while fewer members are known than seeds were given, the node
-//!   announces to the seeds with back-off (200 ms doubling to 5 s), so a
-//!   healed partition converges in seconds.
+//!   itself; while some seeds are not among the members, the node announces
+//!   to up to three of them per round (round-robin), with back-off (200 ms
+//!   doubling to 5 s), so a healed partition converges in seconds and a
+//!   single dead seed costs little.
+//! - **Budget** (`docs/benchmarks.md`, `simulations gossip-bench`): at 100
+//!   nodes, detection p99 3.3 s, propagation p99 0.7 s, 1.9 KB per node
+//!   per second, nearly flat from 10 nodes.
 //!
 //! What it does not do: decide anything about etcd, persist anything, or
 //! guarantee delivery. Runtime: tokio (its UDP and timers); the transport is
