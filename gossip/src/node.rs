@@ -19,12 +19,15 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::time::DelayQueue;
+
 /// First re-announce delay, and the delay after any change of membership.
 const ANNOUNCE_MIN: Duration = Duration::from_millis(200);
 /// Cap of the re-announce back-off.
 const ANNOUNCE_MAX: Duration = Duration::from_secs(5);
 /// Seeds announced to per round.
 const ANNOUNCE_FANOUT: usize = 3;
+/// Retransmissions per update, as a multiple of foca's LAN default.
+const RETRANSMISSION_FACTOR: NonZeroU8 = NonZeroU8::new(2).expect("2 is not zero");
 
 /// How to run a node.
 #[derive(Clone, Debug)]
@@ -91,9 +94,7 @@ impl GossipConfig {
         // with the default, a node now and then missed both the suspicion
         // and the down notice of a crashed member and learned it only by
         // probing the member itself, up to a whole probe cycle later.
-        c.max_transmissions = c
-            .max_transmissions
-            .saturating_mul(NonZeroU8::MIN.saturating_add(1));
+        c.max_transmissions = c.max_transmissions.saturating_mul(RETRANSMISSION_FACTOR);
         c.max_packet_size = std::num::NonZeroUsize::new(1400 - crate::seal::OVERHEAD - 16)
             .unwrap_or(c.max_packet_size);
         c

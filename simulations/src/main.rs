@@ -38,7 +38,6 @@ enum Command {
     /// deterministic harness over many seeds: invariants checked on every
     /// step, liveness at the end; prints a summary with decision times.
     /// Exits 1 if any seed violates an invariant.
-    #[command(alias = "fenced")]
     Sim {
         /// Number of seeds.
         #[arg(long, default_value_t = 1000)]

@@ -268,20 +268,24 @@ impl World {
         sim_config(self.sc.accept_loss_after, self.faults.clone())
     }
 
-    /// Whether node `n` runs etcd of the current incarnation, unfrozen, as
-    /// one of its voters.
-    fn runs_current(&self, n: &Node) -> bool {
-        let member = if self.current == OLD {
+    /// Whether node `n` runs etcd of incarnation `k` (`OLD` or the current
+    /// one), unfrozen, as one of its voters.
+    fn runs(&self, n: &Node, k: Incarnation) -> bool {
+        let member = if k == OLD {
             n.voter
         } else {
             self.current_voters.contains(&n.id)
         };
         member
             && n.data.has_data
-            && n.data.incarnation == self.current
+            && n.data.incarnation == k
             && n.proto
                 .as_ref()
-                .is_some_and(|p| !p.is_frozen() && p.state().incarnation == self.current)
+                .is_some_and(|p| !p.is_frozen() && p.state().incarnation == k)
+    }
+
+    fn runners(&self, k: Incarnation) -> usize {
+        self.nodes.iter().filter(|n| self.runs(n, k)).count()
     }
 
     /// The current incarnation has a leader: a majority of its voters runs
@@ -290,8 +294,7 @@ impl World {
         if self.current == OLD {
             return self.old_has_leader();
         }
-        let runners = self.nodes.iter().filter(|n| self.runs_current(n)).count();
-        runners >= majority(self.current_voters.len())
+        self.runners(self.current) >= majority(self.current_voters.len())
     }
 
     /// The data a node holds once it runs incarnation `k` seeded from `r`.
@@ -311,21 +314,8 @@ impl World {
         }
     }
 
-    /// Members running etcd of the old incarnation.
-    fn old_runners(&self) -> usize {
-        self.nodes
-            .iter()
-            .filter(|n| n.voter && n.data.has_data && n.data.incarnation == OLD)
-            .filter(|n| {
-                n.proto
-                    .as_ref()
-                    .is_some_and(|p| !p.is_frozen() && p.state().incarnation == OLD)
-            })
-            .count()
-    }
-
     pub fn old_has_leader(&self) -> bool {
-        self.sc.kind == Kind::QuorumLoss && self.old_runners() >= majority(self.voters.len())
+        self.sc.kind == Kind::QuorumLoss && self.runners(OLD) >= majority(self.voters.len())
     }
 
     pub fn decided(&self) -> bool {
@@ -579,7 +569,7 @@ impl World {
     /// The detector sample of node `i`: its probe, its gossip view.
     fn observation(&mut self, i: usize) -> Observation {
         let leader = self.current_has_leader();
-        let me_runs = self.runs_current(&self.nodes[i]);
+        let me_runs = self.runs(&self.nodes[i], self.current);
         let probe = if leader && me_runs {
             Probe::Leader
         } else if self.rng.chance(300) {
@@ -602,7 +592,7 @@ impl World {
                 cluster_id: n.data.cluster_id,
                 has_data: n.data.has_data,
                 frozen: p.is_frozen(),
-                leader_seen_at: if leader && self.runs_current(n) {
+                leader_seen_at: if leader && self.runs(n, self.current) {
                     Some(self.now)
                 } else {
                     previous
