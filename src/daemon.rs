@@ -9,8 +9,13 @@
 //! `/status`, and execute the steps in order. The snapshot writer runs
 //! beside the loop.
 //!
-//! Not here yet: forming a multi-instance cluster from nothing and
-//! quorum-loss recovery (the fenced seeding protocol over gossip).
+//! A multi-instance group forms its first cluster with
+//! `recovery::formation` ([`Daemon::form`]). Quorum loss is handled by the
+//! fenced seeding protocol (`recovery::fenced`), driven in
+//! `daemon/fencing.rs`: while it holds this instance (frozen by a promise,
+//! or seeding), the steady-state planner does not act.
+
+mod fencing;
 
 use crate::cluster_view::{ClusterView, Seen};
 use crate::config::Config;
@@ -20,6 +25,8 @@ use crate::etcd::flags::{self, InitialClusterState, LaunchSpec};
 use crate::etcd::members::{self, MembershipError};
 use crate::etcd::probe;
 use crate::etcd::supervisor::{Backoff, ProcessSpec, Supervisor};
+use crate::fencing::facts::LeaderSightings;
+use crate::fencing::protocol_file::ProtocolFile;
 use crate::metrics::Metrics;
 use crate::provider::{Group, Instance, Provider, StaticProvider};
 use crate::record::{self, IncarnationRecord, VotersRecord};
@@ -29,6 +36,7 @@ use crate::state_file::{self, LocalState, StateFile};
 use crate::status::{GossipPeer, InstanceStatus, NextAction, Phase};
 use crate::store::dir::DirStore;
 use anyhow::Context;
+use fencing::Fencing;
 use gossip::{Gossip, GossipConfig, Keyring, Liveness};
 use recovery::formation::{self, Formation, PeerFacts, RecordListing};
 use recovery::planner::{self, Action, DataState, LocalFacts, Observation, PlannerConfig, Step};
@@ -72,6 +80,9 @@ struct Daemon {
     published: Option<gossip::PeerState>,
     /// Newest incarnation recorded in the store (and when it was read).
     newest_recorded: Option<(Option<u64>, Instant)>,
+    /// The quorum-loss protocol (with gossip and a store configured).
+    fencing: Option<Fencing>,
+    gossip_events: Option<tokio::sync::mpsc::UnboundedReceiver<gossip::Event>>,
 }
 
 /// Gossip keys from `gossip.key_file`, else `ECO_GOSSIP_KEYS` (hex keys
@@ -138,11 +149,6 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
             "recovery.bootstrap_from is set, but this version does not seed from snapshots; use `eco restore`"
         );
     }
-    if config.recovery.accept_loss_after.is_some() {
-        tracing::warn!(
-            "recovery.accept_loss_after is set, but this version has no quorum-loss recovery to apply it to"
-        );
-    }
     let data_dir = config.etcd.data_dir.clone();
     data_dir::prepare_parent(&data_dir)?;
     let state_file = StateFile::beside(&data_dir);
@@ -156,8 +162,26 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
     let client_url = flags::client_url(&config.etcd, me.address);
     let peer_url = flags::peer_url(&config.etcd, me.address);
     let store = crate::commands::store_from_config(&config).ok();
+    let protocol_file = ProtocolFile::beside(&data_dir);
+    let persisted = protocol_file
+        .load()
+        .context("the recovery state file (a promise must never be forgotten)")?
+        .or_else(|| {
+            // First start with this state file (or of this version): the
+            // protocol starts from the incarnation and V_n it records.
+            state.as_ref().map(|s| recovery::fenced::PersistedState {
+                incarnation: s.incarnation,
+                voters: s.voting_members.clone(),
+                ..Default::default()
+            })
+        });
+    // Frozen by a promise, or the seeder of a new incarnation: the old
+    // incarnation's etcd must not start, and its data is the seed.
+    let held = persisted
+        .as_ref()
+        .is_some_and(|p| p.frozen || p.seed_pending);
     // Never start etcd for an incarnation older than the newest recorded.
-    if let (Some(s), Some(st)) = (state.as_ref(), store.as_ref()) {
+    if let (Some(s), Some(st), false) = (state.as_ref(), store.as_ref(), held) {
         let newest = record::newest(st, &config.cluster.name)
             .await
             .ok()
@@ -205,6 +229,7 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         snapshots: None,
         gossip: Vec::new(),
         members: Vec::new(),
+        recovery: None,
     });
     let metrics = Arc::new(Metrics::new(&instance_id, &binaries.version.to_string()));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -219,6 +244,7 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
     .await?;
     tracing::info!(%api_bind, "serving /healthz, /readyz, /metrics and /status");
     let mut signals = Signals::new()?;
+    let mut gossip_events = None;
     let gossip = match gossip_keys(&config)? {
         Some(keys) => {
             let bind = config
@@ -233,9 +259,10 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
             let mut gc =
                 GossipConfig::lan(&config.cluster.name, &instance_id, keys, seeds, unix_ms());
             gc.advertise = Some(gossip_addr(&config, &me));
-            let (g, _events) = Gossip::bind(bind, gc, gossip::PeerState::default())
+            let (g, events) = Gossip::bind(bind, gc, gossip::PeerState::default())
                 .await
                 .context("cannot start gossip (gossip.bind / gossip.port)")?;
+            gossip_events = Some(events);
             tracing::info!(%bind, "gossip started");
             Some(g)
         }
@@ -254,6 +281,41 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         stable_after: Duration::from_secs(60),
         stop_timeout: config.etcd.stop_timeout.get(),
     })?;
+
+    let fencing = match (&gossip, &store) {
+        (Some(_), Some(_)) => {
+            let t = config.recovery.quorum_loss_timeout.get().as_millis() as u64;
+            let cfg = recovery::fenced::ProtocolConfig {
+                quorum_loss_timeout: t,
+                takeover_after: t.min(15_000),
+                takeover_jitter: t.min(15_000),
+                accept_loss_after: config
+                    .recovery
+                    .accept_loss_after
+                    .map(|d| d.get().as_millis() as u64),
+                seeds_bootstrap: false,
+                ..Default::default()
+            };
+            let protocol =
+                recovery::fenced::Protocol::new(&instance_id, rand::random(), cfg, persisted);
+            Some(Fencing {
+                protocol,
+                file: protocol_file,
+                sightings: LeaderSightings::default(),
+                store_read_at: None,
+                pending_seed: None,
+                acted: false,
+            })
+        }
+        _ => {
+            if group.instances.len() > 1 {
+                tracing::warn!(
+                    "quorum-loss recovery needs gossip keys and a snapshot store; without them a lost quorum waits for a human"
+                );
+            }
+            None
+        }
+    };
 
     let mut d = Daemon {
         view: ClusterView::new(config.etcd.call_timeout.get()),
@@ -277,13 +339,33 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         gossip,
         published: None,
         newest_recorded: None,
+        fencing,
+        gossip_events,
     };
+    // Effects owed after a restart: stay frozen, finish a seeding.
+    if let Some(f) = d.fencing.as_mut() {
+        let owed = f.protocol.start(0);
+        for e in owed {
+            if let recovery::fenced::EffectKind::Seed(plan) = e.kind {
+                tracing::warn!(reason = %e.reason, "resuming an interrupted seeding");
+                f.pending_seed = Some(plan);
+            } else {
+                tracing::warn!(reason = %e.reason, "recovery state at start");
+            }
+        }
+    }
 
     let go_on = match &decision {
         StartDecision::Refuse { reason } => Err(reason.clone()),
         StartDecision::Bootstrap { reason } => {
             tracing::info!(%reason, "bootstrapping");
             d.bootstrap(&mut signals).await?
+        }
+        StartDecision::Resume { .. } if held => {
+            tracing::warn!(
+                "the recovery state holds this instance (frozen or seeding): etcd of the old incarnation is not started"
+            );
+            Ok(true)
         }
         StartDecision::Resume { .. } => {
             let own = vec![(d.id.clone(), d.peer_url.clone())];
@@ -384,6 +466,7 @@ impl Daemon {
                         token: s.cluster_token.clone(),
                         source: "empty".into(),
                         created_unix_ms: unix_ms(),
+                        seed: None,
                     };
                     let holds = record::create(store, &ours).await?;
                     if holds.seeder != ours.seeder || holds.token != ours.token {
@@ -517,9 +600,20 @@ impl Daemon {
         let mut group_tick = tokio::time::interval(refresh.unwrap_or(Duration::from_secs(5)));
         group_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut process = self.supervisor.status();
+        let mut events = self.gossip_events.take();
         loop {
             tokio::select! {
                 _ = signals.recv() => return Ok(Exit::Signalled),
+                Some(event) = async {
+                    match events.as_mut() {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if let gossip::Event::Message { from, bytes } = event {
+                        self.fence_message(&from, &bytes).await;
+                    }
+                }
                 changed = process.changed() => {
                     if changed.is_err() {
                         anyhow::bail!("the etcd supervisor stopped unexpectedly");
@@ -561,6 +655,7 @@ impl Daemon {
         } else {
             None
         };
+        let held = self.fencing.as_ref().is_some_and(|f| f.holds());
         let newest = self.newest_incarnation().await;
         let ours = self.state.as_ref().map(|s| s.incarnation);
         let in_newest = match (newest, ours) {
@@ -583,10 +678,11 @@ impl Daemon {
                 _ => None,
             };
             s.member = local.clone();
-            s.phase = if s.ready {
-                Phase::Running
-            } else {
-                Phase::Starting
+            s.phase = match (held, s.ready) {
+                (true, _) if s.phase == Phase::Seeding => Phase::Seeding,
+                (true, _) => Phase::Frozen,
+                (false, true) => Phase::Running,
+                (false, false) => Phase::Starting,
             };
         });
         let mut candidates = Vec::new();
@@ -624,6 +720,13 @@ impl Daemon {
             DataDirContents::Other => DataState::Unusable,
         };
         self.publish(&local, data, running);
+        self.fence_pass(local.as_ref(), now_ms).await;
+        if self.fencing.as_ref().is_some_and(|f| f.blocks_planner()) {
+            // Frozen or seeding (the protocol's explanation is the next
+            // action), or the protocol just changed etcd: no steady-state
+            // action on this pass's stale observation.
+            return Ok(());
+        }
         if seen.members.is_none()
             && !running
             && data == DataState::Empty
@@ -972,6 +1075,7 @@ impl Daemon {
             token: token.clone(),
             source: "empty".into(),
             created_unix_ms: unix_ms(),
+            seed: None,
         };
         let holds = record::create(store, &ours).await?;
         if holds.seeder != ours.seeder || holds.token != ours.token {

@@ -25,6 +25,7 @@ pub mod config;
 pub mod daemon;
 pub mod data_dir;
 pub mod etcd;
+pub mod fencing;
 pub mod instance_id;
 pub mod logging;
 pub mod metrics;

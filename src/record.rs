@@ -25,6 +25,10 @@ pub struct IncarnationRecord {
     /// `empty`, `snapshot:<name>` or `data:<instance>`.
     pub source: String,
     pub created_unix_ms: u64,
+    /// The fenced protocol's record, when the protocol created this one
+    /// (quorum-loss recovery); `None` for records written by formation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<recovery::fenced::SeedRecord>,
 }
 
 /// The voting members of an incarnation at a raft index.
@@ -178,6 +182,7 @@ mod tests {
             token: format!("c-{n}-{seeder}"),
             source: "empty".into(),
             created_unix_ms: 1,
+            seed: None,
         }
     }
 

@@ -17,6 +17,11 @@ pub enum Phase {
     /// eco refused to start etcd; `next.reason` says why.
     Refused,
     Stopping,
+    /// Promised in a quorum-loss recovery round: etcd is stopped and this
+    /// instance will not restart its incarnation (`recovery` says more).
+    Frozen,
+    /// Seeding a new incarnation after a quorum loss.
+    Seeding,
 }
 
 /// The next thing this instance will do, and why.
@@ -52,6 +57,10 @@ pub struct InstanceStatus {
     /// The etcd members as last observed (empty when none answered).
     #[serde(default)]
     pub members: Vec<MemberRow>,
+    /// The quorum-loss protocol: its phase, what it waits for, and why
+    /// (absent without gossip or a store).
+    #[serde(default)]
+    pub recovery: Option<recovery::fenced::Explanation>,
 }
 
 /// One etcd member, as the member list and its own Status report it.

@@ -65,6 +65,19 @@ pub fn render(s: &InstanceStatus) -> String {
     );
     line("next action", s.next.action.clone());
     line("because", s.next.reason.clone());
+    if let Some(r) = &s.recovery {
+        line(
+            "recovery",
+            format!(
+                "{} — {}",
+                format!("{:?}", r.phase).to_lowercase(),
+                r.summary
+            ),
+        );
+        for w in &r.waiting_for {
+            line("", w.clone());
+        }
+    }
     line(
         "etcd",
         format!(

@@ -19,6 +19,11 @@ impl Protocol {
     /// "May incarnation 1 be seeded?" from this instance's evidence.
     pub(super) fn bootstrap_verdict(&self) -> Verdict {
         let undecided = |reason: String| Verdict::Undecided { reason };
+        if !self.cfg.seeds_bootstrap {
+            return undecided(
+                "incarnation 1 is formed by the formation rule, not by this protocol".into(),
+            );
+        }
         if self.state.has_state() {
             return undecided(format!(
                 "this instance holds the state of incarnation {}",

@@ -27,6 +27,10 @@ pub struct ProtocolConfig {
     /// promises from a majority of `V_n` may propose without the missing
     /// reports, and says so loudly (data may be lost).
     pub accept_loss_after: Option<Millis>,
+    /// Whether this protocol seeds incarnation 1 (bootstrap). The daemon
+    /// turns it off: it forms clusters with `recovery::formation` and runs
+    /// this protocol for quorum loss only (incarnation ≥ 1).
+    pub seeds_bootstrap: bool,
     #[doc(hidden)]
     pub faults: Faults,
 }
@@ -42,6 +46,7 @@ impl Default for ProtocolConfig {
             retransmit_every: 1_000,
             max_backoff_exponent: 4,
             accept_loss_after: None,
+            seeds_bootstrap: true,
             faults: Faults::default(),
         }
     }

@@ -176,10 +176,11 @@ impl Protocol {
             "coordinating ballot {ballot}: how is incarnation {target} seeded? ({})",
             self.verdict.text()
         );
-        for v in &voters {
-            if self.provider_gone(v) {
-                continue;
-            }
+        let targets = self
+            .round
+            .as_ref()
+            .map_or_else(Vec::new, |r| self.prepare_targets(r));
+        for v in &targets {
             self.send(
                 out,
                 v,
@@ -192,6 +193,23 @@ impl Protocol {
                 reason.clone(),
             );
         }
+    }
+
+    /// Who hears the prepare: every member of `V_n` not certified gone, and
+    /// the coordinator itself when it is the only acceptor left (every
+    /// member of `V_n` gone: it must promise to itself like anyone else,
+    /// or the round could never gather its one promise).
+    fn prepare_targets(&self, round: &Round) -> Vec<InstanceId> {
+        let mut targets: Vec<InstanceId> = round
+            .voters
+            .iter()
+            .filter(|v| !self.provider_gone(v))
+            .cloned()
+            .collect();
+        if self.acceptors(round).contains(&self.me) && !targets.contains(&self.me) {
+            targets.push(self.me.clone());
+        }
+        targets
     }
 
     /// Abort the round and back off before trying again.
@@ -295,9 +313,18 @@ impl Protocol {
                     // makes no progress by design; without the heartbeat
                     // the others would take it over again and again, and
                     // no round would live long enough to decide.
-                    for v in &round.voters {
-                        if self.provider_gone(v) || (*v == self.me && !missing.contains(v)) {
-                            continue;
+                    for v in &self.prepare_targets(&round) {
+                        if *v == self.me {
+                            // The coordinator answers itself at once; only
+                            // an unanswered self-prepare is sent again.
+                            let answered = if round.voters.contains(v) {
+                                !missing.contains(v)
+                            } else {
+                                round.promises.contains_key(v)
+                            };
+                            if answered {
+                                continue;
+                            }
                         }
                         self.send(
                             out,

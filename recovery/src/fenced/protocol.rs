@@ -534,6 +534,10 @@ impl Protocol {
                         "promised ballot {ballot} for incarnation {target}: etcd of incarnation {n} stopped and never restarted"
                     ),
                 ));
+                // What was read while etcd ran is stale (it went on
+                // committing): the report is read again once it stopped.
+                self.local = None;
+                self.local_requested = false;
             }
         }
         let accepted = self.state.accepted.clone();

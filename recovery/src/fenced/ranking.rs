@@ -113,7 +113,13 @@ pub fn rank(
                     });
                 }
             }
-            if pa.1 == pb.1 && a.revision != b.revision {
+            // 0 means "not known": a member's revision is only known
+            // once its WAL is replayed (the backend applies after the WAL
+            // commits, so the revision read from a stopped member's disk
+            // may lag its commit index; comparing those would cry
+            // conflict over a healthy apply backlog).
+            let known = a.revision != 0 && b.revision != 0;
+            if known && pa.1 == pb.1 && a.revision != b.revision {
                 return Err(RankError::RevisionConflict {
                     a: a.name.clone(),
                     b: b.name.clone(),
@@ -252,6 +258,15 @@ mod tests {
                 ],
                 None,
                 "conflict",
+            ),
+            (
+                "an unknown revision (0: not yet replayed) is no conflict",
+                vec![
+                    ("i-00", report(7, 3, 1005, 0)),
+                    ("i-01", report(7, 3, 1005, 2011)),
+                ],
+                None,
+                "i-00",
             ),
             (
                 "two clusters in one incarnation: conflict",

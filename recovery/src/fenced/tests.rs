@@ -116,3 +116,177 @@ fn replay_seed() {
     let (_, text) = harness::replay(seed, &Faults::default());
     println!("{text}");
 }
+
+/// A member that read its data while etcd still ran (and went on
+/// committing) must report what its disk holds after the freeze, not the
+/// earlier read: the real-etcd test found a survivor ranked below an older
+/// store snapshot because of a stale early read.
+#[test]
+fn the_data_report_is_read_after_the_freeze() {
+    use super::{
+        Ballot, EffectKind, Envelope, Input, LocalData, Message, Observation, PersistedState,
+        Probe, Protocol, ProtocolConfig,
+    };
+    use std::collections::{BTreeMap, BTreeSet};
+    let voters: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    let cfg = ProtocolConfig {
+        quorum_loss_timeout: 1_000,
+        min_probes: 1,
+        ..ProtocolConfig::default()
+    };
+    let persisted = PersistedState {
+        incarnation: 1,
+        voters: voters.clone(),
+        ..PersistedState::default()
+    };
+    let mut p = Protocol::new("b", 7, cfg, Some(persisted));
+    let data = |commit_index| LocalData {
+        cluster_id: Some(1),
+        incarnation: 1,
+        commit_index,
+        applied_revision: 0,
+        has_data: true,
+    };
+    let report_of = |e: &super::Effect| match &e.kind {
+        EffectKind::Send(Envelope {
+            message: Message::Report { report, .. },
+            ..
+        }) => Some(report.data.commit_index),
+        _ => None,
+    };
+    p.handle(0, Input::LocalData(data(5)));
+    // The loss is detected; "b" sees nobody else alive, coordinates, and
+    // promises to itself: frozen.
+    let mut fx = Vec::new();
+    for at in [0, 500, 1_000, 1_500] {
+        fx.extend(p.handle(
+            at,
+            Input::Observe(Observation {
+                at,
+                probe: Some(Probe::NoLeader),
+                peers: BTreeMap::new(),
+                certified_gone: BTreeSet::new(),
+            }),
+        ));
+    }
+    let at = |pred: &dyn Fn(&EffectKind) -> bool| fx.iter().position(|e| pred(&e.kind));
+    let freeze = at(&|k| matches!(k, EffectKind::Freeze)).expect("frozen by its promise");
+    let read = at(&|k| matches!(k, EffectKind::ReadLocalData)).expect("reads its data again");
+    assert!(
+        freeze < read,
+        "the read comes after etcd is stopped: {fx:?}"
+    );
+    assert!(
+        fx.iter().all(|e| report_of(e).is_none()),
+        "no report from the stale read: {fx:?}"
+    );
+    p.handle(1_600, Input::LocalData(data(9)));
+    // A higher ballot from "a": the report it gets is the fresh read.
+    let prepare = Envelope {
+        from: "a".into(),
+        from_boot: 1,
+        to: "b".into(),
+        to_boot: None,
+        message: Message::Prepare {
+            target: 2,
+            voters,
+            ballot: Ballot::new(5, "a"),
+        },
+    };
+    let reported: Vec<u64> = p
+        .handle(1_700, Input::Message(prepare))
+        .iter()
+        .filter_map(report_of)
+        .collect();
+    assert_eq!(reported, vec![9]);
+}
+
+/// Every member of `V_n` terminated and replaced by new ids (found by the
+/// real-etcd test "all stopped, wiped and replaced"): a replacement is no
+/// acceptor of `V_n`, so the coordinator is the only acceptor left and must
+/// promise and accept itself; the store's snapshot seeds.
+#[test]
+fn a_fully_replaced_group_seeds_from_the_store() {
+    use super::{
+        Ballot, EffectKind, GroupFacts, Input, LocalData, Observation, PersistedState, Probe,
+        Protocol, ProtocolConfig, RecordListing, SeedRecord, SeedSource, SeedValue, SnapshotFacts,
+        StoreFacts,
+    };
+    use std::collections::{BTreeMap, BTreeSet};
+    let old: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    let gone: BTreeSet<String> = old.iter().cloned().collect();
+    let cfg = ProtocolConfig {
+        quorum_loss_timeout: 1_000,
+        min_probes: 1,
+        ..ProtocolConfig::default()
+    };
+    let persisted = PersistedState {
+        incarnation: 1,
+        voters: old.clone(),
+        ..PersistedState::default()
+    };
+    let mut p = Protocol::new("d", 7, cfg, Some(persisted));
+    p.handle(
+        0,
+        Input::Group(GroupFacts {
+            instances: ["d", "e", "f"].iter().map(|s| s.to_string()).collect(),
+            certified_gone: gone.clone(),
+        }),
+    );
+    let record1 = SeedRecord {
+        incarnation: 1,
+        value: SeedValue {
+            source: SeedSource::Empty,
+            seeder: "a".into(),
+        },
+        ballot: Ballot::new(0, ""),
+        voters: old,
+        token_suffix: 0,
+        data_loss: false,
+    };
+    p.handle(
+        0,
+        Input::Store(StoreFacts {
+            records: RecordListing::Complete(vec![record1]),
+            newest_snapshot: Some(SnapshotFacts {
+                name: "final".into(),
+                cluster_id: None,
+                incarnation: 1,
+                commit_index: 500,
+                revision: 480,
+            }),
+        }),
+    );
+    let mut created = None;
+    for step in 0..40u64 {
+        let at = step * 250;
+        let mut queue = p.handle(
+            at,
+            Input::Observe(Observation {
+                at,
+                probe: Some(Probe::Failed),
+                peers: BTreeMap::new(),
+                certified_gone: gone.clone(),
+            }),
+        );
+        while let Some(e) = queue.pop() {
+            match e.kind {
+                EffectKind::ReadLocalData => {
+                    queue.extend(p.handle(at, Input::LocalData(LocalData::empty())))
+                }
+                EffectKind::CreateRecord(r) => created = Some(r),
+                _ => {}
+            }
+        }
+        if created.is_some() {
+            break;
+        }
+    }
+    let r = created.unwrap_or_else(|| panic!("no record created: {:?}", p.explain()));
+    assert_eq!(r.incarnation, 2);
+    assert_eq!(r.value.seeder, "d");
+    assert!(
+        matches!(&r.value.source, SeedSource::Store { name, .. } if name == "final"),
+        "{r:?}"
+    );
+}

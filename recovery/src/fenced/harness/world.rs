@@ -32,6 +32,7 @@ pub fn sim_config(accept_loss_after: Option<Millis>, faults: Faults) -> Protocol
         retransmit_every: 1_000,
         max_backoff_exponent: 3,
         accept_loss_after,
+        seeds_bootstrap: true,
         faults,
     }
 }

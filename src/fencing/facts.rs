@@ -1,0 +1,243 @@
+//! What the daemon sees, as the protocol's plain facts; the store's
+//! records as the protocol's records, and back.
+
+use crate::etcd::flags;
+use crate::etcd::probe::MemberStatus;
+use crate::record::{IncarnationRecord, VotersRecord};
+use crate::snapshot::name::SnapshotName;
+use crate::snapshot::take::meta;
+use crate::store::ObjectInfo;
+use gossip::PeerView;
+use recovery::fenced::{
+    Ballot, InstanceId, Millis, PeerFact, Probe, SeedRecord, SeedSource, SeedValue, SnapshotFacts,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use tokio::time::Instant;
+
+/// The phase an instance publishes while it is frozen by a promise.
+pub const FROZEN_PHASE: &str = "frozen";
+
+/// The own etcd's answer to one Status probe.
+pub fn probe_of(local: Option<&MemberStatus>) -> Probe {
+    match local {
+        Some(m) if m.has_leader() => Probe::Leader,
+        Some(_) => Probe::NoLeader,
+        None => Probe::Failed,
+    }
+}
+
+/// When each instance last showed an etcd leader, on this daemon's
+/// monotonic clock (milliseconds since it started).
+#[derive(Debug, Default)]
+pub struct LeaderSightings {
+    seen: BTreeMap<InstanceId, Millis>,
+}
+
+impl LeaderSightings {
+    fn saw(&mut self, id: &str, at: Millis) {
+        let e = self.seen.entry(id.to_string()).or_insert(at);
+        *e = (*e).max(at);
+    }
+
+    fn get(&self, id: &str) -> Option<Millis> {
+        self.seen.get(id).copied()
+    }
+}
+
+/// Gossip's view of every instance (this one included) as protocol facts.
+/// `now`/`now_ms` are the same instant on the two clocks.
+pub fn peer_facts(
+    view: &HashMap<String, PeerView>,
+    now: Instant,
+    now_ms: Millis,
+    sightings: &mut LeaderSightings,
+) -> BTreeMap<InstanceId, PeerFact> {
+    let mut out = BTreeMap::new();
+    for (id, v) in view {
+        let age = now.saturating_duration_since(v.last_heard).as_millis() as Millis;
+        let last_heard = now_ms.saturating_sub(age);
+        if v.state.etcd.healthy {
+            sightings.saw(id, last_heard);
+        }
+        out.insert(
+            id.clone(),
+            PeerFact {
+                incarnation: v.state.data.incarnation.unwrap_or(0),
+                cluster_id: v.state.etcd.cluster_id,
+                has_data: v.state.data.present,
+                leader_seen_at: sightings.get(id),
+                frozen: v.state.phase == FROZEN_PHASE,
+                last_heard,
+            },
+        );
+    }
+    out
+}
+
+/// Members of `V_n` the provider no longer lists: certified gone (a static
+/// instance removed from the group file, a terminated EC2 instance). SWIM
+/// "down" is not gone.
+pub fn certified_gone(voters: &[InstanceId], group: &BTreeSet<InstanceId>) -> BTreeSet<InstanceId> {
+    voters
+        .iter()
+        .filter(|v| !group.contains(*v))
+        .cloned()
+        .collect()
+}
+
+/// The etcd cluster token of incarnation `n` with the record's suffix.
+pub fn token(cluster: &str, n: u64, suffix: u64) -> String {
+    flags::cluster_token(cluster, n, suffix as u32)
+}
+
+/// A store record as the protocol's record. Records written by formation
+/// (incarnation 1, no protocol record inside) become "seeded empty by its
+/// seeder"; `voters`, when it describes the same incarnation, gives the
+/// current `V_n`.
+pub fn seed_record(r: &IncarnationRecord, voters: Option<&VotersRecord>) -> SeedRecord {
+    let mut s = r.seed.clone().unwrap_or_else(|| SeedRecord {
+        incarnation: r.incarnation,
+        value: SeedValue {
+            source: SeedSource::Empty,
+            seeder: r.seeder.clone(),
+        },
+        ballot: Ballot::new(0, ""),
+        voters: vec![r.seeder.clone()],
+        token_suffix: 0,
+        data_loss: false,
+    });
+    if let Some(v) = voters.filter(|v| v.incarnation == r.incarnation && !v.voters.is_empty()) {
+        s.voters = v.voters.clone();
+    }
+    s
+}
+
+/// The store record for the protocol's record (the commit point).
+pub fn incarnation_record(
+    cluster: &str,
+    s: &SeedRecord,
+    created_unix_ms: u64,
+) -> IncarnationRecord {
+    let source = match &s.value.source {
+        SeedSource::Empty => "empty".to_string(),
+        SeedSource::Store { name, .. } => format!("snapshot:{name}"),
+        SeedSource::Member { holder, .. } => format!("data:{holder}"),
+    };
+    IncarnationRecord {
+        cluster: cluster.to_string(),
+        incarnation: s.incarnation,
+        seeder: s.value.seeder.clone(),
+        token: token(cluster, s.incarnation, s.token_suffix),
+        source,
+        created_unix_ms,
+        seed: Some(s.clone()),
+    }
+}
+
+/// The newest snapshot among `objects` (by incarnation, then revision),
+/// with its recorded position. The commit index is the raft index the
+/// member reported just before the snapshot: a lower bound, so the store
+/// never outranks live data it does not really exceed.
+pub fn newest_snapshot(objects: &[ObjectInfo]) -> Option<SnapshotFacts> {
+    objects
+        .iter()
+        .filter_map(|o| SnapshotName::parse(&o.name).map(|n| (n, o)))
+        .max_by_key(|(n, _)| (n.incarnation, n.revision))
+        .map(|(n, o)| SnapshotFacts {
+            name: o.name.clone(),
+            cluster_id: None,
+            incarnation: n.incarnation,
+            commit_index: o
+                .metadata
+                .get(meta::RAFT_INDEX)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+            revision: n.revision.max(0) as u64,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(name: &str, raft_index: u64) -> ObjectInfo {
+        ObjectInfo {
+            name: name.into(),
+            size: 1,
+            sha256: String::new(),
+            metadata: BTreeMap::from([(meta::RAFT_INDEX.to_string(), raft_index.to_string())]),
+        }
+    }
+
+    #[test]
+    fn newest_snapshot_by_incarnation_then_revision_and_ignores_other_names() {
+        let objs = vec![
+            object(
+                "c/snapshots/i0000000001-r00000000000000000900-c-1-aa.db",
+                950,
+            ),
+            object(
+                "c/snapshots/i0000000002-r00000000000000000010-c-2-bb.db",
+                40,
+            ),
+            object(
+                "c/snapshots/i0000000002-r00000000000000000005-c-2-bb.db",
+                20,
+            ),
+            object("c/snapshots/not-a-snapshot.db", 99_999),
+        ];
+        let s = newest_snapshot(&objs).expect("one");
+        assert_eq!((s.incarnation, s.revision, s.commit_index), (2, 10, 40));
+        assert_eq!(newest_snapshot(&objs[3..]), None);
+    }
+
+    #[test]
+    fn records_round_trip_and_formation_records_read_as_empty_seeds() {
+        let s = SeedRecord {
+            incarnation: 3,
+            value: SeedValue {
+                source: SeedSource::Member {
+                    holder: "a".into(),
+                    cluster_id: Some(7),
+                    incarnation: 2,
+                    commit_index: 100,
+                    revision: 0,
+                },
+                seeder: "a".into(),
+            },
+            ballot: Ballot::new(2, "b"),
+            voters: vec!["a".into()],
+            token_suffix: 0xabcdef,
+            data_loss: false,
+        };
+        let r = incarnation_record("c", &s, 5);
+        assert_eq!(r.token, "c-3-00abcdef");
+        assert_eq!(r.source, "data:a");
+        assert_eq!(seed_record(&r, None), s);
+        let v = VotersRecord {
+            incarnation: 3,
+            raft_index: 9,
+            voters: vec!["a".into(), "d".into()],
+        };
+        assert_eq!(seed_record(&r, Some(&v)).voters, v.voters);
+
+        let formed = IncarnationRecord {
+            seed: None,
+            source: "empty".into(),
+            seeder: "x".into(),
+            incarnation: 1,
+            ..r
+        };
+        let f = seed_record(&formed, None);
+        assert_eq!(f.value.source, SeedSource::Empty);
+        assert_eq!(f.voters, vec!["x".to_string()]);
+    }
+
+    #[test]
+    fn gone_is_the_voters_the_group_no_longer_lists() {
+        let group: BTreeSet<String> = ["a", "d"].iter().map(|s| s.to_string()).collect();
+        let voters: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let gone: Vec<String> = certified_gone(&voters, &group).into_iter().collect();
+        assert_eq!(gone, vec!["b".to_string(), "c".to_string()]);
+    }
+}

@@ -1,0 +1,199 @@
+//! Quorum loss on real etcd (DESIGN §7), three instances on loopback with
+//! the static provider, gossip and a directory store, under a write load
+//! whose every acknowledged write is recorded:
+//!
+//! - two of three replaced by new instances with empty disks: the
+//!   survivor's WAL seeds incarnation 2, the new instances join it, and
+//!   every acknowledged write is there;
+//! - every eco and etcd killed with `kill -9` and restarted with their
+//!   disks: a rejoin, not a reseed (same cluster id, no record 2), nothing
+//!   lost.
+
+mod common;
+use common::cluster::*;
+use common::*;
+use std::time::{Duration, Instant};
+
+fn kill_node(c: &mut Cluster, id: &str) {
+    let etcd = c.etcd_pids(id);
+    c.signal(id, libc::SIGKILL);
+    for pid in etcd {
+        kill(pid, libc::SIGKILL);
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || c
+            .etcd_pids(id)
+            .is_empty()
+            .then_some(()))
+        .is_some(),
+        "etcd of {id} is still running"
+    );
+}
+
+fn record_exists(c: &Cluster, n: u64) -> bool {
+    c.store().join(format!("it/incarnations/{n:010}")).exists()
+}
+
+fn three(c: &mut Cluster, base: &str) -> u64 {
+    for (i, id) in ["eco-1", "eco-2", "eco-3"].iter().enumerate() {
+        c.add(id, &format!("{base}.{}", i + 1));
+    }
+    c.set_group(&["eco-1", "eco-2", "eco-3"]);
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        c.start(id);
+    }
+    c.wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
+        .expect("three voters")
+}
+
+#[test]
+fn two_of_three_replaced_empty_reseeds_from_the_survivor_with_every_acknowledged_write() {
+    let mut c = Cluster::new();
+    let old_cluster = three(&mut c, "127.0.11");
+    let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
+    std::thread::sleep(Duration::from_secs(3));
+
+    // Two of three die with their disks; the group replaces them.
+    kill_node(&mut c, "eco-2");
+    kill_node(&mut c, "eco-3");
+    let lost_at = Instant::now();
+    c.add("eco-4", "127.0.11.4");
+    c.add("eco-5", "127.0.11.5");
+    c.set_group(&["eco-1", "eco-4", "eco-5"]);
+    c.start("eco-4");
+    c.start("eco-5");
+
+    // Writable again, through the survivor (the seeder).
+    let writable = wait_until(Duration::from_secs(90), || {
+        write(&c.nodes["eco-1"].endpoint(), "probe/writable", "yes").then(Instant::now)
+    })
+    .expect("writable again within 90 s");
+    let new_cluster = c
+        .wait_voters(&["eco-1", "eco-4", "eco-5"], Duration::from_secs(120))
+        .expect("three voters again");
+    let full = Instant::now();
+    let (acked, failed) = ledger.finish();
+    eprintln!(
+        "M3: writable {:.1} s after the loss, three voters after {:.1} s ({} acknowledged writes, {} failed)",
+        (writable - lost_at).as_secs_f64(),
+        (full - lost_at).as_secs_f64(),
+        acked.len(),
+        failed
+    );
+    assert!(
+        acked.len() > 50,
+        "the load wrote too little: {}",
+        acked.len()
+    );
+    assert_ne!(new_cluster, old_cluster, "a reseed makes a new cluster id");
+    assert!(
+        record_exists(&c, 2),
+        "incarnation 2 is recorded in the store"
+    );
+    assert!(!record_exists(&c, 3), "exactly one reseed");
+    let record =
+        std::fs::read_to_string(c.store().join("it/incarnations/0000000002")).expect("record 2");
+    assert!(
+        record.contains("\"source\": \"data:eco-1\""),
+        "the survivor's WAL seeds, not an older store snapshot: {record}"
+    );
+    let lost = lost_writes(&c.nodes["eco-1"].endpoint(), &acked);
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    for id in ["eco-4", "eco-5"] {
+        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
+    // The seeder's old data is moved aside, never deleted.
+    let parent = c.nodes["eco-1"]
+        .data_dir()
+        .parent()
+        .expect("parent")
+        .to_path_buf();
+    let aside = std::fs::read_dir(&parent)
+        .expect("data parent")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .contains("before-incarnation-2")
+        })
+        .count();
+    assert_eq!(aside, 1, "the old data dir is kept aside");
+}
+
+#[test]
+fn everything_killed_and_restarted_with_disks_rejoins_without_a_reseed() {
+    let mut c = Cluster::new();
+    let cluster = three(&mut c, "127.0.12");
+    let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
+    std::thread::sleep(Duration::from_secs(3));
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        kill_node(&mut c, id);
+    }
+    let (acked, _) = ledger.finish();
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        c.start(id);
+    }
+    let again = c
+        .wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
+        .expect("three voters again");
+    assert_eq!(again, cluster, "a rejoin keeps the cluster id");
+    // Longer than quorum_loss_timeout (5 s) after the restart: still no
+    // reseed.
+    std::thread::sleep(Duration::from_secs(7));
+    assert!(!record_exists(&c, 2), "no reseed after a full restart");
+    assert_eq!(
+        c.members().map(|(id, _)| id),
+        Some(cluster),
+        "same cluster id"
+    );
+    let lost = lost_writes(&c.nodes["eco-1"].endpoint(), &acked);
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+}
+
+#[test]
+fn all_stopped_wiped_and_replaced_restores_the_final_snapshot_with_nothing_lost() {
+    let mut c = Cluster::new();
+    let old_cluster = three(&mut c, "127.0.13");
+    let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
+    std::thread::sleep(Duration::from_secs(3));
+    let (acked, _) = ledger.finish();
+    // SIGTERM: the instance beside the leader takes a final snapshot.
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        c.signal(id, libc::SIGTERM);
+    }
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        assert!(c.etcd_pids(id).is_empty(), "SIGTERM stops etcd of {id}");
+    }
+    // Every disk is lost; the group replaces all three.
+    let lost_at = Instant::now();
+    for (id, address) in [
+        ("eco-4", "127.0.13.4"),
+        ("eco-5", "127.0.13.5"),
+        ("eco-6", "127.0.13.6"),
+    ] {
+        c.add(id, address);
+    }
+    c.set_group(&["eco-4", "eco-5", "eco-6"]);
+    for id in ["eco-4", "eco-5", "eco-6"] {
+        c.start(id);
+    }
+    let new_cluster = c
+        .wait_voters(&["eco-4", "eco-5", "eco-6"], Duration::from_secs(120))
+        .expect("three voters again");
+    eprintln!(
+        "all replaced: three voters {:.1} s after the replacements started",
+        lost_at.elapsed().as_secs_f64()
+    );
+    assert_ne!(new_cluster, old_cluster);
+    let record =
+        std::fs::read_to_string(c.store().join("it/incarnations/0000000002")).expect("record 2");
+    assert!(
+        record.contains("\"source\": \"snapshot:"),
+        "seeded from the store: {record}"
+    );
+    for id in ["eco-4", "eco-5", "eco-6"] {
+        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
+}
