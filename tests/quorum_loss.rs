@@ -197,3 +197,152 @@ fn all_stopped_wiped_and_replaced_restores_the_final_snapshot_with_nothing_lost(
         assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
     }
 }
+
+fn replace_all(c: &mut Cluster, base: &str) -> Instant {
+    let at = Instant::now();
+    for (i, id) in ["eco-4", "eco-5", "eco-6"].iter().enumerate() {
+        c.add(id, &format!("{base}.{}", i + 4));
+    }
+    c.set_group(&["eco-4", "eco-5", "eco-6"]);
+    for id in ["eco-4", "eco-5", "eco-6"] {
+        c.start(id);
+    }
+    at
+}
+
+fn snapshot_now(c: &Cluster, id: &str) {
+    let n = &c.nodes[id];
+    let out = std::process::Command::new(eco_bin())
+        .args(["snapshot", "now", "--config"])
+        .arg(&n.config)
+        .args(["--instance-id", id])
+        .output()
+        .expect("eco snapshot now");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `wipe-all`: every instance killed and its disk lost. The newest store
+/// snapshot seeds; writes acknowledged before it are all there, writes
+/// after it may be lost (the documented residual) and are counted.
+#[test]
+fn all_killed_and_wiped_restores_the_newest_snapshot_losing_only_later_writes() {
+    let mut c = Cluster::new();
+    three(&mut c, "127.0.14");
+    let endpoints = c.endpoints(&["eco-1", "eco-2", "eco-3"]);
+    let before = Ledger::with_prefix(endpoints.clone(), 20_000, "before");
+    std::thread::sleep(Duration::from_secs(2));
+    let (acked_before, _) = before.finish();
+    snapshot_now(&c, "eco-1");
+    let after = Ledger::with_prefix(endpoints, 20_000, "after");
+    std::thread::sleep(Duration::from_secs(2));
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        kill_node(&mut c, id);
+    }
+    let (acked_after, _) = after.finish();
+    let started = replace_all(&mut c, "127.0.14");
+    c.wait_voters(&["eco-4", "eco-5", "eco-6"], Duration::from_secs(120))
+        .expect("three voters again");
+    let record =
+        std::fs::read_to_string(c.store().join("it/incarnations/0000000002")).expect("record 2");
+    assert!(record.contains("\"source\": \"snapshot:"), "{record}");
+    let lost_before = lost_writes(&c.nodes["eco-4"].endpoint(), &acked_before);
+    assert!(
+        lost_before.is_empty(),
+        "writes acknowledged before the newest snapshot were lost: {lost_before:?}"
+    );
+    let lost_after = lost_writes(&c.nodes["eco-4"].endpoint(), &acked_after);
+    eprintln!(
+        "wipe-all: three voters {:.1} s after the replacements; {} of {} writes after the newest snapshot lost (allowed), 0 of {} before",
+        started.elapsed().as_secs_f64(),
+        lost_after.len(),
+        acked_after.len(),
+        acked_before.len()
+    );
+}
+
+/// A record exists but no instance holds data and the store has no
+/// snapshot: never an empty seed; the replacements wait and say why.
+#[test]
+fn no_data_and_no_snapshot_anywhere_never_seeds_empty_and_says_why() {
+    let mut c = Cluster::new();
+    three(&mut c, "127.0.15");
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        kill_node(&mut c, id);
+    }
+    // Every snapshot is gone from the store; the records stay.
+    let snapshots = c.store().join("it/snapshots");
+    if snapshots.exists() {
+        std::fs::remove_dir_all(&snapshots).expect("delete snapshots");
+    }
+    replace_all(&mut c, "127.0.15");
+    let api = format!("{}:2390", c.nodes["eco-4"].address);
+    let why = wait_until(Duration::from_secs(60), || {
+        let out = std::process::Command::new(eco_bin())
+            .args(["status", "--json", "--api", &api])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.contains("never seed empty").then_some(text)
+    })
+    .expect("the replacement explains that it will not seed empty");
+    assert!(why.contains("page a human"), "{why}");
+    // Longer than T (5 s) plus a takeover: still nothing seeded.
+    std::thread::sleep(Duration::from_secs(10));
+    assert!(
+        !record_exists(&c, 2),
+        "an empty seed over an existing record"
+    );
+    assert!(c.members().is_none(), "no etcd serves");
+}
+
+/// Five instances, three replaced by new instances with empty disks: the
+/// two survivors both report, the more advanced WAL seeds, nothing lost.
+#[test]
+fn three_of_five_replaced_empty_comes_back_with_every_acknowledged_write() {
+    let mut c = Cluster::new();
+    let five = ["eco-1", "eco-2", "eco-3", "eco-4", "eco-5"];
+    for (i, id) in five.iter().enumerate() {
+        c.add(id, &format!("127.0.16.{}", i + 1));
+    }
+    c.set_group(&five);
+    for id in five {
+        c.start(id);
+    }
+    c.wait_voters(&five, Duration::from_secs(120))
+        .expect("five voters");
+    let ledger = Ledger::start(c.endpoints(&five), 20_000);
+    std::thread::sleep(Duration::from_secs(3));
+    for id in ["eco-3", "eco-4", "eco-5"] {
+        kill_node(&mut c, id);
+    }
+    let lost_at = Instant::now();
+    for (id, address) in [
+        ("eco-6", "127.0.16.6"),
+        ("eco-7", "127.0.16.7"),
+        ("eco-8", "127.0.16.8"),
+    ] {
+        c.add(id, address);
+    }
+    let now = ["eco-1", "eco-2", "eco-6", "eco-7", "eco-8"];
+    c.set_group(&now);
+    for id in ["eco-6", "eco-7", "eco-8"] {
+        c.start(id);
+    }
+    c.wait_voters(&now, Duration::from_secs(150))
+        .expect("five voters again");
+    let (acked, _) = ledger.finish();
+    eprintln!(
+        "3 of 5 replaced: five voters {:.1} s after the loss ({} acknowledged writes)",
+        lost_at.elapsed().as_secs_f64(),
+        acked.len()
+    );
+    assert!(record_exists(&c, 2) && !record_exists(&c, 3), "one reseed");
+    for id in now {
+        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
+}

@@ -265,6 +265,13 @@ pub struct Ledger {
 
 impl Ledger {
     pub fn start(endpoints: Vec<String>, max_writes: usize) -> Self {
+        Self::with_prefix(endpoints, max_writes, "ledger")
+    }
+
+    /// Keys are `<prefix>/<n>`: two ledgers with different prefixes never
+    /// write the same key.
+    pub fn with_prefix(endpoints: Vec<String>, max_writes: usize, prefix: &str) -> Self {
+        let prefix = prefix.to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
@@ -285,7 +292,7 @@ impl Ledger {
                             .await
                             .ok();
                     }
-                    let key = format!("ledger/{n:06}");
+                    let key = format!("{prefix}/{n:06}");
                     let value = format!("v{n}");
                     let ok = match conn.as_mut() {
                         Some(c) => matches!(
