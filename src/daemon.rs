@@ -10,12 +10,13 @@
 //! beside the loop.
 //!
 //! A multi-instance group forms its first cluster with
-//! `recovery::formation` ([`Daemon::form`]). Quorum loss is handled by the
+//! `recovery::formation` (`Daemon::form`). Quorum loss is handled by the
 //! fenced seeding protocol (`recovery::fenced`), driven in
 //! `daemon/fencing.rs`: while it holds this instance (frozen by a promise,
 //! or seeding), the steady-state planner does not act.
 
 mod fencing;
+mod initial_seed;
 
 use crate::cluster_view::{ClusterView, Seen};
 use crate::config::Config;
@@ -144,11 +145,6 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
         .context("cannot use etcd")?;
     tracing::info!(etcd = %binaries.etcd.display(), version = %binaries.version, etcdutl = ?binaries.etcdutl, "found etcd");
     // Never ignore a setting silently.
-    if config.recovery.bootstrap_from.is_some() {
-        tracing::warn!(
-            "recovery.bootstrap_from is set, but this version does not seed from snapshots; use `eco restore`"
-        );
-    }
     let data_dir = config.etcd.data_dir.clone();
     data_dir::prepare_parent(&data_dir)?;
     let state_file = StateFile::beside(&data_dir);
@@ -446,6 +442,20 @@ impl Daemon {
         self.persist(s.clone())?;
         self.status
             .send_modify(|st| st.phase = Phase::Bootstrapping);
+        let initial = loop {
+            match self.initial_source().await {
+                Ok(i) => break i,
+                Err(e) => {
+                    let reason = format!("cannot choose what to seed from: {e:#}; retrying");
+                    tracing::error!(%reason);
+                    self.set_next("wait for the store", &reason);
+                    tokio::select! {
+                        _ = signals.recv() => return Ok(Ok(false)),
+                        _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                    }
+                }
+            }
+        };
         if let Some(store) = &self.store {
             loop {
                 let attempt = async {
@@ -464,7 +474,7 @@ impl Daemon {
                         incarnation: 1,
                         seeder: self.id.clone(),
                         token: s.cluster_token.clone(),
-                        source: "empty".into(),
+                        source: initial.record_source(),
                         created_unix_ms: unix_ms(),
                         seed: None,
                     };
@@ -494,6 +504,7 @@ impl Daemon {
                 }
             }
         }
+        self.restore_initial(&initial, &s.cluster_token).await?;
         let own = vec![(self.id.clone(), self.peer_url.clone())];
         self.start_etcd(own, InitialClusterState::New).await?;
         Ok(Ok(true))
@@ -1068,12 +1079,13 @@ impl Daemon {
             ),
             None => flags::cluster_token(&cluster, 1, rand::random()),
         };
+        let initial = self.initial_source().await?;
         let ours = IncarnationRecord {
             cluster: cluster.clone(),
             incarnation: 1,
             seeder: self.id.clone(),
             token: token.clone(),
-            source: "empty".into(),
+            source: initial.record_source(),
             created_unix_ms: unix_ms(),
             seed: None,
         };
@@ -1089,11 +1101,12 @@ impl Daemon {
             cluster_name: cluster,
             instance_id: self.id.clone(),
             incarnation: 1,
-            cluster_token: token,
+            cluster_token: token.clone(),
             member_id: None,
             voting_members: vec![self.id.clone()],
             boots: self.state.as_ref().map(|s| s.boots).unwrap_or(1),
         })?;
+        self.restore_initial(&initial, &token).await?;
         let own = vec![(self.id.clone(), self.peer_url.clone())];
         self.start_etcd(own, InitialClusterState::New).await
     }

@@ -7,15 +7,23 @@
 //!
 //! This library is the daemon's I/O side: configuration, providers, the
 //! etcd supervisor, probes and membership calls, durable local state, the
-//! object store and its records, snapshots, the HTTP API. Decisions
-//! are pure functions ([`startup`], and the `recovery` crate's planner,
-//! snapshot schedule and retention) that take
-//! plain observations and return actions with their reasons; the code here
-//! gathers the observations and executes the actions.
+//! object store and its records, snapshots, the HTTP API, the gossip node
+//! (the `gossip` crate), and the I/O of quorum-loss recovery ([`fencing`]: WAL
+//! replay, the protocol's state file; [`etcd::wal`]: reading a stopped
+//! member's WAL). Decisions are pure functions ([`startup`], and the
+//! `recovery` crate's formation, planner, fenced seeding protocol,
+//! snapshot schedule and retention) that take plain observations and
+//! return actions with their reasons; the code here gathers the
+//! observations and executes the actions.
 //!
-//! What it does not do (yet): form a multi-instance cluster from nothing
-//! (clusters start as a group of one and grow), recover from quorum loss,
-//! gossip, TLS, cloud providers. See docs/architecture.md.
+//! A multi-instance group forms its first cluster from nothing over gossip
+//! (`recovery::formation`) and recovers from quorum loss with the fenced
+//! seeding protocol (`recovery::fenced`), which needs gossip keys and a
+//! snapshot store.
+//!
+//! What it does not do (yet): TLS (`https` is refused by validation),
+//! cloud providers (only the static provider), an S3 store. See
+//! docs/architecture.md and docs/runbook.md.
 
 pub mod api;
 pub mod atomic_file;

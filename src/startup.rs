@@ -133,6 +133,43 @@ pub fn bootstrap_allowed(
     }
 }
 
+/// What incarnation 1 is seeded from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InitialSource {
+    /// A new, empty cluster.
+    Empty,
+    /// A snapshot of the store, by object name, with the reason.
+    Snapshot { name: String, reason: String },
+}
+
+/// The seed of incarnation 1: `recovery.bootstrap_from` when set; else the
+/// newest snapshot the store holds for this cluster (a cluster is being
+/// seeded and no live data exists: its records were lost or the name is
+/// reused — the data is worth more than an empty start); else empty.
+pub fn initial_source(bootstrap_from: Option<&str>, newest_stored: Option<&str>) -> InitialSource {
+    match (bootstrap_from, newest_stored) {
+        (Some(name), _) => InitialSource::Snapshot {
+            name: name.to_string(),
+            reason: "recovery.bootstrap_from names it".into(),
+        },
+        (None, Some(name)) => InitialSource::Snapshot {
+            name: name.to_string(),
+            reason: "no cluster record exists but the store holds this cluster's snapshots: seed from the newest rather than empty".into(),
+        },
+        (None, None) => InitialSource::Empty,
+    }
+}
+
+impl InitialSource {
+    /// The record's `source` field.
+    pub fn record_source(&self) -> String {
+        match self {
+            InitialSource::Empty => "empty".into(),
+            InitialSource::Snapshot { name, .. } => format!("snapshot:{name}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,5 +253,20 @@ mod tests {
         assert!(bootstrap_allowed(&[(1, "a".into(), "other".into())], "a", "t").is_err());
         let e = bootstrap_allowed(&[ours, (2, "b".into(), "x".into())], "a", "t").unwrap_err();
         assert!(e.contains("incarnation 2 seeded by b"), "{e}");
+    }
+
+    #[test]
+    fn the_initial_source_prefers_the_configured_snapshot_then_the_newest_stored() {
+        let name = |s: InitialSource| match s {
+            InitialSource::Empty => "empty".to_string(),
+            InitialSource::Snapshot { name, .. } => name,
+        };
+        assert_eq!(name(initial_source(Some("a"), Some("b"))), "a");
+        assert_eq!(name(initial_source(None, Some("b"))), "b");
+        assert_eq!(name(initial_source(None, None)), "empty");
+        assert_eq!(
+            initial_source(Some("c/snapshots/x.db"), None).record_source(),
+            "snapshot:c/snapshots/x.db"
+        );
     }
 }

@@ -238,3 +238,65 @@ fn corrupted_snapshots_are_refused() {
     ]);
     assert_eq!(code, 1, "{err}");
 }
+
+/// `recovery.bootstrap_from`: a brand-new cluster (no record, no state, no
+/// data) seeds from the named snapshot — here the older of two, so the
+/// setting wins over "newest" — and the record says so.
+#[test]
+fn bootstrap_from_seeds_a_new_cluster_from_the_named_snapshot() {
+    let mut i = Instance::new("127.0.5.5").with_dir_store();
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    let cfg = i.config.to_str().unwrap().to_string();
+    let snapshot = |i: &Instance| {
+        let (code, out, err) = i.eco(&[
+            "snapshot",
+            "now",
+            "--config",
+            &cfg,
+            "--instance-id",
+            "eco-1",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        out.split_whitespace()
+            .find(|w| w.starts_with("it/snapshots/"))
+            .unwrap_or_else(|| panic!("no snapshot name in {out}"))
+            .trim_end_matches([',', ':', ';'])
+            .to_string()
+    };
+    for n in 0..50 {
+        assert!(write(&i.endpoint(), &format!("key/{n:04}"), "first"));
+    }
+    let first = snapshot(&i);
+    for n in 50..100 {
+        assert!(write(&i.endpoint(), &format!("key/{n:04}"), "second"));
+    }
+    let _second = snapshot(&i);
+    i.signal(libc::SIGTERM);
+    i.wait_exit(Duration::from_secs(20)).expect("eco exits");
+
+    // A new cluster of the same name: its data, state and records are gone;
+    // the snapshots stay.
+    std::fs::remove_dir_all(i.data_dir()).expect("wipe data");
+    std::fs::remove_file(i.state_file()).expect("wipe state");
+    let _ = std::fs::remove_file(i.data_dir().with_file_name("eco-recovery.state"));
+    std::fs::remove_dir_all(i.store_dir().join("it/incarnations")).expect("wipe records");
+    let mut text = std::fs::read_to_string(&i.config).expect("config");
+    text = text.replace(
+        "[recovery]\n",
+        &format!("[recovery]\nbootstrap_from = \"{first}\"\n"),
+    );
+    std::fs::write(&i.config, text).expect("config");
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(30)).expect("serving again");
+    let (_, kvs) = dump(&i.endpoint()).expect("dump");
+    let keys: Vec<&(String, String)> = kvs.iter().filter(|(k, _)| k.starts_with("key/")).collect();
+    assert_eq!(keys.len(), 50, "exactly the first snapshot's keys");
+    assert!(keys.iter().all(|(_, v)| v == "first"));
+    let record = std::fs::read_to_string(i.store_dir().join("it/incarnations/0000000001"))
+        .expect("record 1");
+    assert!(
+        record.contains(&format!("\"source\": \"snapshot:{first}\"")),
+        "{record}"
+    );
+}
