@@ -300,6 +300,7 @@ pub async fn run(config: Config, instance_id: String) -> anyhow::Result<Exit> {
                 sightings: LeaderSightings::default(),
                 store_read_at: None,
                 pending_seed: None,
+                join_pending: false,
                 acted: false,
             })
         }
@@ -920,6 +921,8 @@ impl Daemon {
                 let endpoint = seen
                     .healthy_endpoint()
                     .context("no healthy member to remove the member through")?;
+                self.snapshot_before(&endpoint, &format!("removing member {name}"))
+                    .await;
                 let mut client = self.client_for(&endpoint).await?;
                 match members::remove(&mut client, *member_id, timeout).await {
                     Ok(()) | Err(MembershipError::NotFound(_)) => {}
@@ -929,6 +932,27 @@ impl Daemon {
             }
         }
         Ok(())
+    }
+
+    /// A snapshot into the store before a risky membership change (DESIGN
+    /// §8). A failure is logged and does not block the change: removals
+    /// keep the cluster healthy, and the periodic snapshots go on.
+    async fn snapshot_before(&self, endpoint: &str, what: &str) {
+        let (Some(store), Some(state)) = (&self.store, &self.state) else {
+            return;
+        };
+        let request = crate::snapshot::take::SnapshotRequest {
+            endpoint: endpoint.to_string(),
+            cluster: self.config.cluster.name.clone(),
+            incarnation: state.incarnation,
+            token: state.cluster_token.clone(),
+            instance: self.id.clone(),
+            timeout: self.config.etcd.call_timeout.get() * 5,
+        };
+        match crate::snapshot::take::take(store, &request).await {
+            Ok(t) => tracing::info!(snapshot = %t.name, "snapshot before {what}"),
+            Err(e) => tracing::warn!(error = %e, "no snapshot before {what}; going on"),
+        }
     }
 
     /// The newest incarnation the store records (refreshed every 10 s; the

@@ -178,6 +178,20 @@ fn resize_3_5_3_and_leader_crash() {
     let samples = sample_until(&c, Duration::from_secs(60), &ids[..3]);
     check_samples(&samples);
     eprintln!("resize 5 -> 3: {:?}", t.elapsed());
+    // A snapshot is taken before each removal (DESIGN §8).
+    let before_removal = ids[..3]
+        .iter()
+        .map(|id| {
+            c.nodes[*id]
+                .log()
+                .matches("snapshot before removing member")
+                .count()
+        })
+        .sum::<usize>();
+    assert!(
+        before_removal >= 2,
+        "a snapshot before each of the two removals, found {before_removal}"
+    );
     for id in ["eco-4", "eco-5"] {
         wait_until(Duration::from_secs(15), || {
             c.etcd_pids(id).is_empty().then_some(())

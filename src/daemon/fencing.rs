@@ -44,6 +44,10 @@ pub(super) struct Fencing {
     /// A seeding that failed; retried every pass (the record names this
     /// instance, so nobody else may seed).
     pub pending_seed: Option<SeedPlan>,
+    /// Joining a decided incarnation failed (the store did not answer, the
+    /// data could not be moved): retried every pass, and until it is done
+    /// the old incarnation's etcd must not be restarted by the planner.
+    pub join_pending: bool,
     /// This pass changed the local etcd or state (freeze, unfreeze, seed,
     /// join): the planner must observe again before acting.
     pub acted: bool,
@@ -61,6 +65,7 @@ impl Fencing {
         self.protocol.is_frozen()
             || self.protocol.state().seed_pending
             || self.pending_seed.is_some()
+            || self.join_pending
     }
 }
 
@@ -124,6 +129,7 @@ impl Daemon {
         if let Some(plan) = self.fencing.as_ref().and_then(|f| f.pending_seed.clone()) {
             self.run_seed(now_ms, plan).await;
         }
+        self.catch_up().await;
         self.show_recovery();
     }
 
@@ -227,7 +233,13 @@ impl Daemon {
             }
             EffectKind::Join(record) => {
                 tracing::warn!(incarnation = record.incarnation, seeder = %record.value.seeder, %reason, "joining a new incarnation");
-                self.join_incarnation(&record).await?;
+                // A failure is retried by `catch_up` on the next pass.
+                if let Err(e) = self.join_incarnation(&record).await {
+                    tracing::error!(error = %format!("{e:#}"), "cannot join the new incarnation yet; retrying");
+                    if let Some(f) = self.fencing.as_mut() {
+                        f.join_pending = true;
+                    }
+                }
                 Ok(None)
             }
             EffectKind::Alert(kind) => {
@@ -369,7 +381,16 @@ impl Daemon {
             && data_dir::inspect(&self.data_dir)? == DataDirContents::EtcdData;
         if !restored {
             self.supervisor.stop().await?;
+            // The replayed snapshot's name, once stored: a seeder that
+            // crashes after moving its data aside restores it again rather
+            // than replaying a data directory that is no longer its WAL.
+            let marker = self.data_dir.with_file_name(format!("seed-{k}.source"));
+            let replayed_before = std::fs::read_to_string(&marker)
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty());
             let source = match plan {
+                SeedPlan::ReplayWal { .. } if replayed_before.is_some() => replayed_before,
                 SeedPlan::ReplayWal { commit_index, .. } => {
                     let old = self
                         .state
@@ -403,7 +424,9 @@ impl Daemon {
                     )
                     .await;
                     replayed.finish().await?;
-                    Some(taken?.name.to_string())
+                    let name = taken?.name.to_string();
+                    crate::atomic_file::write_atomic(&marker, name.as_bytes())?;
+                    Some(name)
                 }
                 SeedPlan::RestoreSnapshot { name, .. } => Some(name.clone()),
                 SeedPlan::Fresh { .. } => None,
@@ -445,6 +468,7 @@ impl Daemon {
                 voting_members: vec![self.id.clone()],
                 boots: self.state.as_ref().map_or(1, |s| s.boots),
             })?;
+            let _ = std::fs::remove_file(&marker);
         }
         if !self.supervisor.status().borrow().running {
             let own = vec![(self.id.clone(), self.peer_url.clone())];
@@ -482,6 +506,39 @@ impl Daemon {
         .context("snapshotting the seeded cluster")?;
         tracing::warn!(snapshot = %taken.name, "the seeded incarnation is in the store");
         Ok(k)
+    }
+
+    /// The protocol knows a newer decided incarnation than the state file
+    /// (a join that failed, or was interrupted by a crash): join it now.
+    /// Idempotent.
+    async fn catch_up(&mut self) {
+        let Some(f) = self.fencing.as_ref() else {
+            return;
+        };
+        let seeding = f.protocol.state().seed_pending || f.pending_seed.is_some();
+        let Some(record) = f.protocol.state().decided.clone() else {
+            return;
+        };
+        let ours = self.state.as_ref().map_or(0, |s| s.incarnation);
+        if seeding || record.incarnation <= ours {
+            if let Some(f) = self.fencing.as_mut() {
+                f.join_pending = false;
+            }
+            return;
+        }
+        let joined = self.join_incarnation(&record).await;
+        if let Some(f) = self.fencing.as_mut() {
+            f.acted = true;
+            f.join_pending = joined.is_err();
+        }
+        if let Err(e) = joined {
+            let reason = format!(
+                "incarnation {} exists; cannot join it yet: {e:#}",
+                record.incarnation
+            );
+            tracing::error!(%reason);
+            self.set_next("join the new incarnation", &reason);
+        }
     }
 
     /// Another instance seeds `rec.incarnation`: move the old data aside
