@@ -54,6 +54,32 @@ pub fn snapshot_due(
     None
 }
 
+/// Whether an instance that is stopping (SIGTERM) takes a final snapshot
+/// of its own etcd, and why. The leader does (it holds every acknowledged
+/// write). So does any voter whose departure leaves fewer than a quorum of
+/// healthy voters behind: after it stops the cluster can acknowledge
+/// nothing more, and if every disk is then lost (a whole group shut down
+/// and replaced), the writes acknowledged since the leader's last snapshot
+/// exist only on these members. A follower leaving a healthy quorum behind
+/// does not (a rolling restart snapshots once, on the leader).
+pub fn final_snapshot_due(
+    is_leader: bool,
+    is_voter: bool,
+    voters: usize,
+    healthy_other_voters: usize,
+) -> Option<String> {
+    if is_leader {
+        return Some("final snapshot: eco is stopping beside the leader".into());
+    }
+    let quorum = voters / 2 + 1;
+    if is_voter && healthy_other_voters < quorum {
+        return Some(format!(
+            "final snapshot: eco is stopping and leaves {healthy_other_voters} healthy voter(s) of {voters} (quorum {quorum}): nothing more can be acknowledged"
+        ));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +135,36 @@ mod tests {
         for (name, now, writer, rev, last, want) in cases {
             let got = snapshot_due(now, writer, rev, last, S);
             assert_eq!(got.is_some(), want, "{name}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn final_snapshot_on_the_leader_and_on_the_last_members_of_a_quorum() {
+        // (leader, voter, voters, healthy others) -> due
+        let cases = [
+            ((true, true, 3, 2), true, "the leader always"),
+            (
+                (false, true, 3, 2),
+                false,
+                "a follower leaving a healthy quorum",
+            ),
+            ((false, true, 3, 1), true, "the second of three to stop"),
+            ((false, true, 3, 0), true, "the last one"),
+            ((false, true, 5, 3), false, "five, three healthy others"),
+            ((false, true, 5, 2), true, "five, two healthy others"),
+            (
+                (false, false, 3, 0),
+                false,
+                "a learner holds nothing acknowledged",
+            ),
+            ((false, true, 0, 0), true, "nothing known about the others"),
+        ];
+        for ((leader, voter, voters, others), want, name) in cases {
+            assert_eq!(
+                final_snapshot_due(leader, voter, voters, others).is_some(),
+                want,
+                "{name}"
+            );
         }
     }
 }

@@ -107,7 +107,8 @@ impl SnapshotWriter {
                 s.taken += 1;
                 s.last_reason = Some(reason.to_string());
                 s.last_error = None;
-                s.alert = None;
+                // An alert stays in /status (until eco restarts or another
+                // one replaces it): a new snapshot does not undo the loss.
                 self.apply_retention(s).await;
                 true
             }
@@ -147,8 +148,9 @@ impl SnapshotWriter {
         let _ = self.refresh(s).await;
     }
 
-    /// Runs until `stop` turns true; then takes a final snapshot if this
-    /// instance is the writer.
+    /// Runs until `stop` turns true; then takes a final snapshot when
+    /// `final_snapshot_due` says so (the leader, or a voter whose departure
+    /// leaves no healthy quorum).
     pub async fn run(self, status: watch::Sender<InstanceStatus>, mut stop: watch::Receiver<bool>) {
         let mut s = SnapshotStatus::default();
         let mut last = self.refresh(&mut s).await;
@@ -181,9 +183,23 @@ impl SnapshotWriter {
             status.send_modify(|st| st.snapshots = Some(s.clone()));
         }
         let current = status.borrow().clone();
-        if current.ready && current.member.as_ref().is_some_and(|m| m.is_leader()) {
-            self.snapshot_now(&current, "final snapshot: eco is stopping", &mut s)
-                .await;
+        let Some(me) = current.member.as_ref().filter(|_| current.process.running) else {
+            return;
+        };
+        let voters: Vec<_> = current.members.iter().filter(|m| !m.learner).collect();
+        let healthy_others = voters
+            .iter()
+            .filter(|m| m.name != self.instance && m.healthy)
+            .count();
+        let is_voter = !me.is_learner;
+        let due = recovery::snapshot_schedule::final_snapshot_due(
+            current.ready && me.is_leader(),
+            is_voter,
+            voters.len(),
+            healthy_others,
+        );
+        if let Some(reason) = due {
+            self.snapshot_now(&current, &reason, &mut s).await;
             status.send_modify(|st| st.snapshots = Some(s.clone()));
         }
     }

@@ -157,6 +157,35 @@ fn is_record_name(name: &str) -> bool {
     name.split('/').rev().nth(1) == Some("incarnations")
 }
 
+impl DirStore {
+    /// Creates `dir` below the root, never the root itself: a missing root
+    /// (an unmounted shared filesystem) is an error, or snapshots and
+    /// records would land on the local disk under the mount point.
+    async fn make_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        match tokio::fs::metadata(&self.root).await {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(StoreError::Io {
+                    what: format!("the store root {}", self.root.display()),
+                    source: std::io::Error::other("not a directory"),
+                });
+            }
+            Err(source) => {
+                return Err(StoreError::Io {
+                    what: format!(
+                        "the store root {} (missing: not mounted?)",
+                        self.root.display()
+                    ),
+                    source,
+                });
+            }
+        }
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(io(format!("creating {}", dir.display())))
+    }
+}
+
 impl ObjectStore for DirStore {
     async fn put<R: AsyncRead + Unpin + Send>(
         &self,
@@ -167,9 +196,7 @@ impl ObjectStore for DirStore {
         check_name(name)?;
         let path = self.path(name);
         let dir = path.parent().unwrap_or(&self.root).to_path_buf();
-        tokio::fs::create_dir_all(&dir)
-            .await
-            .map_err(io(format!("creating {}", dir.display())))?;
+        self.make_dir(&dir).await?;
         let temp = self.temp_path(name);
         let result = async {
             let mut file = tokio::fs::OpenOptions::new()
@@ -312,9 +339,7 @@ impl ObjectStore for DirStore {
         check_name(name)?;
         let path = self.path(name);
         let dir = path.parent().unwrap_or(&self.root).to_path_buf();
-        tokio::fs::create_dir_all(&dir)
-            .await
-            .map_err(io(format!("creating {}", dir.display())))?;
+        self.make_dir(&dir).await?;
         let temp = self.temp_path(name);
         let written = async {
             let mut f = tokio::fs::File::create(&temp)
@@ -355,6 +380,27 @@ mod tests {
 
     fn meta(k: &str, v: &str) -> BTreeMap<String, String> {
         BTreeMap::from([(k.to_string(), v.to_string())])
+    }
+
+    #[tokio::test]
+    async fn a_missing_root_is_an_error_and_is_never_created() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("mnt/store");
+        let s = DirStore::new(root.clone());
+        assert!(
+            s.put("c/snapshots/x", &b"x"[..], BTreeMap::new())
+                .await
+                .is_err()
+        );
+        assert!(
+            s.create_if_absent("c/incarnations/0000000001", b"r")
+                .await
+                .is_err()
+        );
+        assert!(
+            !root.exists(),
+            "the root of an unmounted store must not be created"
+        );
     }
 
     #[tokio::test]
