@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run
+.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos
 
 deps:
 	bash scripts/install-deps.sh
@@ -20,6 +20,13 @@ run: deps
 
 test: deps
 	bash scripts/test.sh
+
+# The real-process failure matrix with 3 and 5 instances (release build);
+# reports and timelines under target/chaos/.
+chaos: deps
+	$(CARGO) build --release -p eco -p simulations
+	./target/release/simulations chaos --scenario all --instances 3 --out target/chaos
+	./target/release/simulations chaos --scenario all --instances 5 --out target/chaos
 
 clean-run:
 	rm -rf .run

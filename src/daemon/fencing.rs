@@ -18,7 +18,6 @@ use crate::fencing::facts::{self, LeaderSightings};
 use crate::fencing::protocol_file::ProtocolFile;
 use crate::fencing::replay::{self, ReplayRequest};
 use crate::record::{self, IncarnationRecord};
-use crate::snapshot::restore::{self, RestoreRequest};
 use crate::snapshot::take::{self, SnapshotRequest};
 use crate::state_file::{self, LocalState};
 use crate::status::Phase;
@@ -266,37 +265,29 @@ impl Daemon {
         }
         let dir = self.data_dir.clone();
         let read = tokio::task::spawn_blocking(move || crate::etcd::wal::read_position(&dir)).await;
-        match read {
-            Ok(Ok(p)) => LocalData {
-                cluster_id: Some(p.cluster_id),
-                incarnation,
-                commit_index: p.commit_index,
-                // Not known before a replay (the backend may lag the WAL).
-                applied_revision: 0,
-                has_data: true,
-            },
-            Ok(Err(e)) => {
-                // Data is there but unreadable: never "no data" (that would
-                // certify this instance gone); it ranks lowest.
-                tracing::error!(error = %e, "cannot read the WAL; reporting data at commit index 0");
-                LocalData {
-                    cluster_id: None,
+        let error = match read {
+            Ok(Ok(p)) => {
+                return LocalData {
+                    cluster_id: Some(p.cluster_id),
                     incarnation,
-                    commit_index: 0,
+                    commit_index: p.commit_index,
+                    // Not known before a replay (the backend may lag the WAL).
                     applied_revision: 0,
                     has_data: true,
-                }
+                };
             }
-            Err(e) => {
-                tracing::error!(error = %e, "WAL reader task failed");
-                LocalData {
-                    cluster_id: None,
-                    incarnation,
-                    commit_index: 0,
-                    applied_revision: 0,
-                    has_data: true,
-                }
-            }
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        // Data is there but unreadable: never "no data" (that would certify
+        // this instance gone); it ranks lowest.
+        tracing::error!(%error, "cannot read the WAL; reporting data at commit index 0");
+        LocalData {
+            cluster_id: None,
+            incarnation,
+            commit_index: 0,
+            applied_revision: 0,
+            has_data: true,
         }
     }
 
@@ -439,23 +430,8 @@ impl Daemon {
                 )?;
             }
             if let Some(name) = source {
-                let file = self.data_dir.with_file_name(format!("seed-{k}.db"));
-                restore::fetch_verified(&store, &name, &file).await?;
-                let done = restore::restore_file(
-                    &file,
-                    &RestoreRequest {
-                        data_dir: self.data_dir.clone(),
-                        name: self.id.clone(),
-                        peer_url: self.peer_url.clone(),
-                        token: token.clone(),
-                        etcdutl: self.binaries.etcdutl.clone(),
-                        etcdctl: self.binaries.etcdctl.clone(),
-                        timeout: Duration::from_secs(300),
-                    },
-                )
-                .await;
-                let _ = tokio::fs::remove_file(&file).await;
-                done?;
+                self.restore_here(&store, &name, &token, &format!("seed-{k}.db"))
+                    .await?;
                 tracing::warn!(snapshot = %name, incarnation = k, "restored under the new token");
             }
             self.persist(LocalState {

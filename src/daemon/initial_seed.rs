@@ -9,11 +9,9 @@ use super::Daemon;
 use crate::data_dir::{self, DataDirContents};
 use crate::fencing::facts;
 use crate::snapshot::name::SnapshotName;
-use crate::snapshot::restore::{self, RestoreRequest};
 use crate::startup::{self, InitialSource};
 use crate::store::{ObjectStore, list_all};
 use anyhow::Context;
-use std::time::Duration;
 
 impl Daemon {
     pub(super) async fn initial_source(&self) -> anyhow::Result<InitialSource> {
@@ -50,23 +48,6 @@ impl Daemon {
         }
         let store = self.store.as_ref().context("restoring needs the store")?;
         tracing::warn!(snapshot = %name, %reason, "seeding incarnation 1 from a snapshot");
-        let file = self.data_dir.with_file_name("seed-1.db");
-        restore::fetch_verified(store, name, &file).await?;
-        let done = restore::restore_file(
-            &file,
-            &RestoreRequest {
-                data_dir: self.data_dir.clone(),
-                name: self.id.clone(),
-                peer_url: self.peer_url.clone(),
-                token: token.to_string(),
-                etcdutl: self.binaries.etcdutl.clone(),
-                etcdctl: self.binaries.etcdctl.clone(),
-                timeout: Duration::from_secs(300),
-            },
-        )
-        .await;
-        let _ = tokio::fs::remove_file(&file).await;
-        done?;
-        Ok(())
+        self.restore_here(store, name, token, "seed-1.db").await
     }
 }

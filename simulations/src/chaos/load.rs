@@ -1,0 +1,181 @@
+//! The write load: unique keys and values at a steady rate through a real
+//! etcd client, every acknowledged write recorded in a ledger with the
+//! revision etcd acknowledged it at, plus a linearizable read every 50
+//! writes. The client talks to one endpoint at a time and moves to the
+//! next after a failure; the endpoints follow the group (replacements are
+//! added).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const PREFIX: &str = "chaos/";
+
+/// One acknowledged write.
+#[derive(Clone, Debug)]
+pub struct Acked {
+    pub key: String,
+    pub value: String,
+    pub revision: i64,
+    pub at: Duration,
+}
+
+/// What the load shares with the harness while it runs.
+#[derive(Default)]
+pub struct Ledger {
+    pub acked: Vec<Acked>,
+    /// Times (since the start) of failed writes.
+    pub failed: Vec<Duration>,
+    pub failed_reads: usize,
+    pub endpoints: Vec<String>,
+}
+
+pub struct Load {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+    pub ledger: Arc<Mutex<Ledger>>,
+    pub started: Instant,
+}
+
+impl Load {
+    /// Starts writing at about `rate` writes per second.
+    pub fn start(endpoints: Vec<String>, rate: u32) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ledger = Arc::new(Mutex::new(Ledger {
+            endpoints,
+            ..Ledger::default()
+        }));
+        let started = Instant::now();
+        let (flag, shared) = (stop.clone(), ledger.clone());
+        let pause = Duration::from_micros(1_000_000 / u64::from(rate.max(1)));
+        let handle = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(write_loop(flag, shared, started, pause));
+        });
+        Self {
+            stop,
+            handle: Some(handle),
+            ledger,
+            started,
+        }
+    }
+
+    pub fn set_endpoints(&self, endpoints: Vec<String>) {
+        if let Ok(mut l) = self.ledger.lock() {
+            l.endpoints = endpoints;
+        }
+    }
+
+    /// Stops the load and returns the ledger.
+    pub fn finish(mut self) -> Ledger {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        match self.ledger.lock() {
+            Ok(mut l) => std::mem::take(&mut *l),
+            Err(_) => Ledger::default(),
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+async fn write_loop(
+    stop: Arc<AtomicBool>,
+    ledger: Arc<Mutex<Ledger>>,
+    started: Instant,
+    pause: Duration,
+) {
+    let opts = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(Duration::from_millis(500))
+        .with_timeout(Duration::from_secs(1));
+    let mut client: Option<etcd_client::Client> = None;
+    // One endpoint at a time, the next one after a failure: a client
+    // balancing over every endpoint keeps sending to dead ones and would
+    // make a writable cluster look unwritable.
+    let mut turn: usize = 0;
+    let mut n: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let next = Instant::now() + pause;
+        if client.is_none() {
+            let endpoints = ledger
+                .lock()
+                .map(|l| l.endpoints.clone())
+                .unwrap_or_default();
+            let endpoint = endpoints
+                .get(turn % endpoints.len().max(1))
+                .cloned()
+                .unwrap_or_default();
+            client = tokio::time::timeout(
+                Duration::from_secs(1),
+                etcd_client::Client::connect([endpoint], Some(opts.clone())),
+            )
+            .await
+            .ok()
+            .and_then(Result::ok);
+        }
+        let key = format!("{PREFIX}{n:08}");
+        let value = format!("value-{n}");
+        let answer = match client.as_mut() {
+            Some(c) => tokio::time::timeout(
+                Duration::from_secs(1),
+                c.put(key.clone(), value.clone(), None),
+            )
+            .await
+            .ok()
+            .and_then(Result::ok),
+            None => None,
+        };
+        let at = started.elapsed();
+        match answer {
+            Some(r) => {
+                let revision = r.header().map(|h| h.revision()).unwrap_or(0);
+                if let Ok(mut l) = ledger.lock() {
+                    l.acked.push(Acked {
+                        key,
+                        value,
+                        revision,
+                        at,
+                    });
+                }
+            }
+            None => {
+                client = None;
+                turn += 1;
+                if let Ok(mut l) = ledger.lock() {
+                    l.failed.push(at);
+                }
+            }
+        }
+        n += 1;
+        if n % 50 == 0 {
+            let read = match client.as_mut() {
+                Some(c) => tokio::time::timeout(Duration::from_secs(1), c.get("chaos/", None))
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .is_some(),
+                None => false,
+            };
+            if !read {
+                if let Ok(mut l) = ledger.lock() {
+                    l.failed_reads += 1;
+                }
+            }
+        }
+        tokio::time::sleep_until(next.into()).await;
+    }
+}

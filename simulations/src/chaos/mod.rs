@@ -1,0 +1,443 @@
+//! `simulations chaos`: the real-process failure matrix. Does eco keep etcd
+//! alive and lose nothing?
+//!
+//! Each scenario starts N `eco run` processes (the release binary) with
+//! the static provider, a directory store and gossip on 127.0.x.y, puts a
+//! write load on the cluster that records every acknowledged write
+//! ([`load`]), injects its fault ([`scenario`]), waits (bounded) for the
+//! cluster to be whole again, and verifies ([`verify`]): every
+//! acknowledged write present (a lossy scenario: only writes after the
+//! newest snapshot may be missing, and the loss is reported), one cluster
+//! id, members = the group, all voters and healthy, `HashKV` equal. It
+//! measures the time to detect (some eco instance stops saying "keep etcd
+//! running"), to writable (the first acknowledged write after the first
+//! failed one) and to full membership ([`observe`]).
+//!
+//! Partition scenarios run each instance in a network namespace of its own
+//! ([`cluster::Network::Namespaces`]) and need root, `ip` and `nft`; without
+//! them they are reported as skipped, with the reason.
+
+pub mod cluster;
+pub mod load;
+pub mod observe;
+pub mod outcome;
+pub mod report;
+pub mod scenario;
+pub mod verify;
+
+use anyhow::Context;
+use cluster::Cluster;
+use load::Load;
+use observe::Observer;
+use outcome::{Mark, Outcome, Sample};
+use scenario::Scenario;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How to run the matrix.
+pub struct Options {
+    pub scenarios: Vec<Scenario>,
+    pub instances: usize,
+    pub eco: PathBuf,
+    pub etcd_bin_dir: PathBuf,
+    /// `recovery.quorum_loss_timeout` of the instances, in seconds.
+    pub quorum_loss_timeout_s: u64,
+    /// Writes per second of the load.
+    pub rate: u32,
+    /// Where each run's directories go (kept on failure for the logs).
+    pub work: PathBuf,
+}
+
+/// Bound of every wait for the cluster to be whole.
+const WHOLE_WITHIN: Duration = Duration::from_secs(180);
+
+/// On SIGINT or SIGTERM: remove the namespaces and packet-filter tables,
+/// then exit (eco and etcd die with the harness by their death signal).
+fn clean_up_on_signal() {
+    std::thread::spawn(|| {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return;
+            };
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            eprintln!("chaos: interrupted; removing namespaces and packet-filter rules");
+            cluster::remove_all_namespaces();
+            std::process::exit(130);
+        });
+    });
+}
+
+pub fn run_all(opts: &Options) -> Vec<Outcome> {
+    if opts.scenarios.iter().any(|s| s.partitions()) && cluster::partitions_unavailable().is_none()
+    {
+        cluster::remove_all_namespaces();
+    }
+    clean_up_on_signal();
+    let mut out = Vec::new();
+    for (i, s) in opts.scenarios.iter().enumerate() {
+        let mut o = Outcome {
+            name: s.name().to_string(),
+            instances: opts.instances,
+            lossy: s.lossy(),
+            quorum_loss_timeout_s: opts.quorum_loss_timeout_s as f64,
+            ..Outcome::default()
+        };
+        if let Some(why) = s.unsupported() {
+            o.skipped = Some(why);
+            o.passed = true;
+            out.push(o);
+            continue;
+        }
+        eprintln!("==> {} ({} instances)", s.name(), opts.instances);
+        // A fresh address block per scenario: no TIME_WAIT or stale peer
+        // from the previous one.
+        let net = 40 + (i % 200) as u8;
+        if let Err(e) = run_one(*s, opts, net, &mut o) {
+            o.failures.push(format!("{e:#}"));
+        }
+        o.passed = o.failures.is_empty();
+        eprintln!(
+            "    {}",
+            if o.passed {
+                "passed".to_string()
+            } else {
+                format!("FAILED: {}", o.failures.join("; "))
+            }
+        );
+        out.push(o);
+    }
+    out
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10.0).round() / 10.0
+}
+
+fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("runtime")?;
+    let root = opts.work.join(format!("{}-{}", opts.instances, s.name()));
+    if root.exists() {
+        std::fs::remove_dir_all(&root).context("clean the previous run")?;
+    }
+    let network = if s.partitions() {
+        cluster::Network::Namespaces
+    } else {
+        cluster::Network::Loopback
+    };
+    let mut c = Cluster::new(
+        root.clone(),
+        opts.eco.clone(),
+        opts.etcd_bin_dir.clone(),
+        net,
+        opts.quorum_loss_timeout_s,
+        network,
+    )?;
+    let mut group = Vec::new();
+    for _ in 0..opts.instances {
+        group.push(c.add(None)?);
+    }
+    c.set_group(&group)?;
+    for id in &group {
+        c.start(id)?;
+    }
+    let endpoints = c.endpoints(&group);
+    wait_whole(&rt, &group, &endpoints, Duration::from_secs(120))
+        .map_err(|e| anyhow::anyhow!("the cluster did not form: {e}"))?;
+    // The first snapshot is in the store before the load starts.
+    let limit = Instant::now() + Duration::from_secs(30);
+    while c.newest_snapshot_revision().is_none() && Instant::now() < limit {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let load = Load::start(endpoints.clone(), opts.rate);
+    let targets = |c: &Cluster, ids: &[String]| -> Vec<(String, String)> {
+        ids.iter()
+            .filter_map(|id| c.nodes.get(id))
+            .map(|n| (n.endpoint(), n.api()))
+            .collect()
+    };
+    let observer = Observer::start(targets(&c, &group), load.started);
+    // Warm up: a few seconds of writes and one snapshot interval.
+    std::thread::sleep(Duration::from_secs(4));
+    let leader = rt
+        .block_on(leader_of(&c, &group))
+        .context("no leader before the fault")?;
+    let started = load.started;
+    let t = move || started.elapsed();
+    let fault_at = t();
+    let injected = scenario::inject(s, &mut c, &group, &leader, &t);
+    let injected = match injected {
+        Ok(i) => i,
+        Err(e) => {
+            let _ = observer.finish();
+            let _ = load.finish();
+            return Err(e.context("injecting the fault"));
+        }
+    };
+    for (at, label) in &injected.steps {
+        o.marks.push(Mark {
+            t_s: secs(*at),
+            label: label.clone(),
+        });
+    }
+    o.notes.extend(injected.notes.iter().cloned());
+    let want = injected.want.clone();
+    let now_endpoints = c.endpoints(&want);
+    load.set_endpoints(now_endpoints.clone());
+    observer.set_targets(targets(&c, &want));
+
+    let whole = wait_whole(&rt, &want, &now_endpoints, WHOLE_WITHIN);
+    let whole_at = t();
+    // A little more load on the healed cluster.
+    std::thread::sleep(Duration::from_secs(2));
+    let ledger = load.finish();
+    let seen = observer.finish();
+    if let Err(e) = whole {
+        for id in c.running() {
+            o.notes.push(format!("{id}: {}", c.log_tail(&id, 8)));
+        }
+        anyhow::bail!("not whole within {WHOLE_WITHIN:?}: {e}");
+    }
+    o.time_to_full_membership_s = Some(secs(whole_at.saturating_sub(fault_at)));
+    o.time_to_detect_s = seen
+        .iter()
+        .find(|x| x.at >= fault_at && x.reacting)
+        .map(|x| secs(x.at - fault_at));
+    // Writable again: the first acknowledged write after the last failed
+    // one before the cluster was whole (a lone failure early in the fault
+    // must not count as "writable again").
+    let last_failure = ledger
+        .failed
+        .iter()
+        .filter(|f| **f >= fault_at && **f <= whole_at)
+        .max()
+        .copied();
+    o.time_to_writable_s = Some(match last_failure {
+        None => 0.0,
+        Some(f) => ledger
+            .acked
+            .iter()
+            .find(|a| a.at > f)
+            .map(|a| secs(a.at - fault_at))
+            .unwrap_or(f64::NAN),
+    });
+    o.marks.push(Mark {
+        t_s: secs(whole_at),
+        label: "full membership".into(),
+    });
+    if let Some(w) = o.time_to_writable_s.filter(|w| *w > 0.0) {
+        o.marks.push(Mark {
+            t_s: secs(fault_at) + w,
+            label: "writable".into(),
+        });
+    }
+    o.acked_writes = ledger.acked.len();
+    o.failed_writes = ledger.failed.len();
+    o.samples = timeline(&ledger, &seen);
+    let most_ids = seen.iter().map(|x| x.cluster_ids).max().unwrap_or(0);
+    if most_ids > 1 {
+        o.notes.push(format!(
+            "{most_ids} cluster ids answered at once at some point (old and new incarnation during a reseed)"
+        ));
+    }
+    let records = c.records();
+    o.reseeded = records.len() > 1;
+    o.notes.push(format!("incarnation records: {records:?}"));
+    if ledger.failed_reads > 0 {
+        o.notes
+            .push(format!("{} linearizable reads failed", ledger.failed_reads));
+    }
+
+    // Verify.
+    let reader = now_endpoints
+        .first()
+        .context("no instance left to read from")?;
+    let lost = rt
+        .block_on(verify::lost_writes(reader, &ledger.acked))
+        .map_err(anyhow::Error::msg)?;
+    o.lost_acked_writes = lost.len();
+    if s.lossy() {
+        let bound = injected.snapshot_revision.unwrap_or(0);
+        o.allowed_loss = ledger.acked.iter().filter(|a| a.revision > bound).count();
+        let beyond: Vec<&str> = lost
+            .iter()
+            .filter(|a| a.revision <= bound)
+            .map(|a| a.key.as_str())
+            .collect();
+        if !beyond.is_empty() {
+            o.failures.push(format!(
+                "{} writes acknowledged at or before the newest snapshot (revision {bound}) lost, e.g. {:?}",
+                beyond.len(),
+                &beyond[..beyond.len().min(5)]
+            ));
+        }
+    } else if !lost.is_empty() {
+        let keys: Vec<&str> = lost.iter().take(5).map(|a| a.key.as_str()).collect();
+        o.failures.push(format!(
+            "{} acknowledged writes lost, e.g. {keys:?}",
+            lost.len()
+        ));
+    }
+    if s.partitions() {
+        // The majority kept serving while the cut lasted.
+        let at = |what: &str| {
+            injected
+                .steps
+                .iter()
+                .find(|(_, l)| l.contains(what))
+                .map(|(t, _)| *t)
+        };
+        if let (Some(cut), Some(healed)) = (at("cut off"), at("healed")) {
+            let from = cut + Duration::from_secs(2);
+            let served = ledger
+                .acked
+                .iter()
+                .filter(|a| a.at > from && a.at < healed)
+                .count();
+            o.notes
+                .push(format!("{served} writes acknowledged while the cut lasted"));
+            if served == 0 {
+                o.failures
+                    .push("the majority did not keep serving during the partition".into());
+            }
+        }
+    }
+    if let Err(e) = rt.block_on(verify::hash_kv_equal(&now_endpoints)) {
+        o.failures.push(e);
+    }
+    let must_not_reseed = matches!(
+        s,
+        Scenario::PartitionMinority
+            | Scenario::PartitionLeader
+            | Scenario::PartitionMajorityReplaced
+            | Scenario::KillEtcdLeader
+            | Scenario::KillEtcdFollower
+            | Scenario::KillMajority
+            | Scenario::KillAll
+            | Scenario::WipeOne
+            | Scenario::StoreOutage
+            | Scenario::StoreWiped
+    );
+    if must_not_reseed && o.reseeded {
+        o.failures.push(format!(
+            "reseeded ({records:?}) where a rejoin was expected"
+        ));
+    }
+    if o.failures.is_empty() {
+        // Passed: nothing to keep.
+        drop(c);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    Ok(())
+}
+
+/// Waits until members = `want`, all voters and healthy, one cluster id.
+fn wait_whole(
+    rt: &tokio::runtime::Runtime,
+    want: &[String],
+    endpoints: &[String],
+    limit: Duration,
+) -> Result<u64, String> {
+    let until = Instant::now() + limit;
+    let mut last = String::from("never checked");
+    while Instant::now() < until {
+        match rt.block_on(verify::full_membership(want, endpoints)) {
+            Ok(id) => return Ok(id),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    Err(last)
+}
+
+async fn leader_of(c: &Cluster, group: &[String]) -> Option<String> {
+    for id in group {
+        let n = c.nodes.get(id)?;
+        let opts = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_millis(500))
+            .with_timeout(Duration::from_secs(1));
+        let Ok(Ok(mut client)) = tokio::time::timeout(
+            Duration::from_secs(1),
+            etcd_client::Client::connect([n.endpoint()], Some(opts)),
+        )
+        .await
+        else {
+            continue;
+        };
+        if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(1), client.status()).await {
+            let me = s.header().map(|h| h.member_id());
+            if me.is_some() && me == Some(s.leader()) {
+                return Some(id.clone());
+            }
+        }
+    }
+    None
+}
+
+/// Per-second writes and the healthy voters seen in that second.
+fn timeline(ledger: &load::Ledger, seen: &[observe::Seen]) -> Vec<Sample> {
+    let end = ledger
+        .acked
+        .last()
+        .map(|a| a.at)
+        .into_iter()
+        .chain(ledger.failed.last().copied())
+        .chain(seen.last().map(|s| s.at))
+        .max()
+        .unwrap_or_default();
+    let seconds = end.as_secs() as usize + 1;
+    let mut out: Vec<Sample> = (0..seconds)
+        .map(|i| Sample {
+            t_s: i as f64,
+            ..Sample::default()
+        })
+        .collect();
+    for a in &ledger.acked {
+        if let Some(s) = out.get_mut(a.at.as_secs() as usize) {
+            s.writes_ok += 1;
+        }
+    }
+    for f in &ledger.failed {
+        if let Some(s) = out.get_mut(f.as_secs() as usize) {
+            s.writes_failed += 1;
+        }
+    }
+    for x in seen {
+        if let Some(s) = out.get_mut(x.at.as_secs() as usize) {
+            s.healthy_voters = Some(x.healthy_voters);
+        }
+    }
+    out
+}
+
+/// The scenarios named by `--scenario` (`all`, or a comma-separated list).
+pub fn parse_scenarios(names: &[String]) -> anyhow::Result<Vec<Scenario>> {
+    if names.iter().any(|n| n == "all") {
+        return Ok(scenario::ALL.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            Scenario::parse(n).with_context(|| {
+                let known: Vec<&str> = scenario::ALL.iter().map(|s| s.name()).collect();
+                format!("unknown scenario {n}; known: {}", known.join(", "))
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,57 @@
+//! What one chaos scenario measured: the plain data the terminal table, the
+//! JSON, the Markdown report and the SVG timeline are made from.
+
+use serde::Serialize;
+
+/// One second of the run, counted from the start of the write load.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Sample {
+    /// Seconds since the load started (the sample covers `[t_s, t_s + 1)`).
+    pub t_s: f64,
+    /// Writes acknowledged in that second.
+    pub writes_ok: u32,
+    /// Writes that failed in that second.
+    pub writes_failed: u32,
+    /// Healthy voters at the last check in that second (a member that
+    /// answers Status with a leader), `None` when nothing answered.
+    pub healthy_voters: Option<u32>,
+}
+
+/// A moment worth marking on the timeline.
+#[derive(Clone, Debug, Serialize)]
+pub struct Mark {
+    pub t_s: f64,
+    /// "fault", "detected", "writable", "full membership", or a step of the
+    /// scenario ("replaced", "restarted", ...).
+    pub label: String,
+}
+
+/// The result of one scenario.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Outcome {
+    pub name: String,
+    pub instances: usize,
+    pub passed: bool,
+    /// Why the scenario was not run (e.g. partitions need root and nft).
+    pub skipped: Option<String>,
+    /// Declared lossy: writes after the newest snapshot may be lost.
+    pub lossy: bool,
+    pub acked_writes: usize,
+    pub failed_writes: usize,
+    pub lost_acked_writes: usize,
+    /// Lost writes allowed by a lossy scenario (acknowledged after the
+    /// newest snapshot the recovery could use).
+    pub allowed_loss: usize,
+    pub time_to_detect_s: Option<f64>,
+    pub time_to_writable_s: Option<f64>,
+    pub time_to_full_membership_s: Option<f64>,
+    pub quorum_loss_timeout_s: f64,
+    /// The cluster was reseeded (a new incarnation record appeared).
+    pub reseeded: bool,
+    /// Why it failed (empty when it passed).
+    pub failures: Vec<String>,
+    /// Things observed along the way (alerts, incarnations, ...).
+    pub notes: Vec<String>,
+    pub samples: Vec<Sample>,
+    pub marks: Vec<Mark>,
+}

@@ -1,0 +1,393 @@
+//! The failure matrix: names (fixed), and what each one does to the group.
+
+use super::cluster::{Cluster, snapshot_names};
+use anyhow::Context;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    KillEtcdLeader,
+    KillEtcdFollower,
+    KillMajority,
+    KillAll,
+    WipeOne,
+    WipeMajority,
+    WipeAll,
+    StopWipeAll,
+    PartitionMinority,
+    PartitionLeader,
+    ZoneLoss,
+    StoreOutage,
+    CrashDuringRecovery,
+    PartitionMajorityReplaced,
+    StoreWiped,
+}
+
+pub const ALL: [Scenario; 15] = [
+    Scenario::KillEtcdLeader,
+    Scenario::KillEtcdFollower,
+    Scenario::KillMajority,
+    Scenario::KillAll,
+    Scenario::WipeOne,
+    Scenario::WipeMajority,
+    Scenario::WipeAll,
+    Scenario::StopWipeAll,
+    Scenario::PartitionMinority,
+    Scenario::PartitionLeader,
+    Scenario::ZoneLoss,
+    Scenario::StoreOutage,
+    Scenario::CrashDuringRecovery,
+    Scenario::PartitionMajorityReplaced,
+    Scenario::StoreWiped,
+];
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::KillEtcdLeader => "kill-etcd-leader",
+            Scenario::KillEtcdFollower => "kill-etcd-follower",
+            Scenario::KillMajority => "kill-majority",
+            Scenario::KillAll => "kill-all",
+            Scenario::WipeOne => "wipe-one",
+            Scenario::WipeMajority => "wipe-majority",
+            Scenario::WipeAll => "wipe-all",
+            Scenario::StopWipeAll => "stop-wipe-all",
+            Scenario::PartitionMinority => "partition-minority",
+            Scenario::PartitionLeader => "partition-leader",
+            Scenario::ZoneLoss => "zone-loss",
+            Scenario::StoreOutage => "store-outage",
+            Scenario::CrashDuringRecovery => "crash-during-recovery",
+            Scenario::PartitionMajorityReplaced => "partition-majority-replaced",
+            Scenario::StoreWiped => "store-wiped",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Writes after the newest snapshot may be lost (every disk is gone).
+    pub fn lossy(self) -> bool {
+        self == Scenario::WipeAll
+    }
+
+    /// The scenario cuts the network (it runs in network namespaces).
+    pub fn partitions(self) -> bool {
+        matches!(
+            self,
+            Scenario::PartitionMinority
+                | Scenario::PartitionLeader
+                | Scenario::PartitionMajorityReplaced
+        )
+    }
+
+    /// Why this scenario cannot run here, if it cannot.
+    pub fn unsupported(self) -> Option<String> {
+        if self.partitions() {
+            return super::cluster::partitions_unavailable();
+        }
+        None
+    }
+}
+
+/// What the scenario did, for the report.
+pub struct Injected {
+    /// The group the cluster must end up with.
+    pub want: Vec<String>,
+    /// Steps with their times (since the load started), for the timeline.
+    pub steps: Vec<(Duration, String)>,
+    pub notes: Vec<String>,
+    /// The newest snapshot revision at the fault (for the loss bound).
+    pub snapshot_revision: Option<i64>,
+}
+
+fn majority(n: usize) -> usize {
+    n / 2 + 1
+}
+
+/// Replaces `gone` by new instances in the same zones; returns the group.
+fn replace(c: &mut Cluster, group: &[String], gone: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut now: Vec<String> = group
+        .iter()
+        .filter(|id| !gone.contains(id))
+        .cloned()
+        .collect();
+    let mut fresh = Vec::new();
+    for id in gone {
+        let zone = c.nodes.get(id).map(|n| n.zone.clone());
+        fresh.push(c.add(zone.as_deref())?);
+    }
+    now.extend(fresh.iter().cloned());
+    c.set_group(&now)?;
+    for id in &fresh {
+        c.start(id)?;
+    }
+    Ok(now)
+}
+
+/// Injects the fault of `s` into the running `group`; `leader` is the
+/// instance beside the etcd leader; `t` gives the time since the load
+/// started. Returns when the fault is in place (recovery is the harness's
+/// wait).
+pub fn inject(
+    s: Scenario,
+    c: &mut Cluster,
+    group: &[String],
+    leader: &str,
+    t: &dyn Fn() -> Duration,
+) -> anyhow::Result<Injected> {
+    let followers: Vec<String> = group.iter().filter(|id| *id != leader).cloned().collect();
+    let first_follower = followers.first().cloned().context("no follower")?;
+    // The majority to lose: followers first, then the leader.
+    let mut losers: Vec<String> = followers.clone();
+    losers.push(leader.to_string());
+    losers.truncate(majority(group.len()));
+    let snapshot_revision = c.newest_snapshot_revision();
+    let mut steps = vec![(t(), "fault".to_string())];
+    let mut notes = Vec::new();
+    let want = match s {
+        Scenario::KillEtcdLeader => {
+            c.kill_etcd(leader)?;
+            group.to_vec()
+        }
+        Scenario::KillEtcdFollower => {
+            c.kill_etcd(&first_follower)?;
+            group.to_vec()
+        }
+        Scenario::KillMajority | Scenario::KillAll => {
+            let victims: Vec<String> = if s == Scenario::KillAll {
+                group.to_vec()
+            } else {
+                losers.clone()
+            };
+            for id in &victims {
+                c.stop(id, libc::SIGKILL)?;
+            }
+            std::thread::sleep(Duration::from_secs(2));
+            for id in &victims {
+                c.start(id)?;
+            }
+            steps.push((t(), "restarted with their disks".into()));
+            group.to_vec()
+        }
+        Scenario::WipeOne => {
+            c.stop(&first_follower, libc::SIGKILL)?;
+            c.wipe(&first_follower)?;
+            c.start(&first_follower)?;
+            steps.push((t(), "restarted empty, same id".into()));
+            group.to_vec()
+        }
+        Scenario::WipeMajority | Scenario::CrashDuringRecovery => {
+            for id in &losers {
+                c.stop(id, libc::SIGKILL)?;
+            }
+            let now = replace(c, group, &losers)?;
+            steps.push((t(), "replaced".into()));
+            if s == Scenario::CrashDuringRecovery {
+                crash_mid_recovery(c, &now, t, &mut steps, &mut notes)?;
+            }
+            now
+        }
+        Scenario::WipeAll => {
+            for id in group {
+                c.stop(id, libc::SIGKILL)?;
+            }
+            let now = replace(c, group, group)?;
+            steps.push((t(), "replaced".into()));
+            now
+        }
+        Scenario::StopWipeAll => {
+            for id in group {
+                c.stop(id, libc::SIGTERM)?;
+            }
+            steps.push((t(), "stopped (SIGTERM)".into()));
+            let now = replace(c, group, group)?;
+            steps.push((t(), "replaced".into()));
+            now
+        }
+        Scenario::ZoneLoss => {
+            let zone = c
+                .nodes
+                .get(leader)
+                .map(|n| n.zone.clone())
+                .unwrap_or_default();
+            let lost: Vec<String> = group
+                .iter()
+                .filter(|id| c.nodes.get(*id).is_some_and(|n| n.zone == zone))
+                .cloned()
+                .collect();
+            notes.push(format!("zone {zone}: {lost:?}"));
+            for id in &lost {
+                c.stop(id, libc::SIGKILL)?;
+            }
+            let now = replace(c, group, &lost)?;
+            steps.push((t(), "replaced".into()));
+            now
+        }
+        Scenario::StoreOutage => {
+            let store = c.store();
+            let away = store.with_file_name("store.away");
+            let before = snapshot_names(&store).len();
+            std::fs::rename(&store, &away).context("store away")?;
+            std::thread::sleep(Duration::from_secs(10));
+            std::fs::rename(&away, &store).context("store back")?;
+            steps.push((t(), "store back".into()));
+            let limit = Instant::now() + Duration::from_secs(30);
+            let mut resumed = false;
+            while Instant::now() < limit {
+                if snapshot_names(&store).len() > before
+                    || c.newest_snapshot_revision() > snapshot_revision
+                {
+                    resumed = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            anyhow::ensure!(
+                resumed,
+                "no new snapshot within 30 s of the store coming back"
+            );
+            anyhow::ensure!(
+                !snapshot_names(&store).is_empty(),
+                "retention left the store without a snapshot"
+            );
+            steps.push((t(), "snapshots resumed".into()));
+            group.to_vec()
+        }
+        Scenario::StoreWiped => {
+            let dir = c.store().join(super::cluster::CLUSTER).join("snapshots");
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).context("wipe the snapshots")?;
+            }
+            let limit = Instant::now() + Duration::from_secs(30);
+            let mut alert = None;
+            let mut again = false;
+            while Instant::now() < limit && (alert.is_none() || !again) {
+                again = again || !snapshot_names(&c.store()).is_empty();
+                for id in group {
+                    let api = c.nodes.get(id).map(|n| n.api()).unwrap_or_default();
+                    if let Some(v) = super::observe::eco_status(&api) {
+                        if let Some(a) = v["snapshots"]["alert"].as_str() {
+                            alert = Some(a.to_string());
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            let alert = alert.context("no instance raised the store alert within 30 s")?;
+            anyhow::ensure!(again, "no snapshot taken again within 30 s");
+            notes.push(format!("alert: {alert}"));
+            steps.push((t(), "snapshot again, alerted".into()));
+            group.to_vec()
+        }
+        Scenario::PartitionMinority | Scenario::PartitionLeader => {
+            let cut = if s == Scenario::PartitionLeader {
+                leader.to_string()
+            } else {
+                first_follower.clone()
+            };
+            let rest: Vec<String> = group.iter().filter(|id| **id != cut).cloned().collect();
+            c.partition(std::slice::from_ref(&cut), &rest)?;
+            steps.push((t(), format!("{cut} cut off")));
+            // Longer than the quorum-loss timeout: the cut side must not
+            // reseed, the majority must keep serving.
+            let hold = Duration::from_secs(c.quorum_loss_timeout_s * 2 + 5);
+            std::thread::sleep(hold);
+            notes.push(format!(
+                "records while cut: {:?} (must stay [1])",
+                c.records()
+            ));
+            anyhow::ensure!(
+                c.records().len() == 1,
+                "a reseed happened during the partition: {:?}",
+                c.records()
+            );
+            c.heal();
+            steps.push((t(), "healed".into()));
+            group.to_vec()
+        }
+        Scenario::PartitionMajorityReplaced => {
+            // The majority keeps its members; the minority's instances are
+            // terminated and replaced by new ones on the minority side.
+            let minority: Vec<String> = followers
+                .iter()
+                .rev()
+                .take(group.len() - majority(group.len()))
+                .cloned()
+                .collect();
+            let kept: Vec<String> = group
+                .iter()
+                .filter(|id| !minority.contains(id))
+                .cloned()
+                .collect();
+            c.partition(&kept, &minority)?;
+            steps.push((t(), format!("{minority:?} cut off")));
+            for id in &minority {
+                c.stop(id, libc::SIGKILL)?;
+            }
+            let mut fresh = Vec::new();
+            for id in &minority {
+                let zone = c.nodes.get(id).map(|n| n.zone.clone());
+                fresh.push(c.add(zone.as_deref())?);
+            }
+            let mut cut_side = minority.clone();
+            cut_side.extend(fresh.iter().cloned());
+            c.partition(&kept, &cut_side)?;
+            let mut now = kept.clone();
+            now.extend(fresh.iter().cloned());
+            c.set_group(&now)?;
+            for id in &fresh {
+                c.start(id)?;
+            }
+            steps.push((t(), format!("replaced on the cut side by {fresh:?}")));
+            let hold = Duration::from_secs(c.quorum_loss_timeout_s * 2 + 5);
+            std::thread::sleep(hold);
+            anyhow::ensure!(
+                c.records().len() == 1,
+                "a reseed happened on the cut side: {:?}",
+                c.records()
+            );
+            c.heal();
+            steps.push((t(), "healed".into()));
+            now
+        }
+    };
+    Ok(Injected {
+        want,
+        steps,
+        notes,
+        snapshot_revision,
+    })
+}
+
+/// Waits until an instance is frozen or seeding in the recovery, then kills
+/// its eco (and etcd) and restarts it with its disk.
+fn crash_mid_recovery(
+    c: &mut Cluster,
+    group: &[String],
+    t: &dyn Fn() -> Duration,
+    steps: &mut Vec<(Duration, String)>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let limit = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < limit {
+        for id in group {
+            let api = c.nodes.get(id).map(|n| n.api()).unwrap_or_default();
+            let Some(v) = super::observe::eco_status(&api) else {
+                continue;
+            };
+            let phase = v["phase"].as_str().unwrap_or_default().to_string();
+            if phase == "frozen" || phase == "seeding" {
+                c.stop(id, libc::SIGKILL)?;
+                steps.push((t(), format!("killed {id} ({phase})")));
+                notes.push(format!("killed {id} while {phase}"));
+                std::thread::sleep(Duration::from_secs(1));
+                c.start(id)?;
+                steps.push((t(), format!("restarted {id}")));
+                return Ok(());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    anyhow::bail!("no instance was frozen or seeding within 60 s")
+}

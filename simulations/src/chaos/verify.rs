@@ -1,0 +1,121 @@
+//! What must hold after a scenario: members = the group, all voters, all
+//! healthy, one cluster id; every acknowledged write present with its
+//! value (lossy scenarios: only writes after the newest usable snapshot may
+//! be missing); `HashKV` equal across members at a common revision.
+
+use super::load::{Acked, PREFIX};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+const CALL: Duration = Duration::from_secs(2);
+
+async fn connect(endpoint: &str) -> Option<etcd_client::Client> {
+    let opts = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(CALL)
+        .with_timeout(CALL);
+    tokio::time::timeout(CALL, etcd_client::Client::connect([endpoint], Some(opts)))
+        .await
+        .ok()?
+        .ok()
+}
+
+/// The member list (name, learner) sorted, as the first answering member
+/// sees it.
+pub async fn members(endpoints: &[String]) -> Option<Vec<(String, bool)>> {
+    for e in endpoints {
+        let Some(mut c) = connect(e).await else {
+            continue;
+        };
+        if let Ok(Ok(r)) = tokio::time::timeout(CALL, c.member_list()).await {
+            let mut v: Vec<(String, bool)> = r
+                .members()
+                .iter()
+                .map(|m| (m.name().to_string(), m.is_learner()))
+                .collect();
+            v.sort();
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Members are exactly `want`, all voters, each answers with a leader, and
+/// all under one cluster id. `Err` says what is not yet so.
+pub async fn full_membership(want: &[String], endpoints: &[String]) -> Result<u64, String> {
+    let wanted: Vec<(String, bool)> = {
+        let mut v: Vec<(String, bool)> = want.iter().map(|w| (w.clone(), false)).collect();
+        v.sort();
+        v
+    };
+    let got = members(endpoints)
+        .await
+        .ok_or_else(|| "no member answers the member list".to_string())?;
+    if got != wanted {
+        return Err(format!("members {got:?}, want {wanted:?}"));
+    }
+    let mut ids = BTreeSet::new();
+    for e in endpoints {
+        match super::observe::status(e).await {
+            Some((cluster, true, false)) => {
+                ids.insert(cluster);
+            }
+            Some(_) => return Err(format!("{e} is a learner or knows no leader")),
+            None => return Err(format!("{e} does not answer Status")),
+        }
+    }
+    match ids.len() {
+        1 => ids.into_iter().next().ok_or_else(|| "no cluster id".into()),
+        n => Err(format!("{n} cluster ids among the members")),
+    }
+}
+
+/// Acknowledged writes missing or with another value at `endpoint`
+/// (a linearizable range read of the load's prefix).
+pub async fn lost_writes<'a>(endpoint: &str, acked: &'a [Acked]) -> Result<Vec<&'a Acked>, String> {
+    let mut c = connect(endpoint)
+        .await
+        .ok_or_else(|| format!("cannot connect to {endpoint}"))?;
+    let r = tokio::time::timeout(
+        Duration::from_secs(10),
+        c.get(PREFIX, Some(etcd_client::GetOptions::new().with_prefix())),
+    )
+    .await
+    .map_err(|_| "the range read timed out".to_string())?
+    .map_err(|e| e.to_string())?;
+    let present: BTreeMap<&[u8], &[u8]> = r.kvs().iter().map(|kv| (kv.key(), kv.value())).collect();
+    Ok(acked
+        .iter()
+        .filter(|a| present.get(a.key.as_bytes()) != Some(&a.value.as_bytes()))
+        .collect())
+}
+
+/// `HashKV` at the lowest current revision is the same on every member.
+pub async fn hash_kv_equal(endpoints: &[String]) -> Result<(), String> {
+    let mut clients = Vec::new();
+    let mut revision = i64::MAX;
+    for e in endpoints {
+        let mut c = connect(e)
+            .await
+            .ok_or_else(|| format!("cannot connect to {e}"))?;
+        let s = tokio::time::timeout(CALL, c.status())
+            .await
+            .map_err(|_| format!("{e}: Status timed out"))?
+            .map_err(|err| format!("{e}: {err}"))?;
+        revision = revision.min(s.header().map(|h| h.revision()).unwrap_or(0));
+        clients.push((e.clone(), c));
+    }
+    let mut hashes = BTreeMap::new();
+    for (e, mut c) in clients {
+        let h = tokio::time::timeout(Duration::from_secs(10), c.hash_kv(revision))
+            .await
+            .map_err(|_| format!("{e}: HashKV timed out"))?
+            .map_err(|err| format!("{e}: HashKV: {err}"))?;
+        hashes.insert(e, h.hash());
+    }
+    let distinct: BTreeSet<u32> = hashes.values().copied().collect();
+    if distinct.len() == 1 {
+        Ok(())
+    } else {
+        Err(format!("HashKV differs at revision {revision}: {hashes:?}"))
+    }
+}

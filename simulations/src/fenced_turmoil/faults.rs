@@ -1,0 +1,179 @@
+//! The faults a seed injects, all of them things turmoil (or the
+//! provider) can do: partitions of random subsets, the coordinator (the
+//! lowest live id) isolated, one-way partitions, message loss, crashes
+//! with restart (with or without the disk), a host down for good, an
+//! instance terminated and replaced by a new id, store outages. They stop
+//! at [`FAULTS_UNTIL`]; then everything heals and every crashed host that
+//! may come back restarts. A [`Targeted`] fault hits a moment of the
+//! protocol instead of a time.
+
+use recovery::fenced::Millis;
+use recovery::fenced::harness::rng::Rng;
+
+/// Faults are injected in `[WARMUP, FAULTS_UNTIL)`.
+pub const WARMUP: Millis = 3_000;
+pub const FAULTS_UNTIL: Millis = 30_000;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Cut these hosts from all others (both directions).
+    Split(Vec<usize>),
+    /// Cut the lowest live instance id (the first coordinator) from all.
+    IsolateCoordinator,
+    /// Drop traffic from `.0` to `.1` only.
+    OneWay(usize, usize),
+    /// Repair every partition.
+    Heal,
+    /// Message loss per mille on every link.
+    Loss(u64),
+    /// Crash the host; `wipe`: its disk is lost.
+    Crash {
+        host: usize,
+        wipe: bool,
+    },
+    Restart(usize),
+    /// Crash the host for good without telling the provider.
+    Forever(usize),
+    /// Terminate the host (certified gone) and start replacement slot
+    /// `by` (a new id, empty disk).
+    Replace {
+        host: usize,
+        by: usize,
+    },
+    StoreDown,
+    StoreUp,
+}
+
+/// A crash aimed at a moment of the protocol, whenever it comes (faults
+/// or not, within the first half of the liveness bound).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Targeted {
+    /// Crash the first coordinator seen proposing (its `Accept`s out).
+    pub proposer: bool,
+    /// Crash the first instance whose state file holds an accepted value.
+    pub acceptor: bool,
+    /// The crash loses the disk.
+    pub wipe: bool,
+    /// Instead of a crash, cut the instance from all others (healed when
+    /// the restart would be).
+    pub isolate: bool,
+    /// Restart (or heal) this long after.
+    pub restart_after: Millis,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Instances of incarnation 1.
+    pub nodes: usize,
+    /// Replacement slots (hosts `nodes..nodes + spares`).
+    pub spares: usize,
+    /// Time-ordered.
+    pub events: Vec<(Millis, Fault)>,
+    pub targeted: Option<Targeted>,
+}
+
+impl Plan {
+    pub fn generate(seed: u64, nodes: usize) -> Plan {
+        let mut rng = Rng::new(seed.wrapping_mul(0x9e37).wrapping_add(nodes as u64));
+        let spares = if nodes >= 5 { 2 } else { 1 };
+        let mut events = Vec::new();
+        let mut used_spares = 0;
+        let mut forever = false;
+        let count = rng.range(2, 7);
+        for _ in 0..count {
+            let at = rng.range(WARMUP, FAULTS_UNTIL - 2_000);
+            let until = (at + rng.range(2_000, 20_000)).min(FAULTS_UNTIL);
+            match rng.below(100) {
+                // A majority crashes: the classic quorum loss.
+                0..=29 => {
+                    let k = nodes / 2 + 1 + rng.below(2) as usize;
+                    let mut hosts: Vec<usize> = (0..nodes).collect();
+                    shuffle(&mut rng, &mut hosts);
+                    for h in hosts.into_iter().take(k.min(nodes)) {
+                        let wipe = rng.chance(250);
+                        let back = at + rng.range(5_000, 30_000);
+                        events.push((at + rng.below(500), Fault::Crash { host: h, wipe }));
+                        if !forever && rng.chance(80) {
+                            forever = true;
+                            events.push((at + 600, Fault::Forever(h)));
+                        } else if back < FAULTS_UNTIL {
+                            events.push((back, Fault::Restart(h)));
+                        }
+                    }
+                }
+                30..=44 => {
+                    let h = rng.below(nodes as u64) as usize;
+                    let wipe = rng.chance(300);
+                    events.push((at, Fault::Crash { host: h, wipe }));
+                    events.push((until, Fault::Restart(h)));
+                }
+                45..=59 => {
+                    let mut side = Vec::new();
+                    for h in 0..nodes {
+                        if rng.chance(400) {
+                            side.push(h);
+                        }
+                    }
+                    if side.is_empty() {
+                        side.push(rng.below(nodes as u64) as usize);
+                    }
+                    events.push((at, Fault::Split(side)));
+                    events.push((until, Fault::Heal));
+                }
+                60..=67 => {
+                    events.push((at, Fault::IsolateCoordinator));
+                    events.push((until, Fault::Heal));
+                }
+                68..=75 => {
+                    let a = rng.below(nodes as u64) as usize;
+                    let b = (a + 1 + rng.below(nodes as u64 - 1) as usize) % nodes;
+                    events.push((at, Fault::OneWay(a, b)));
+                    if rng.chance(500) {
+                        events.push((at, Fault::OneWay(b, (b + 1) % nodes)));
+                    }
+                    events.push((until, Fault::Heal));
+                }
+                76..=83 if used_spares < spares => {
+                    let h = rng.below(nodes as u64) as usize;
+                    let by = nodes + used_spares;
+                    used_spares += 1;
+                    events.push((at, Fault::Replace { host: h, by }));
+                }
+                84..=91 => {
+                    events.push((at, Fault::Loss(rng.range(20, 150))));
+                    events.push((until, Fault::Loss(0)));
+                }
+                _ => {
+                    events.push((at, Fault::StoreDown));
+                    events.push((until, Fault::StoreUp));
+                }
+            }
+        }
+        events.sort_by_key(|(t, _)| *t);
+        let mut other = Rng::new(seed ^ 0x150_1a7e);
+        let targeted = rng.chance(350).then(|| {
+            let proposer = rng.chance(600);
+            let wipe = rng.chance(200);
+            Targeted {
+                proposer,
+                acceptor: !proposer,
+                wipe,
+                isolate: !wipe && other.chance(400),
+                restart_after: rng.range(500, 8_000),
+            }
+        });
+        Plan {
+            nodes,
+            spares,
+            events,
+            targeted,
+        }
+    }
+}
+
+fn shuffle(rng: &mut Rng, v: &mut [usize]) {
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}

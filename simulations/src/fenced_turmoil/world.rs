@@ -1,0 +1,646 @@
+//! The shared board of the simulation: one simulated etcd per instance,
+//! the persisted protocol state ("disk") that survives a crash unless the
+//! fault wipes it, the simulated store (records with conditional create,
+//! the newest snapshot, outages), the provider's group, the etcd-plane
+//! connectivity, and the model of every incarnation's etcd cluster with
+//! the ledger of acknowledged writes.
+//!
+//! Hosts (turmoil software) and the driver (outside turmoil) both lock it;
+//! turmoil runs one host at a time, so the order of access is
+//! deterministic.
+
+use recovery::fenced::harness::rng::Rng;
+use recovery::fenced::ids::majority;
+use recovery::fenced::{
+    AlertKind, Ballot, CreateResult, GroupFacts, Incarnation, InstanceId, LocalData, Millis,
+    PersistedState, Probe, ProtocolConfig, RecordListing, SeedPlan, SeedRecord, SeedSource,
+    SeedValue, SnapshotFacts, StoreFacts, encode,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+/// Incarnation the simulation starts in (formed, all instances voters).
+pub const FIRST: Incarnation = 1;
+/// The leader of each incarnation acknowledges one write this often.
+pub const WRITE_EVERY: Millis = 50;
+/// The leader of the newest incarnation stores a snapshot this often.
+pub const SNAPSHOT_EVERY: Millis = 10_000;
+
+pub type Shared = Arc<Mutex<World>>;
+
+/// One instance's etcd as the simulation sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SimEtcd {
+    pub cluster_id: Option<u64>,
+    /// Incarnation of the state file / data dir (0: none).
+    pub incarnation: Incarnation,
+    /// Highest log index this member holds (committed entries only).
+    pub commit_index: u64,
+    pub has_data: bool,
+    /// Stopped by a freeze (a promise or an acceptance).
+    pub frozen: bool,
+    /// `V_n` as this instance last learned it from its cluster.
+    pub voters: Vec<InstanceId>,
+}
+
+impl SimEtcd {
+    pub fn local_data(&self) -> LocalData {
+        if !self.has_data {
+            return LocalData::empty();
+        }
+        LocalData {
+            cluster_id: self.cluster_id,
+            incarnation: self.incarnation,
+            commit_index: self.commit_index,
+            applied_revision: self.commit_index * 2,
+            has_data: true,
+        }
+    }
+}
+
+/// One turmoil host (an instance id; replacements are hosts that start
+/// absent).
+#[derive(Clone, Debug)]
+pub struct Slot {
+    pub id: InstanceId,
+    /// The provider started it (replacements start absent).
+    pub present: bool,
+    /// Its software runs (turmoil host not crashed).
+    pub up: bool,
+    /// Terminated and removed from the group: certified gone.
+    pub terminated: bool,
+    /// Crashed and never coming back (never certified gone).
+    pub forever: bool,
+    pub etcd: SimEtcd,
+    /// The protocol's state file (`recovery::fenced::encode`).
+    pub disk: Option<Vec<u8>>,
+    pub boots: u64,
+    /// Highest ballot promised per target since the disk was last lost.
+    pub promised: BTreeMap<Incarnation, Ballot>,
+    /// Its protocol coordinates a round that has proposed (stage
+    /// accepting): the target of the driver's proposer crash.
+    pub proposing: bool,
+}
+
+/// The etcd cluster of one incarnation.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    pub voters: Vec<InstanceId>,
+    pub leader: Option<usize>,
+    /// Highest acknowledged index.
+    pub commit: u64,
+    pub cluster_id: u64,
+}
+
+pub struct World {
+    pub cfg: ProtocolConfig,
+    pub rng: Rng,
+    pub now: Millis,
+    pub slots: Vec<Slot>,
+    pub index: BTreeMap<InstanceId, usize>,
+    /// Directed pairs `(from, to)` whose traffic is dropped.
+    pub cut: BTreeSet<(usize, usize)>,
+    pub clusters: BTreeMap<Incarnation, Cluster>,
+    pub records: BTreeMap<Incarnation, SeedRecord>,
+    pub snapshot: Option<SnapshotFacts>,
+    pub store_down: bool,
+    /// Highest acknowledged write index per incarnation.
+    pub acked: BTreeMap<Incarnation, u64>,
+    /// The index each incarnation was seeded at (its writes are above).
+    pub base: BTreeMap<Incarnation, u64>,
+    /// Acknowledged writes lost by seeds (with no surviving holder).
+    pub lost_writes: u64,
+    pub writes: u64,
+    /// Seeds executed: incarnation → (seeder, time).
+    pub seeds: BTreeMap<Incarnation, (InstanceId, Millis)>,
+    pub violations: Vec<String>,
+    /// Things worth knowing that are not violations (data lost beyond the
+    /// fault tolerance, alerts).
+    pub notes: Vec<String>,
+    pub alerts: Vec<AlertKind>,
+    pub data_loss_fired: bool,
+    /// Acceptances per target: (instance, ballot, value).
+    pub accepts: BTreeMap<Incarnation, Vec<(InstanceId, Ballot, SeedValue)>>,
+    pub chosen: BTreeMap<Incarnation, SeedValue>,
+    /// Leader changes, records, seeds, crashes: the run's story.
+    pub log: Vec<String>,
+    last_write: Millis,
+    last_snapshot: Millis,
+}
+
+impl World {
+    /// `n` voters of incarnation 1 (`i-0`..), and `spares` replacement
+    /// slots (`r-0`..) that start absent.
+    pub fn new(seed: u64, n: usize, spares: usize, cfg: ProtocolConfig) -> World {
+        let voters: Vec<InstanceId> = (0..n).map(|i| format!("i-{i}")).collect();
+        let mut slots = Vec::new();
+        let state = PersistedState {
+            incarnation: FIRST,
+            voters: voters.clone(),
+            ..Default::default()
+        };
+        for id in &voters {
+            slots.push(Slot {
+                id: id.clone(),
+                present: true,
+                up: false,
+                terminated: false,
+                forever: false,
+                etcd: SimEtcd {
+                    cluster_id: Some(cluster_id(FIRST)),
+                    incarnation: FIRST,
+                    commit_index: 0,
+                    has_data: true,
+                    frozen: false,
+                    voters: voters.clone(),
+                },
+                disk: encode(&state).ok(),
+                boots: 0,
+                promised: BTreeMap::new(),
+                proposing: false,
+            });
+        }
+        for r in 0..spares {
+            slots.push(Slot {
+                id: format!("r-{r}"),
+                present: false,
+                up: false,
+                terminated: false,
+                forever: false,
+                etcd: SimEtcd::default(),
+                disk: None,
+                boots: 0,
+                promised: BTreeMap::new(),
+                proposing: false,
+            });
+        }
+        let index = slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.clone(), i))
+            .collect();
+        let mut records = BTreeMap::new();
+        records.insert(
+            FIRST,
+            SeedRecord {
+                incarnation: FIRST,
+                value: SeedValue {
+                    source: SeedSource::Empty,
+                    seeder: voters[0].clone(),
+                },
+                ballot: Ballot::new(0, ""),
+                voters: voters.clone(),
+                token_suffix: 0,
+                data_loss: false,
+            },
+        );
+        let mut clusters = BTreeMap::new();
+        clusters.insert(
+            FIRST,
+            Cluster {
+                voters,
+                leader: None,
+                commit: 0,
+                cluster_id: cluster_id(FIRST),
+            },
+        );
+        World {
+            cfg,
+            rng: Rng::new(seed ^ 0x00fe_0ced),
+            now: 0,
+            slots,
+            index,
+            cut: BTreeSet::new(),
+            clusters,
+            records,
+            snapshot: None,
+            store_down: false,
+            acked: BTreeMap::new(),
+            base: BTreeMap::from([(FIRST, 0)]),
+            lost_writes: 0,
+            writes: 0,
+            seeds: BTreeMap::new(),
+            violations: Vec::new(),
+            notes: Vec::new(),
+            alerts: Vec::new(),
+            data_loss_fired: false,
+            accepts: BTreeMap::new(),
+            chosen: BTreeMap::new(),
+            log: Vec::new(),
+            last_write: 0,
+            last_snapshot: 0,
+        }
+    }
+
+    pub fn violation(&mut self, text: String) {
+        let text = format!("t={} ms: {text}", self.now);
+        if !self.violations.contains(&text) && self.violations.len() < 20 {
+            self.violations.push(text);
+        }
+    }
+
+    pub fn note(&mut self, text: String) {
+        let text = format!("t={} ms: {text}", self.now);
+        if !self.notes.contains(&text) && self.notes.len() < 50 {
+            self.notes.push(text);
+        }
+    }
+
+    /// Both directions of etcd traffic between `a` and `b` pass.
+    pub fn connected(&self, a: usize, b: usize) -> bool {
+        a == b || (!self.cut.contains(&(a, b)) && !self.cut.contains(&(b, a)))
+    }
+
+    /// Instance `i` runs etcd of incarnation `k` as one of its voters.
+    pub fn runs(&self, i: usize, k: Incarnation) -> bool {
+        let s = &self.slots[i];
+        s.up && !s.etcd.frozen
+            && s.etcd.has_data
+            && s.etcd.incarnation == k
+            && self
+                .clusters
+                .get(&k)
+                .is_some_and(|c| c.voters.contains(&s.id))
+    }
+
+    /// The own etcd probe of instance `i`.
+    pub fn probe(&self, i: usize) -> Probe {
+        let k = self.slots[i].etcd.incarnation;
+        if !self.runs(i, k) {
+            return Probe::Failed;
+        }
+        match self.clusters.get(&k).and_then(|c| c.leader) {
+            Some(l) if self.connected(l, i) => Probe::Leader,
+            _ => Probe::NoLeader,
+        }
+    }
+
+    /// The provider's group: present instances not terminated.
+    pub fn group(&self, voters: &[InstanceId]) -> GroupFacts {
+        let instances: BTreeSet<InstanceId> = self
+            .slots
+            .iter()
+            .filter(|s| s.present && !s.terminated)
+            .map(|s| s.id.clone())
+            .collect();
+        let certified_gone = voters
+            .iter()
+            .filter(|v| !instances.contains(*v))
+            .cloned()
+            .collect();
+        GroupFacts {
+            instances,
+            certified_gone,
+        }
+    }
+
+    /// The store's listing (records with their current voters) and newest
+    /// snapshot; a failed listing during an outage.
+    pub fn store_facts(&self) -> StoreFacts {
+        if self.store_down {
+            return StoreFacts {
+                records: RecordListing::Failed("simulated store outage".into()),
+                newest_snapshot: None,
+            };
+        }
+        let records = self
+            .records
+            .values()
+            .map(|r| {
+                let mut r = r.clone();
+                if let Some(c) = self.clusters.get(&r.incarnation) {
+                    r.voters = c.voters.clone();
+                }
+                r
+            })
+            .collect();
+        StoreFacts {
+            records: RecordListing::Complete(records),
+            newest_snapshot: self.snapshot.clone(),
+        }
+    }
+
+    /// The conditional create of `incarnations/<k>`.
+    pub fn create_record(&mut self, i: usize, r: &SeedRecord) -> CreateResult {
+        if self.store_down {
+            return CreateResult::StoreError("simulated store outage".into());
+        }
+        if let Some(held) = self.records.get(&r.incarnation) {
+            let mut held = held.clone();
+            if let Some(c) = self.clusters.get(&held.incarnation) {
+                held.voters = c.voters.clone();
+            }
+            return CreateResult::AlreadyExists(held);
+        }
+        self.check_record(i, r);
+        let text = format!(
+            "t={} ms: {} creates the record of incarnation {}: {}",
+            self.now, self.slots[i].id, r.incarnation, r.value
+        );
+        self.log.push(text);
+        self.records.insert(r.incarnation, r.clone());
+        CreateResult::Created(r.clone())
+    }
+
+    /// The seeder executes `plan`: its etcd becomes the one-member cluster
+    /// of the new incarnation. Returns the incarnation, or `None` if the
+    /// seed cannot be done (a WAL replay without that WAL): the daemon
+    /// retries such a seed forever.
+    pub fn seed(&mut self, i: usize, plan: &SeedPlan) -> Option<Incarnation> {
+        self.check_seed(i, plan);
+        let (k, src, commit) = match plan {
+            SeedPlan::ReplayWal {
+                incarnation,
+                commit_index,
+                ..
+            } => {
+                let e = &self.slots[i].etcd;
+                let src = e.incarnation;
+                if !(e.has_data
+                    && e.incarnation + 1 == *incarnation
+                    && e.commit_index >= *commit_index)
+                {
+                    let text = format!(
+                        "t={} ms: {} cannot seed incarnation {incarnation}: it does not hold the WAL the record names",
+                        self.now, self.slots[i].id
+                    );
+                    self.log.push(text);
+                    return None;
+                }
+                (*incarnation, src, *commit_index)
+            }
+            SeedPlan::RestoreSnapshot {
+                incarnation, name, ..
+            } => {
+                let (src, commit) = match &self.snapshot {
+                    Some(s) if s.name == *name => (s.incarnation, s.commit_index),
+                    _ => {
+                        self.violation(format!(
+                            "{} restores snapshot {name}, which the store does not hold",
+                            self.slots[i].id
+                        ));
+                        (0, 0)
+                    }
+                };
+                (*incarnation, src, commit)
+            }
+            SeedPlan::Fresh { incarnation, .. } => (*incarnation, 0, 0),
+        };
+        self.writes_lost(k, src, commit);
+        self.base.insert(k, commit);
+        let id = self.slots[i].id.clone();
+        self.slots[i].etcd = SimEtcd {
+            cluster_id: Some(cluster_id(k)),
+            incarnation: k,
+            commit_index: commit,
+            has_data: true,
+            frozen: false,
+            voters: vec![id.clone()],
+        };
+        self.clusters.insert(
+            k,
+            Cluster {
+                voters: vec![id],
+                leader: None,
+                commit,
+                cluster_id: cluster_id(k),
+            },
+        );
+        self.acked.entry(k).or_insert(commit);
+        Some(k)
+    }
+
+    /// The seeding finished: the seeder's snapshot is in the store.
+    pub fn seed_completed(&mut self, i: usize, k: Incarnation) {
+        let e = &self.slots[i].etcd;
+        if e.incarnation == k && e.has_data && !self.store_down {
+            self.put_snapshot(k, e.commit_index);
+        }
+    }
+
+    /// Another instance seeds `r.incarnation`: move the data aside; the
+    /// planner adds this instance once it reaches the new leader.
+    pub fn join(&mut self, i: usize, r: &SeedRecord) {
+        let e = &mut self.slots[i].etcd;
+        if e.incarnation >= r.incarnation {
+            return;
+        }
+        let voters = self
+            .clusters
+            .get(&r.incarnation)
+            .map_or_else(|| r.voters.clone(), |c| c.voters.clone());
+        *e = SimEtcd {
+            cluster_id: None,
+            incarnation: r.incarnation,
+            commit_index: 0,
+            has_data: false,
+            frozen: false,
+            voters,
+        };
+    }
+
+    fn put_snapshot(&mut self, k: Incarnation, commit: u64) {
+        let snap = SnapshotFacts {
+            name: format!("snap-i{k}-c{commit:08}"),
+            cluster_id: Some(cluster_id(k)),
+            incarnation: k,
+            commit_index: commit,
+            revision: commit * 2,
+        };
+        if self
+            .snapshot
+            .as_ref()
+            .is_none_or(|s| (s.incarnation, s.commit_index) < (k, commit))
+        {
+            self.snapshot = Some(snap);
+        }
+    }
+
+    /// A crash (the driver also crashes the turmoil host); `wipe` loses
+    /// the disk: the state file and the etcd data.
+    pub fn crash(&mut self, i: usize, wipe: bool) {
+        let s = &mut self.slots[i];
+        s.up = false;
+        s.proposing = false;
+        if wipe {
+            s.disk = None;
+            s.etcd = SimEtcd::default();
+            s.promised.clear();
+            // An acceptor with amnesia: its past acceptances no longer count.
+            let id = s.id.clone();
+            for list in self.accepts.values_mut() {
+                list.retain(|(n, _, _)| *n != id);
+            }
+        }
+    }
+
+    /// One step of every etcd cluster: elections, catch-up, the planner's
+    /// membership changes, writes, snapshots.
+    pub fn tick_clusters(&mut self, now: Millis) {
+        self.now = now;
+        let write = now >= self.last_write + WRITE_EVERY;
+        if write {
+            self.last_write = now;
+        }
+        let ks: Vec<Incarnation> = self.clusters.keys().copied().collect();
+        for k in ks {
+            self.tick_cluster(k, write);
+        }
+        let newest = self.clusters.keys().max().copied();
+        if now >= self.last_snapshot + SNAPSHOT_EVERY && !self.store_down {
+            self.last_snapshot = now;
+            if let Some(k) = newest {
+                let c = &self.clusters[&k];
+                if c.leader.is_some() {
+                    let commit = c.commit;
+                    self.put_snapshot(k, commit);
+                }
+            }
+        }
+    }
+
+    fn reach(&self, leader: usize, k: Incarnation) -> Vec<usize> {
+        (0..self.slots.len())
+            .filter(|j| self.runs(*j, k) && self.connected(leader, *j))
+            .collect()
+    }
+
+    fn tick_cluster(&mut self, k: Incarnation, write: bool) {
+        let Some(c) = self.clusters.get(&k).cloned() else {
+            return;
+        };
+        let q = majority(c.voters.len());
+        let keep = c
+            .leader
+            .filter(|l| self.runs(*l, k) && self.reach(*l, k).len() >= q);
+        let leader = match keep {
+            Some(l) => Some(l),
+            None => {
+                // Raft's election restriction, roughly: the most
+                // up-to-date member that reaches a majority wins, and
+                // holds every entry that majority holds.
+                let mut best: Option<(u64, usize)> = None;
+                for j in 0..self.slots.len() {
+                    if !self.runs(j, k) || self.reach(j, k).len() < q {
+                        continue;
+                    }
+                    let ci = self.slots[j].etcd.commit_index;
+                    if best.is_none_or(|(b, _)| ci > b) {
+                        best = Some((ci, j));
+                    }
+                }
+                best.map(|(_, j)| {
+                    let top = self
+                        .reach(j, k)
+                        .iter()
+                        .map(|m| self.slots[*m].etcd.commit_index)
+                        .max()
+                        .unwrap_or(0);
+                    self.slots[j].etcd.commit_index = top;
+                    let acked = self.acked.get(&k).copied().unwrap_or(0);
+                    if top < acked {
+                        self.note(format!(
+                            "incarnation {k} elected {} at index {top} below the acknowledged {acked} (the holders lost their disks)",
+                            self.slots[j].id
+                        ));
+                    }
+                    j
+                })
+            }
+        };
+        let newer_record = self.records.keys().any(|r| *r > k);
+        if let (Some(l), true) = (leader, newer_record) {
+            if c.leader.is_none() || write {
+                let newest = self.records.keys().max().copied().unwrap_or(k);
+                self.violation(format!(
+                    "incarnation {k} has a leader ({}) and accepts writes although the record of incarnation {newest} exists",
+                    self.slots[l].id
+                ));
+            }
+        }
+        let Some(l) = leader else {
+            if c.leader.is_some() {
+                self.log.push(format!(
+                    "t={} ms: incarnation {k} lost its leader",
+                    self.now
+                ));
+            }
+            if let Some(c) = self.clusters.get_mut(&k) {
+                c.leader = None;
+            }
+            return;
+        };
+        let mut commit = self.slots[l].etcd.commit_index;
+        if write {
+            commit += 1;
+            self.writes += 1;
+            let a = self.acked.entry(k).or_insert(0);
+            *a = (*a).max(commit);
+        }
+        // The planner: certified-gone members out, joined instances in.
+        let mut voters = c.voters.clone();
+        voters.retain(|v| {
+            self.index
+                .get(v)
+                .is_some_and(|j| !self.slots[*j].terminated)
+        });
+        for j in 0..self.slots.len() {
+            let s = &self.slots[j];
+            let joins = s.up
+                && s.present
+                && !s.terminated
+                && !s.etcd.frozen
+                && s.etcd.incarnation == k
+                && self.connected(l, j);
+            if !joins {
+                continue;
+            }
+            if !voters.contains(&s.id) {
+                voters.push(s.id.clone());
+            }
+        }
+        voters.sort();
+        let cid = c.cluster_id;
+        for j in 0..self.slots.len() {
+            let s = &self.slots[j];
+            let member = voters.contains(&s.id);
+            let caught_up =
+                s.up && !s.etcd.frozen && s.etcd.incarnation == k && member && self.connected(l, j);
+            if caught_up {
+                let e = &mut self.slots[j].etcd;
+                e.has_data = true;
+                e.cluster_id = Some(cid);
+                e.commit_index = commit;
+                e.voters = voters.clone();
+            }
+        }
+        if c.leader != Some(l) {
+            let text = format!(
+                "t={} ms: incarnation {k} leader {} at index {commit}",
+                self.now, self.slots[l].id
+            );
+            self.log.push(text);
+        }
+        if let Some(c) = self.clusters.get_mut(&k) {
+            c.leader = Some(l);
+            c.commit = commit;
+            c.voters = voters;
+        }
+    }
+
+    /// The newest incarnation (by record) and whether it has a leader.
+    pub fn newest_has_leader(&self) -> (Incarnation, bool) {
+        let k = self.records.keys().max().copied().unwrap_or(FIRST);
+        let led = self.clusters.get(&k).is_some_and(|c| c.leader.is_some());
+        (k, led)
+    }
+
+    /// Deterministic randomness for the hosts (boot ids, ticks).
+    pub fn random(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+}
+
+pub fn cluster_id(k: Incarnation) -> u64 {
+    1_000 + k
+}

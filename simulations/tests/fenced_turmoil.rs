@@ -1,0 +1,156 @@
+//! The fenced seeding protocol end to end on turmoil (real protocol, real
+//! gossip, simulated etcd and store): no violation over a sweep of seeds
+//! for 3 and 5 instances, a deliberate bug is caught, and a seed replays
+//! exactly.
+
+use recovery::fenced::Faults;
+use simulations::fenced_turmoil::{self, Outcome};
+
+/// Seeds per cluster size in the sweep (each is several simulated
+/// minutes; the sweep fits the test budget on 2 cores in the dev profile).
+const SEEDS: u64 = 40;
+
+fn sweep(nodes: usize) {
+    let mut failing = Vec::new();
+    let mut recovered = 0;
+    for seed in 0..SEEDS {
+        let o = fenced_turmoil::run(seed, nodes, &Faults::default());
+        if !o.recoveries.is_empty() {
+            recovered += 1;
+        }
+        if !o.violations.is_empty() {
+            failing.push((seed, o.violations.clone()));
+        }
+    }
+    assert!(
+        failing.is_empty(),
+        "{nodes} instances: violations (replay with `cargo run --release -p simulations -- sim-turmoil --seed S --nodes {nodes}`): {failing:#?}"
+    );
+    assert!(
+        recovered > 0,
+        "{nodes} instances: no seed recovered through the protocol; the faults are too mild to test it"
+    );
+}
+
+#[test]
+fn three_instances_no_violation() {
+    sweep(3);
+}
+
+#[test]
+fn five_instances_no_violation() {
+    sweep(5);
+}
+
+/// Skipping the store's conditional create lets a coordinator seed with
+/// no record: the "only the record's seeder seeds" check catches it.
+#[test]
+fn a_deliberate_bug_is_caught() {
+    let faults = Faults {
+        skip_conditional_create: true,
+        ..Faults::default()
+    };
+    let caught: Vec<Outcome> = (0..SEEDS)
+        .map(|seed| fenced_turmoil::run(seed, 3, &faults))
+        .filter(|o| !o.violations.is_empty())
+        .take(1)
+        .collect();
+    assert!(
+        !caught.is_empty(),
+        "skip_conditional_create went unnoticed over {SEEDS} seeds"
+    );
+    assert!(
+        caught[0].violations.iter().any(|v| v.contains("no record")),
+        "{:?}",
+        caught[0].violations
+    );
+}
+
+#[test]
+fn a_seed_replays_exactly() {
+    let a = fenced_turmoil::run(3, 3, &Faults::default());
+    let b = fenced_turmoil::run(3, 3, &Faults::default());
+    assert_eq!(a, b);
+}
+
+/// Which deliberate bugs the simulation catches, and on which seed first
+/// (informative; `cargo test -p simulations --test fenced_turmoil -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn deliberate_bugs_report() {
+    let all: Vec<(&str, Faults)> = vec![
+        (
+            "skip_persist_promise",
+            Faults {
+                skip_persist_promise: true,
+                ..Faults::default()
+            },
+        ),
+        (
+            "ignore_accepted_value",
+            Faults {
+                ignore_accepted_value: true,
+                ..Faults::default()
+            },
+        ),
+        (
+            "rank_by_lowest_id",
+            Faults {
+                rank_by_lowest_id: true,
+                ..Faults::default()
+            },
+        ),
+        (
+            "count_fresh_as_acceptors",
+            Faults {
+                count_fresh_as_acceptors: true,
+                ..Faults::default()
+            },
+        ),
+        (
+            "skip_conditional_create",
+            Faults {
+                skip_conditional_create: true,
+                ..Faults::default()
+            },
+        ),
+        (
+            "store_error_as_empty",
+            Faults {
+                store_error_as_empty: true,
+                ..Faults::default()
+            },
+        ),
+    ];
+    for (name, faults) in all {
+        for nodes in [3, 5] {
+            let hits: Vec<Outcome> = (0..SEEDS)
+                .map(|seed| fenced_turmoil::run(seed, nodes, &faults))
+                .filter(|o| !o.violations.is_empty())
+                .collect();
+            println!(
+                "{name} (N={nodes}): {} of {SEEDS} seeds caught {:?}; first: {:?}",
+                hits.len(),
+                hits.iter().map(|o| o.seed).collect::<Vec<_>>(),
+                hits.first().map(|o| o.violations[0].clone())
+            );
+        }
+    }
+}
+
+/// A finding of this simulation, not yet fixed in `recovery`: the only
+/// coordinator holding the best data accepts its own value ("i-0 seeds
+/// from its WAL"), then crashes and loses its disk before the record is
+/// created. Paxos makes the next round re-propose that accepted value, so
+/// the record names a seeder that no longer holds the WAL: it cannot seed
+/// (the daemon would retry forever), while i-1 held the same data and
+/// moved it aside to join. Ignored until the protocol handles it; replay
+/// with `cargo run --release -p simulations -- sim-turmoil --seed 44 --nodes 3`.
+#[test]
+#[ignore = "protocol finding: a record can name a seeder that lost its WAL (seeds 44, 94, 102 with 3 instances)"]
+fn an_accepted_value_whose_seeder_lost_its_disk() {
+    for seed in [44, 94, 102] {
+        let o = fenced_turmoil::run(seed, 3, &Faults::default());
+        assert!(o.violations.is_empty(), "seed {seed}: {:#?}", o.violations);
+    }
+}
