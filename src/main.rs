@@ -225,6 +225,8 @@ fn snapshot(command: SnapshotCommand) -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
+            // Progress of a long transfer goes to the log (stderr).
+            logging::init(&config.log);
             one_shot(async move {
                 let id = instance_id::resolve(instance_id.as_deref(), &config)?;
                 let me = eco::commands::this_instance(&config, &id)?;

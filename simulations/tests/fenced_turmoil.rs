@@ -138,16 +138,16 @@ fn deliberate_bugs_report() {
     }
 }
 
-/// A finding of this simulation, not yet fixed in `recovery`: the only
-/// coordinator holding the best data accepts its own value ("i-0 seeds
-/// from its WAL"), then crashes and loses its disk before the record is
-/// created. Paxos makes the next round re-propose that accepted value, so
-/// the record names a seeder that no longer holds the WAL: it cannot seed
-/// (the daemon would retry forever), while i-1 held the same data and
-/// moved it aside to join. Ignored until the protocol handles it; replay
-/// with `cargo run --release -p simulations -- sim-turmoil --seed 44 --nodes 3`.
+/// A finding of this simulation, fixed in `recovery` (the coordinator's
+/// `propose`): the only coordinator holding the best data accepted its own
+/// value ("i-0 seeds from its WAL"), then crashed and lost its disk before
+/// the record was created. The next round re-proposed that accepted value,
+/// so the record named a seeder that no longer held the WAL, while i-1 held
+/// the same data and moved it aside to join. Now an accepted value whose
+/// holder reports no data (or is certified gone) is abandoned and the
+/// surviving data ranked afresh. Replay with
+/// `cargo run --release -p simulations -- sim-turmoil --seed 44 --nodes 3`.
 #[test]
-#[ignore = "protocol finding: a record can name a seeder that lost its WAL (seeds 44, 94, 102 with 3 instances)"]
 fn an_accepted_value_whose_seeder_lost_its_disk() {
     for seed in [44, 94, 102] {
         let o = fenced_turmoil::run(seed, 3, &Faults::default());

@@ -45,6 +45,9 @@ pub enum SnapshotError {
     Store(#[from] StoreError),
 }
 
+/// How often a long transfer reports its progress.
+const PROGRESS_EVERY: u64 = 256 << 20;
+
 /// Metadata keys of snapshot objects.
 pub mod meta {
     pub const CLUSTER: &str = "cluster";
@@ -109,9 +112,15 @@ pub async fn take<S: ObjectStore>(
     // store aborts the upload instead of committing a short object.
     let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(4);
     let timeout = req.timeout;
+    let endpoint = req.endpoint.clone();
     let producer = tokio::spawn(async move {
         let mut check = TrailingHash::new();
         check.update(first.blob());
+        // Progress of long transfers, in the log (and so on the terminal of
+        // `eco snapshot now`): every PROGRESS_EVERY bytes.
+        let started = std::time::Instant::now();
+        let mut streamed = first.blob().len() as u64;
+        let mut next_report = PROGRESS_EVERY;
         if tx
             .send(Ok(Bytes::copy_from_slice(first.blob())))
             .await
@@ -128,6 +137,17 @@ pub async fn take<S: ObjectStore>(
             match next {
                 Ok(Some(m)) => {
                     check.update(m.blob());
+                    streamed += m.blob().len() as u64;
+                    if streamed >= next_report {
+                        next_report += PROGRESS_EVERY;
+                        let secs = started.elapsed().as_secs_f64().max(0.001);
+                        tracing::info!(
+                            %endpoint,
+                            mib = streamed >> 20,
+                            mib_per_s = format!("{:.0}", (streamed >> 20) as f64 / secs),
+                            "snapshot streaming"
+                        );
+                    }
                     if tx.send(Ok(Bytes::copy_from_slice(m.blob()))).await.is_err() {
                         return Err("the store stopped reading".to_string());
                     }

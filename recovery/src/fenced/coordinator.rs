@@ -447,14 +447,37 @@ impl Protocol {
         }
         // A value some promiser already accepted (the highest ballot's) is
         // carried on, for bootstrap too: it may have been chosen by a
-        // coordinator that crashed before it could record it.
+        // coordinator that crashed before it could record it — unless it
+        // can no longer be executed: its holder has since lost the data
+        // (its own report in this round says it holds nothing of `n`, or
+        // the provider certified it gone). Re-proposing it would record a
+        // seeder that cannot seed, and the others would move their copies
+        // aside to join it. Ranking afresh is safe: nothing acts on a value
+        // before its record exists, and the store's conditional create
+        // lets at most one record be made (if the old value's record was
+        // made after all, that record wins).
         let accepted = round
             .promises
             .values()
             .flatten()
             .max_by(|a, b| a.ballot.cmp(&b.ballot))
             .filter(|_| !self.cfg.faults.ignore_accepted_value);
-        let value = if let Some(a) = accepted {
+        let lost_holder = accepted.and_then(|a| match &a.value.source {
+            SeedSource::Member { holder, .. }
+                if self.provider_gone(holder)
+                    || round.reports.get(holder).is_some_and(|r| !r.holds(round.n)) =>
+            {
+                Some(holder.clone())
+            }
+            _ => None,
+        });
+        if let (Some(a), Some(holder)) = (accepted, &lost_holder) {
+            self.last_problem = Some(format!(
+                "the accepted value ({}) is abandoned: its holder {holder} no longer holds the data of incarnation {}",
+                a.value, round.n
+            ));
+        }
+        let value = if let Some(a) = accepted.filter(|_| lost_holder.is_none()) {
             a.value.clone()
         } else if round.n == 0 {
             match self.empty_value(&round, &records) {

@@ -290,3 +290,144 @@ fn a_fully_replaced_group_seeds_from_the_store() {
         "{r:?}"
     );
 }
+
+/// An accepted value whose holder has since lost its data is not
+/// re-proposed (found by `simulations sim-turmoil`, seeds 44, 94, 102 with
+/// three instances: the record named a seeder without a WAL, the others
+/// moved their copies aside to join it, and the writes only they held were
+/// lost). The coordinator ranks the surviving data afresh.
+#[test]
+fn an_accepted_value_whose_holder_lost_its_data_is_not_proposed_again() {
+    use super::{
+        AcceptedValue, Ballot, EffectKind, Envelope, Input, LocalData, Message, Observation,
+        PersistedState, Probe, Protocol, ProtocolConfig, SeedSource, SeedValue,
+        observation::DataReport,
+    };
+    use std::collections::{BTreeMap, BTreeSet};
+    let voters: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    let cfg = ProtocolConfig {
+        quorum_loss_timeout: 1_000,
+        min_probes: 1,
+        ..ProtocolConfig::default()
+    };
+    let persisted = PersistedState {
+        incarnation: 1,
+        voters: voters.clone(),
+        ..PersistedState::default()
+    };
+    let data = |commit_index| LocalData {
+        cluster_id: Some(7),
+        incarnation: 1,
+        commit_index,
+        applied_revision: 0,
+        has_data: true,
+    };
+    let mut p = Protocol::new("b", 11, cfg, Some(persisted));
+    p.handle(
+        0,
+        Input::Store(super::StoreFacts {
+            records: super::RecordListing::Complete(Vec::new()),
+            newest_snapshot: None,
+        }),
+    );
+    let mut fx = Vec::new();
+    for at in [0, 500, 1_000, 1_500] {
+        fx.extend(p.handle(
+            at,
+            Input::Observe(Observation {
+                at,
+                probe: Some(Probe::NoLeader),
+                peers: BTreeMap::new(),
+                certified_gone: BTreeSet::new(),
+            }),
+        ));
+        if fx
+            .iter()
+            .any(|e| matches!(e.kind, EffectKind::ReadLocalData))
+        {
+            fx.extend(p.handle(at, Input::LocalData(data(80))));
+            break;
+        }
+    }
+    let ballot = fx
+        .iter()
+        .find_map(|e| match &e.kind {
+            EffectKind::Send(Envelope {
+                message: Message::Prepare { ballot, .. },
+                ..
+            }) => Some(ballot.clone()),
+            _ => None,
+        })
+        .expect("b coordinates");
+    let answer = |from: &str, message: Message| {
+        Input::Message(Envelope {
+            from: from.into(),
+            from_boot: 1,
+            to: "b".into(),
+            to_boot: Some(11),
+            message,
+        })
+    };
+    // "a" accepted a value naming its own WAL, then lost its disk.
+    let stale = AcceptedValue {
+        ballot: Ballot::new(0, "c"),
+        value: SeedValue {
+            source: SeedSource::Member {
+                holder: "a".into(),
+                cluster_id: Some(7),
+                incarnation: 1,
+                commit_index: 100,
+                revision: 0,
+            },
+            seeder: "a".into(),
+        },
+    };
+    let mut out = Vec::new();
+    for (from, accepted, report) in [
+        ("a", Some(stale), LocalData::empty()),
+        ("c", None, data(90)),
+    ] {
+        out.extend(p.handle(
+            1_600,
+            answer(
+                from,
+                Message::Promise {
+                    target: 2,
+                    ballot: ballot.clone(),
+                    accepted,
+                },
+            ),
+        ));
+        out.extend(p.handle(
+            1_600,
+            answer(
+                from,
+                Message::Report {
+                    target: 2,
+                    ballot: ballot.clone(),
+                    report: DataReport {
+                        data: report,
+                        has_state: true,
+                    },
+                },
+            ),
+        ));
+    }
+    let proposed: Vec<SeedValue> = out
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EffectKind::Send(Envelope {
+                message: Message::Accept { value, .. },
+                ..
+            }) => Some(value.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(!proposed.is_empty(), "a proposal: {out:?}");
+    for v in proposed {
+        assert_eq!(
+            v.seeder, "c",
+            "the best surviving data seeds, not a's lost WAL: {v}"
+        );
+    }
+}

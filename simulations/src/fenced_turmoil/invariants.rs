@@ -10,7 +10,8 @@
 //! - a promise or acceptance is persisted before it is sent, and the
 //!   persisted promise never goes back (restarts included, disk loss
 //!   excepted);
-//! - no two values chosen for one incarnation;
+//! - no two values chosen for one incarnation (unless the first one's
+//!   holder lost its data: that value is abandoned, never recorded);
 //! - the old incarnation never has a leader once a newer record exists
 //!   (checked in [`super::world::World::tick_clusters`]).
 //!
@@ -224,6 +225,12 @@ impl World {
             .map_or(1, |c| c.voters.len());
         if count >= majority(voters) {
             match self.chosen.get(&target) {
+                // A chosen value whose holder lost its data (or was
+                // terminated) can never be executed: the protocol abandons
+                // it before any record names it and may choose again.
+                Some(v) if *v != value && self.unexecutable(v, target - 1) => {
+                    self.chosen.insert(target, value);
+                }
                 Some(v) if *v != value => {
                     let v = v.clone();
                     self.violation(format!(
@@ -235,6 +242,19 @@ impl World {
                     self.chosen.insert(target, value);
                 }
             }
+        }
+    }
+
+    /// `v` seeds from a member's WAL of incarnation `n` that member no
+    /// longer holds.
+    fn unexecutable(&self, v: &recovery::fenced::SeedValue, n: u64) -> bool {
+        match &v.source {
+            recovery::fenced::SeedSource::Member { holder, .. } => self
+                .slots
+                .iter()
+                .find(|s| s.id == *holder)
+                .is_none_or(|s| s.terminated || !(s.etcd.has_data && s.etcd.incarnation == n)),
+            _ => false,
         }
     }
 }

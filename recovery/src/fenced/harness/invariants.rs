@@ -191,6 +191,13 @@ impl World {
         let quorum = majority(self.voters.len());
         if count >= quorum {
             match self.chosen.get(&target) {
+                // A chosen value whose holder has lost its data can never be
+                // executed: the protocol abandons it (no record names it:
+                // the store's conditional create is the commit point) and
+                // may choose again.
+                Some(v) if *v != value && self.unexecutable(v) => {
+                    self.chosen.insert(target, value);
+                }
                 Some(v) if *v != value => {
                     let v = v.clone();
                     self.violation(format!(
@@ -202,6 +209,18 @@ impl World {
                     self.chosen.insert(target, value);
                 }
             }
+        }
+    }
+
+    /// `v` seeds from a member's WAL and that member no longer holds it.
+    fn unexecutable(&self, v: &crate::fenced::SeedValue) -> bool {
+        match &v.source {
+            crate::fenced::SeedSource::Member { holder, .. } => self
+                .nodes
+                .iter()
+                .find(|n| n.id == *holder)
+                .is_none_or(|n| !(n.data.has_data && n.data.incarnation == OLD)),
+            _ => false,
         }
     }
 
