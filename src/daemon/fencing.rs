@@ -125,6 +125,19 @@ impl Daemon {
         for input in inputs {
             self.fence_feed(now_ms, input).await;
         }
+        // A promise freezes this instance: its etcd must not run, even if
+        // the stop that came with the freeze failed (a promise resent by a
+        // retransmitted prepare carries no second freeze).
+        let frozen = self
+            .fencing
+            .as_ref()
+            .is_some_and(|f| f.protocol.is_frozen());
+        if frozen && self.supervisor.status().borrow().running {
+            tracing::warn!("frozen by a promise but etcd runs: stopping it");
+            if let Err(e) = self.supervisor.stop().await {
+                tracing::error!(error = %e, "cannot stop etcd while frozen; retrying next pass");
+            }
+        }
         if let Some(plan) = self.fencing.as_ref().and_then(|f| f.pending_seed.clone()) {
             self.run_seed(now_ms, plan).await;
         }
