@@ -504,17 +504,18 @@ impl Daemon {
         let Some(f) = self.fencing.as_ref() else {
             return;
         };
-        let seeding = f.protocol.state().seed_pending || f.pending_seed.is_some();
-        let Some(record) = f.protocol.state().decided.clone() else {
-            return;
-        };
         let ours = self.state.as_ref().map_or(0, |s| s.incarnation);
-        if seeding || record.incarnation <= ours {
+        let owed = f
+            .protocol
+            .join_owed(ours)
+            .filter(|_| f.pending_seed.is_none())
+            .cloned();
+        let Some(record) = owed else {
             if let Some(f) = self.fencing.as_mut() {
                 f.join_pending = false;
             }
             return;
-        }
+        };
         let joined = self.join_incarnation(&record).await;
         if let Some(f) = self.fencing.as_mut() {
             f.acted = true;

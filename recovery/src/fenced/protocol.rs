@@ -170,6 +170,17 @@ impl Protocol {
         self.state.frozen
     }
 
+    /// The decided record this instance still has to join, given the
+    /// incarnation its state file is at: a `Join` that failed or was cut
+    /// by a crash is owed until the state file reaches the record. Nothing
+    /// is owed while this instance is the record's pending seeder.
+    pub fn join_owed(&self, local_incarnation: Incarnation) -> Option<&SeedRecord> {
+        self.state
+            .decided
+            .as_ref()
+            .filter(|r| !self.state.seed_pending && r.incarnation > local_incarnation)
+    }
+
     /// Handle one input; execute the returned effects in order.
     pub fn handle(&mut self, now: Millis, input: Input) -> Vec<Effect> {
         self.now = self.now.max(now);

@@ -431,3 +431,63 @@ fn an_accepted_value_whose_holder_lost_its_data_is_not_proposed_again() {
         );
     }
 }
+
+/// `join_owed`: the decided record is owed to a state file behind it, not
+/// to one that reached it, and never while this instance is its seeder.
+#[test]
+fn a_join_is_owed_until_the_state_file_reaches_the_decided_record() {
+    use super::{
+        Ballot, PersistedState, Protocol, ProtocolConfig, SeedRecord, SeedSource, SeedValue,
+    };
+    let record = SeedRecord {
+        incarnation: 3,
+        value: SeedValue {
+            source: SeedSource::Empty,
+            seeder: "a".into(),
+        },
+        ballot: Ballot::new(1, "a"),
+        voters: vec!["a".into()],
+        token_suffix: 1,
+        data_loss: false,
+    };
+    let with = |seed_pending: bool, decided: Option<SeedRecord>| {
+        let persisted = PersistedState {
+            incarnation: 3,
+            decided,
+            seed_pending,
+            ..PersistedState::default()
+        };
+        Protocol::new("b", 1, ProtocolConfig::default(), Some(persisted))
+    };
+    let cases = [
+        (
+            false,
+            Some(record.clone()),
+            2,
+            true,
+            "state file behind: join",
+        ),
+        (
+            false,
+            Some(record.clone()),
+            3,
+            false,
+            "state file reached it",
+        ),
+        (
+            true,
+            Some(record.clone()),
+            2,
+            false,
+            "this instance seeds it",
+        ),
+        (false, None, 0, false, "nothing decided"),
+    ];
+    for (seed_pending, decided, local, owed, name) in cases {
+        assert_eq!(
+            with(seed_pending, decided).join_owed(local).is_some(),
+            owed,
+            "{name}"
+        );
+    }
+}
