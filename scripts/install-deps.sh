@@ -69,6 +69,6 @@ if [ ! -x "$tools/etcd-3.5/bin/etcdutl" ]; then
 fi
 
 for v in 3.4 3.5; do
-  "$tools/etcd-$v/bin/etcd" --version | head -1 | sed "s/^/install-deps: etcd-$v: /" >&2
+  "$tools/etcd-$v/bin/etcd" --version | sed -n "1s/^/install-deps: etcd-$v: /p" >&2
 done
 command -v protoc >/dev/null && log "$(protoc --version)"
