@@ -24,33 +24,7 @@ enum Command {
     /// injects its fault, waits for the cluster to be whole, and verifies
     /// that no acknowledged write was lost. Exits 1 if any scenario fails.
     /// Needs `cargo build --release -p eco` and scripts/install-deps.sh.
-    Chaos {
-        /// Scenario names, comma-separated, or `all`.
-        #[arg(long, value_delimiter = ',', default_value = "all")]
-        scenario: Vec<String>,
-        /// Instances in the group (3 or 5).
-        #[arg(long, default_value_t = 3)]
-        instances: usize,
-        /// Print one JSON object `{"scenarios": [...]}`.
-        #[arg(long)]
-        json: bool,
-        /// Also write a Markdown report and one SVG timeline per scenario
-        /// into this directory.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// `recovery.quorum_loss_timeout` of the instances, in seconds.
-        #[arg(long, default_value_t = 5)]
-        quorum_loss_timeout_s: u64,
-        /// Writes per second of the load.
-        #[arg(long, default_value_t = 200)]
-        rate: u32,
-        /// Directory with etcd, etcdctl, etcdutl [default: .tools/etcd-3.5/bin].
-        #[arg(long)]
-        etcd_bin_dir: Option<PathBuf>,
-        /// The eco binary [default: $ECO_BIN, else target/release/eco].
-        #[arg(long)]
-        eco_bin: Option<PathBuf>,
-    },
+    Chaos(ChaosArgs),
     /// Measure gossip on a simulated network: time to detect a crashed node,
     /// time for a state change to reach every node, and bandwidth per node.
     GossipBench {
@@ -141,28 +115,43 @@ enum Command {
     },
 }
 
+/// `simulations chaos`'s options.
+#[derive(clap::Args)]
+struct ChaosArgs {
+    /// Scenario names, comma-separated, or `all`.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    scenario: Vec<String>,
+    /// Instances in the group (3 or 5).
+    #[arg(long, default_value_t = 3)]
+    instances: usize,
+    /// Print one JSON object `{"scenarios": [...]}`.
+    #[arg(long)]
+    json: bool,
+    /// Also write a Markdown report and one SVG timeline per scenario
+    /// into this directory.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// `recovery.quorum_loss_timeout` of the instances, in seconds.
+    #[arg(long, default_value_t = 5)]
+    quorum_loss_timeout_s: u64,
+    /// Writes per second of the load.
+    #[arg(long, default_value_t = 200)]
+    rate: u32,
+    /// Runs of each scenario; the report adds their medians.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Directory with etcd, etcdctl, etcdutl [default: .tools/etcd-3.5/bin].
+    #[arg(long)]
+    etcd_bin_dir: Option<PathBuf>,
+    /// The eco binary [default: $ECO_BIN, else target/release/eco].
+    #[arg(long)]
+    eco_bin: Option<PathBuf>,
+}
+
 fn main() {
     match Cli::parse().command {
-        Command::Chaos {
-            scenario,
-            instances,
-            json,
-            out,
-            quorum_loss_timeout_s,
-            rate,
-            etcd_bin_dir,
-            eco_bin,
-        } => {
-            let code = chaos_command(
-                &scenario,
-                instances,
-                json,
-                out,
-                quorum_loss_timeout_s,
-                rate,
-                etcd_bin_dir,
-                eco_bin,
-            );
+        Command::Chaos(args) => {
+            let code = chaos_command(&args);
             std::process::exit(code);
         }
         Command::SnapshotBench {
@@ -326,7 +315,7 @@ fn sim_turmoil(seeds: u64, from: u64, nodes: &[usize], seed: Option<u64>, json: 
         println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
     } else {
         println!(
-            "seeds {}..{} x sizes {:?}: {} runs in {:.1} s, {} with violations {:?} (first: {:?}); {} recovered through the protocol, {} correctly waiting, {} lost acknowledged writes no survivor held; {} steps",
+            "seeds {}..{} x sizes {:?}: {} runs in {:.1} s, {} with violations {:?} (first: {:?}); {} recovered through the protocol, {} correctly waiting, {} lost acknowledged writes no survivor held, {} lost {} as the documented residual; {} steps",
             from,
             from + seeds,
             nodes,
@@ -338,6 +327,8 @@ fn sim_turmoil(seeds: u64, from: u64, nodes: &[usize], seed: Option<u64>, json: 
             s.recovered,
             s.waiting,
             s.runs_with_lost_writes,
+            s.runs_with_residual,
+            s.residual_writes,
             s.steps
         );
     }
@@ -345,17 +336,21 @@ fn sim_turmoil(seeds: u64, from: u64, nodes: &[usize], seed: Option<u64>, json: 
 }
 
 /// `simulations chaos`; returns the exit code.
-#[allow(clippy::too_many_arguments)]
-fn chaos_command(
-    names: &[String],
-    instances: usize,
-    json: bool,
-    out: Option<PathBuf>,
-    quorum_loss_timeout_s: u64,
-    rate: u32,
-    etcd_bin_dir: Option<PathBuf>,
-    eco_bin: Option<PathBuf>,
-) -> i32 {
+fn chaos_command(args: &ChaosArgs) -> i32 {
+    let ChaosArgs {
+        scenario: names,
+        instances,
+        json,
+        out,
+        quorum_loss_timeout_s,
+        rate,
+        runs,
+        etcd_bin_dir,
+        eco_bin,
+    } = args;
+    let (instances, json, quorum_loss_timeout_s, rate, runs) =
+        (*instances, *json, *quorum_loss_timeout_s, *rate, *runs);
+    let (out, etcd_bin_dir, eco_bin) = (out.clone(), etcd_bin_dir.clone(), eco_bin.clone());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(PathBuf::from)
@@ -394,23 +389,36 @@ fn chaos_command(
         quorum_loss_timeout_s,
         rate,
         work,
+        runs,
     };
     let outcomes = chaos::run_all(&opts);
+    let medians = chaos::medians::summarize(&outcomes);
     if json {
-        let doc = serde_json::json!({ "scenarios": outcomes });
+        let doc = serde_json::json!({ "scenarios": outcomes, "medians": medians });
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
         print!("{}", chaos::report::table(&outcomes));
+        if runs > 1 {
+            println!("\nMedians over {runs} runs:\n");
+            print!("{}", chaos::medians::markdown_table(&medians));
+        }
     }
     if let Some(dir) = out {
         let command = format!(
-            "cargo run --release -p simulations -- chaos --scenario {} --instances {instances}",
+            "cargo run --release -p simulations -- chaos --scenario {} --instances {instances} --runs {runs}",
             names.join(",")
         );
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(&dir)?;
             let report = dir.join(format!("report-{instances}.md"));
-            std::fs::write(&report, chaos::report::markdown(&outcomes, &command))?;
+            let mut text = chaos::report::markdown(&outcomes, &command);
+            if runs > 1 {
+                text.push_str(&format!(
+                    "## Medians over {runs} runs\n\n{}",
+                    chaos::medians::markdown_table(&medians)
+                ));
+            }
+            std::fs::write(&report, text)?;
             for o in outcomes.iter().filter(|o| o.skipped.is_none()) {
                 std::fs::write(
                     dir.join(chaos::report::svg_file_name(o)),

@@ -135,8 +135,9 @@ pub fn incarnation_record(
 }
 
 /// The newest snapshot among `objects` (by incarnation, then revision),
-/// with its recorded position. The commit index is the raft index the
-/// member reported just before the snapshot: a lower bound, so the store
+/// with its recorded position. The commit index is the raft applied index
+/// the member reported just before the snapshot
+/// (`snapshot::take::recorded_position`): a lower bound, so the store
 /// never outranks live data it does not really exceed.
 pub fn newest_snapshot(objects: &[ObjectInfo]) -> Option<SnapshotFacts> {
     objects

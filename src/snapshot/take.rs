@@ -30,9 +30,26 @@ pub struct SnapshotRequest {
 pub struct TakenSnapshot {
     pub name: SnapshotName,
     pub object: ObjectInfo,
-    /// Raft index of the member just before the snapshot (a lower bound of
-    /// the snapshot's commit index).
+    /// The position recorded for the snapshot: the member's raft
+    /// *applied* index just before it ([`recorded_position`]).
     pub raft_index: u64,
+}
+
+/// The raft index recorded with a snapshot, which the quorum-loss ranking
+/// compares with survivors' WAL commit indexes: it must be a lower bound
+/// of what the snapshot holds. The backend a snapshot streams holds every
+/// entry *applied* when it starts, and the applied index only grows, so
+/// the applied index read just before is such a bound; the commit index
+/// is not (with an apply backlog it runs ahead of the backend, and the
+/// store would outrank a survivor that holds entries the snapshot lacks).
+/// A server that reports no applied index (0) falls back to the commit
+/// index.
+pub fn recorded_position(raft_index: u64, raft_applied_index: u64) -> u64 {
+    if raft_applied_index == 0 {
+        raft_index
+    } else {
+        raft_applied_index.min(raft_index)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +87,7 @@ pub async fn take<S: ObjectStore>(
     };
     let mut client = probe::connect(&req.endpoint, req.timeout).await?;
     let status = probe::status(&mut client, &req.endpoint, req.timeout).await?;
+    let position = recorded_position(status.raft_index, status.raft_applied_index);
     let mut stream = tokio::time::timeout(req.timeout, client.snapshot())
         .await
         .map_err(|_| stream_err(format!("no answer within {:?}", req.timeout)))?
@@ -101,7 +119,7 @@ pub async fn take<S: ObjectStore>(
         (meta::INCARNATION.to_string(), req.incarnation.to_string()),
         (meta::TOKEN.to_string(), req.token.clone()),
         (meta::REVISION.to_string(), revision.to_string()),
-        (meta::RAFT_INDEX.to_string(), status.raft_index.to_string()),
+        (meta::RAFT_INDEX.to_string(), position.to_string()),
         (meta::ETCD_VERSION.to_string(), status.version.clone()),
         (meta::INSTANCE.to_string(), req.instance.clone()),
         (meta::CREATED_UNIX_MS.to_string(), created.to_string()),
@@ -186,6 +204,20 @@ pub async fn take<S: ObjectStore>(
     Ok(TakenSnapshot {
         name,
         object,
-        raft_index: status.raft_index,
+        raft_index: position,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recorded_position;
+
+    #[test]
+    fn the_recorded_position_never_exceeds_what_was_applied() {
+        // An apply backlog: committed 120, applied 100 → 100.
+        assert_eq!(recorded_position(120, 100), 100);
+        assert_eq!(recorded_position(100, 100), 100);
+        // A server without an applied index (0): the commit index.
+        assert_eq!(recorded_position(100, 0), 100);
+    }
 }

@@ -143,7 +143,16 @@ impl Protocol {
         let mut voters: Vec<InstanceId> = if n == 0 {
             self.group.instances.iter().cloned().collect()
         } else {
-            self.state.voters.clone()
+            // This instance's view of V_n and the store's record of it:
+            // an instance cut off while a member joined has an older view.
+            let mut v = self.state.voters.clone();
+            for id in self.listed_voters(n) {
+                if !v.contains(&id) {
+                    v.push(id);
+                }
+            }
+            v.sort();
+            v
         };
         if self.cfg.faults.count_fresh_as_acceptors {
             voters = self.live_ids().into_iter().collect();
@@ -210,6 +219,50 @@ impl Protocol {
             targets.push(self.me.clone());
         }
         targets
+    }
+
+    /// `V_n` as the store's record of incarnation `n` lists it (the daemon
+    /// keeps it current at every membership change); empty when the store
+    /// was not listed completely or holds no record of `n`.
+    pub(super) fn listed_voters(&self, n: Incarnation) -> Vec<InstanceId> {
+        match self.store.as_ref().map(|s| &s.records) {
+            Some(RecordListing::Complete(records)) => records
+                .iter()
+                .find(|r| r.incarnation == n)
+                .map(|r| r.voters.clone())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Members of `V_n` the round did not know (from a member's state
+    /// file or the store's record) become acceptors of the round while it
+    /// still collects: it waits for their promise and report too, and
+    /// prepares them at the next retransmission. Once proposing, the set
+    /// is fixed (every member known then had reported).
+    pub(super) fn widen_round(&mut self, ids: &[InstanceId], how: &str) {
+        let Some(round) = self.round.as_mut() else {
+            return;
+        };
+        if !matches!(round.stage, Stage::Collecting) || round.n == 0 {
+            return;
+        }
+        let new: Vec<InstanceId> = ids
+            .iter()
+            .filter(|id| !round.voters.contains(*id))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        round.voters.extend(new.iter().cloned());
+        round.voters.sort();
+        // Prepare them at the next pass.
+        round.last_send = 0;
+        self.last_problem = Some(format!(
+            "{new:?} are members of V_{} too ({how}); waiting for them as well",
+            round.n
+        ));
     }
 
     /// Abort the round and back off before trying again.
@@ -663,7 +716,9 @@ impl Protocol {
                 ballot,
                 report,
             } if target == round.target && ballot == round.ballot => {
-                round.reports.insert(from, report);
+                let voters = report.voters.clone();
+                round.reports.insert(from.clone(), report);
+                self.widen_round(&voters, &format!("{from}'s state file lists it"));
             }
             Message::Accepted { target, ballot }
                 if target == round.target && ballot == round.ballot =>

@@ -111,6 +111,11 @@ pub struct DataReport {
     pub data: LocalData,
     /// It holds a state file of a seeded cluster (incarnation ≥ 1).
     pub has_state: bool,
+    /// `V_n` as this member's state file knows it. A coordinator whose own
+    /// view is older (it was cut off while a member joined) learns the
+    /// members it missed from here and waits for them too.
+    #[serde(default)]
+    pub voters: Vec<InstanceId>,
 }
 
 impl DataReport {

@@ -275,6 +275,7 @@ impl Protocol {
         self.local.clone().map(|data| DataReport {
             data,
             has_state: self.state.has_state(),
+            voters: self.state.voters.clone(),
         })
     }
 
@@ -340,6 +341,10 @@ impl Protocol {
         let RecordListing::Complete(records) = listing else {
             return;
         };
+        if let Some(n) = self.round.as_ref().map(|r| r.n) {
+            let listed = self.listed_voters(n);
+            self.widen_round(&listed, "the store's record lists it");
+        }
         // A record newer than what this instance knows wins.
         if let Some(newest) = records.iter().max_by_key(|r| r.incarnation) {
             if newest.incarnation > self.state.incarnation {

@@ -166,6 +166,7 @@ mod tests {
                 has_data: true,
             },
             has_state: true,
+            voters: Vec::new(),
         }
     }
 
@@ -196,6 +197,7 @@ mod tests {
         let empty = DataReport {
             data: LocalData::empty(),
             has_state: false,
+            voters: Vec::new(),
         };
         #[allow(clippy::type_complexity)]
         let cases: Vec<(&str, Vec<(&str, DataReport)>, Option<SnapshotFacts>, &str)> = vec![

@@ -408,6 +408,7 @@ fn an_accepted_value_whose_holder_lost_its_data_is_not_proposed_again() {
                     report: DataReport {
                         data: report,
                         has_state: true,
+                        voters: Vec::new(),
                     },
                 },
             ),
@@ -489,5 +490,178 @@ fn a_join_is_owed_until_the_state_file_reaches_the_decided_record() {
             owed,
             "{name}"
         );
+    }
+}
+
+/// A coordinator whose own `V_n` is older than the cluster's (it was cut
+/// off while `d` joined) learns of `d` — from another member's report or
+/// from the store's record — and waits for `d` too: `d` may hold the
+/// newest data (found by `simulations sim-turmoil`, seed 292 with three
+/// instances and a group grown mid-run: the record seeded from the
+/// coordinator's stale WAL while `d` held 141 newer acknowledged writes).
+#[test]
+fn a_member_the_coordinator_did_not_know_is_waited_for() {
+    use super::{
+        Ballot, EffectKind, Envelope, Input, LocalData, Message, Observation, PersistedState,
+        Probe, Protocol, ProtocolConfig, RecordListing, SeedRecord, SeedSource, SeedValue,
+        StoreFacts, observation::DataReport,
+    };
+    use std::collections::{BTreeMap, BTreeSet};
+    let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let data = |commit_index| LocalData {
+        cluster_id: Some(7),
+        incarnation: 1,
+        commit_index,
+        applied_revision: 0,
+        has_data: true,
+    };
+    let record_1 = |voters: Vec<String>| SeedRecord {
+        incarnation: 1,
+        value: SeedValue {
+            source: SeedSource::Empty,
+            seeder: "a".into(),
+        },
+        ballot: Ballot::new(0, ""),
+        voters,
+        token_suffix: 0,
+        data_loss: false,
+    };
+    // `listed`: V_1 in the store's record; `d_via_report`: c's report
+    // names d. Either way the proposal must wait for d and seed from it.
+    for (listed, d_via_report) in [
+        (ids(&["a", "b", "c"]), true),
+        (ids(&["a", "b", "c", "d"]), false),
+    ] {
+        let cfg = ProtocolConfig {
+            quorum_loss_timeout: 1_000,
+            min_probes: 1,
+            ..ProtocolConfig::default()
+        };
+        let persisted = PersistedState {
+            incarnation: 1,
+            voters: ids(&["a", "b", "c"]),
+            ..PersistedState::default()
+        };
+        let mut p = Protocol::new("a", 11, cfg, Some(persisted));
+        p.handle(
+            0,
+            Input::Store(StoreFacts {
+                records: RecordListing::Complete(vec![record_1(listed.clone())]),
+                newest_snapshot: None,
+            }),
+        );
+        let mut fx = Vec::new();
+        for at in [0, 500, 1_000, 1_500] {
+            fx.extend(p.handle(
+                at,
+                Input::Observe(Observation {
+                    at,
+                    probe: Some(Probe::NoLeader),
+                    peers: BTreeMap::new(),
+                    certified_gone: BTreeSet::new(),
+                }),
+            ));
+            if fx
+                .iter()
+                .any(|e| matches!(e.kind, EffectKind::ReadLocalData))
+            {
+                fx.extend(p.handle(at, Input::LocalData(data(80))));
+                break;
+            }
+        }
+        let prepared: Vec<(String, Ballot)> = fx
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EffectKind::Send(Envelope {
+                    to,
+                    message: Message::Prepare { ballot, .. },
+                    ..
+                }) => Some((to.clone(), ballot.clone())),
+                _ => None,
+            })
+            .collect();
+        let ballot = prepared
+            .first()
+            .map(|(_, b)| b.clone())
+            .expect("a coordinates");
+        assert_eq!(
+            prepared.iter().any(|(to, _)| to == "d"),
+            !d_via_report,
+            "d is prepared at once only when the store lists it: {prepared:?}"
+        );
+        let answer = |from: &str, message: Message| {
+            Input::Message(Envelope {
+                from: from.into(),
+                from_boot: 1,
+                to: "a".into(),
+                to_boot: Some(11),
+                message,
+            })
+        };
+        let mut out = Vec::new();
+        let answer_from = |p: &mut Protocol, from: &str, commit: u64, voters: Vec<String>| {
+            let mut fx = p.handle(
+                1_600,
+                answer(
+                    from,
+                    Message::Promise {
+                        target: 2,
+                        ballot: ballot.clone(),
+                        accepted: None,
+                    },
+                ),
+            );
+            fx.extend(p.handle(
+                1_600,
+                answer(
+                    from,
+                    Message::Report {
+                        target: 2,
+                        ballot: ballot.clone(),
+                        report: DataReport {
+                            data: data(commit),
+                            has_state: true,
+                            voters,
+                        },
+                    },
+                ),
+            ));
+            fx
+        };
+        let c_view = if d_via_report {
+            ids(&["a", "b", "c", "d"])
+        } else {
+            ids(&["a", "b", "c"])
+        };
+        out.extend(answer_from(&mut p, "b", 70, ids(&["a", "b", "c"])));
+        out.extend(answer_from(&mut p, "c", 90, c_view));
+        let proposes = |fx: &[super::Effect]| {
+            fx.iter()
+                .filter_map(|e| match &e.kind {
+                    EffectKind::Send(Envelope {
+                        message: Message::Accept { value, .. },
+                        ..
+                    }) => Some(value.clone()),
+                    _ => None,
+                })
+                .collect::<Vec<SeedValue>>()
+        };
+        assert!(
+            proposes(&out).is_empty(),
+            "no proposal before d answered: {:?}",
+            p.explain()
+        );
+        let explained = p.explain();
+        assert!(
+            explained
+                .waiting_for
+                .iter()
+                .any(|w| w.starts_with("waiting for d ")),
+            "{explained:?}"
+        );
+        let out = answer_from(&mut p, "d", 120, ids(&["a", "b", "c", "d"]));
+        let proposed = proposes(&out);
+        assert!(!proposed.is_empty(), "a proposal once d answered");
+        assert!(proposed.iter().all(|v| v.seeder == "d"), "{proposed:?}");
     }
 }

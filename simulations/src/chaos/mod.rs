@@ -20,6 +20,7 @@
 
 pub mod cluster;
 pub mod load;
+pub mod medians;
 pub mod observe;
 pub mod outcome;
 pub mod report;
@@ -47,6 +48,8 @@ pub struct Options {
     pub rate: u32,
     /// Where each run's directories go (kept on failure for the logs).
     pub work: PathBuf,
+    /// Runs of each scenario (their medians are reported).
+    pub runs: usize,
 }
 
 /// Bound of every wait for the cluster to be whole.
@@ -88,39 +91,53 @@ pub fn run_all(opts: &Options) -> Vec<Outcome> {
     }
     clean_up_on_signal();
     let mut out = Vec::new();
+    let runs = opts.runs.max(1);
     for (i, s) in opts.scenarios.iter().enumerate() {
-        let mut o = Outcome {
-            name: s.name().to_string(),
-            instances: opts.instances,
-            lossy: s.lossy(),
-            quorum_loss_timeout_s: opts.quorum_loss_timeout_s as f64,
-            ..Outcome::default()
-        };
-        if let Some(why) = s.unsupported() {
-            o.skipped = Some(why);
-            o.passed = true;
-            out.push(o);
-            continue;
+        for run in 0..runs {
+            out.push(run_scenario(*s, opts, i * runs + run, run));
         }
-        eprintln!("==> {} ({} instances)", s.name(), opts.instances);
-        // A fresh address block per scenario: no TIME_WAIT or stale peer
-        // from the previous one.
-        let net = 40 + (i % 200) as u8;
-        if let Err(e) = run_one(*s, opts, net, &mut o) {
-            o.failures.push(format!("{e:#}"));
-        }
-        o.passed = o.failures.is_empty();
-        eprintln!(
-            "    {}",
-            if o.passed {
-                "passed".to_string()
-            } else {
-                format!("FAILED: {}", o.failures.join("; "))
-            }
-        );
-        out.push(o);
     }
     out
+}
+
+/// Run `run` of scenario `s`; `slot` picks its address block.
+fn run_scenario(s: Scenario, opts: &Options, slot: usize, run: usize) -> Outcome {
+    let mut o = Outcome {
+        name: s.name().to_string(),
+        instances: opts.instances,
+        run,
+        lossy: s.lossy(),
+        quorum_loss_timeout_s: opts.quorum_loss_timeout_s as f64,
+        ..Outcome::default()
+    };
+    if let Some(why) = s.unsupported() {
+        o.skipped = Some(why);
+        o.passed = true;
+        return o;
+    }
+    eprintln!(
+        "==> {} ({} instances, run {} of {})",
+        s.name(),
+        opts.instances,
+        run + 1,
+        opts.runs.max(1)
+    );
+    // A fresh address block per scenario run: no TIME_WAIT or stale
+    // peer from the previous one.
+    let net = 40 + (slot % 200) as u8;
+    if let Err(e) = run_one(s, opts, net, &mut o) {
+        o.failures.push(format!("{e:#}"));
+    }
+    o.passed = o.failures.is_empty();
+    eprintln!(
+        "    {}",
+        if o.passed {
+            "passed".to_string()
+        } else {
+            format!("FAILED: {}", o.failures.join("; "))
+        }
+    );
+    o
 }
 
 fn secs(d: Duration) -> f64 {
@@ -132,7 +149,9 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
         .enable_all()
         .build()
         .context("runtime")?;
-    let root = opts.work.join(format!("{}-{}", opts.instances, s.name()));
+    let root = opts
+        .work
+        .join(format!("{}-{}-r{}", opts.instances, s.name(), o.run));
     if root.exists() {
         std::fs::remove_dir_all(&root).context("clean the previous run")?;
     }

@@ -31,6 +31,8 @@ pub struct Mark {
 pub struct Outcome {
     pub name: String,
     pub instances: usize,
+    /// Which run of the scenario this is (`chaos --runs K`: 0..K).
+    pub run: usize,
     pub passed: bool,
     /// Why the scenario was not run (e.g. partitions need root and nft).
     pub skipped: Option<String>,

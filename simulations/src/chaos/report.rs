@@ -68,8 +68,13 @@ fn yes_no(b: bool) -> &'static str {
 fn row(o: &Outcome) -> [String; 9] {
     let ran = o.skipped.is_none();
     let if_ran = |s: String| if ran { s } else { "-".to_string() };
+    let name = if o.run == 0 {
+        o.name.clone()
+    } else {
+        format!("{} (run {})", o.name, o.run + 1)
+    };
     [
-        o.name.clone(),
+        name,
         o.instances.to_string(),
         result_word(o).to_string(),
         if_ran(o.acked_writes.to_string()),
@@ -306,7 +311,11 @@ fn markdown_section(out: &mut String, o: &Outcome) {
 
 /// The file name of a scenario's SVG timeline (what the Markdown links to).
 pub fn svg_file_name(o: &Outcome) -> String {
-    format!("timeline-{}-{}.svg", o.instances, o.name)
+    if o.run == 0 {
+        format!("timeline-{}-{}.svg", o.instances, o.name)
+    } else {
+        format!("timeline-{}-{}-r{}.svg", o.instances, o.name, o.run)
+    }
 }
 
 // Layout of the SVG timeline, in pixels.

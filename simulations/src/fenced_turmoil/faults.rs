@@ -1,8 +1,12 @@
 //! The faults a seed injects, all of them things turmoil (or the
-//! provider) can do: partitions of random subsets, the coordinator (the
-//! lowest live id) isolated, one-way partitions, message loss, crashes
-//! with restart (with or without the disk), a host down for good, an
-//! instance terminated and replaced by a new id, store outages. They stop
+//! provider) can do: partitions of random subsets (gossip and etcd traffic
+//! together, or only one of them), the coordinator (the lowest live id)
+//! isolated, one-way partitions, message loss, crashes with restart (with
+//! or without the disk), a host down for good, an instance terminated and
+//! replaced by a new id, the group grown or shrunk (the desired size
+//! changed), `kill -9` of every instance while applying lags committing,
+//! store outages, listings whose continuation pages fail, every snapshot
+//! deleted from the store. They stop
 //! at [`FAULTS_UNTIL`]; then everything heals and every crashed host that
 //! may come back restarts. A [`Targeted`] fault hits a moment of the
 //! protocol instead of a time.
@@ -18,6 +22,11 @@ pub const FAULTS_UNTIL: Millis = 30_000;
 pub enum Fault {
     /// Cut these hosts from all others (both directions).
     Split(Vec<usize>),
+    /// Cut only etcd traffic (raft, client) between these hosts and the
+    /// others; gossip passes.
+    SplitEtcd(Vec<usize>),
+    /// Cut only gossip between these hosts and the others; etcd passes.
+    SplitGossip(Vec<usize>),
     /// Cut the lowest live instance id (the first coordinator) from all.
     IsolateCoordinator,
     /// Drop traffic from `.0` to `.1` only.
@@ -42,6 +51,19 @@ pub enum Fault {
     },
     StoreDown,
     StoreUp,
+    /// The desired size grows: start slot `.0` (a new id, empty disk)
+    /// without terminating anyone.
+    Grow(usize),
+    /// The desired size shrinks: terminate the host (certified gone), no
+    /// replacement.
+    Shrink(usize),
+    /// Members apply slowly (a backlog between commit and applied grows),
+    /// or no longer.
+    SlowApply(bool),
+    /// Continuation pages of the store's listings fail, or no longer.
+    ListingTruncated(bool),
+    /// Every snapshot is deleted from the store.
+    DeleteSnapshots,
 }
 
 /// A crash aimed at a moment of the protocol, whenever it comes (faults
@@ -75,14 +97,65 @@ pub struct Plan {
 impl Plan {
     pub fn generate(seed: u64, nodes: usize) -> Plan {
         let mut rng = Rng::new(seed.wrapping_mul(0x9e37).wrapping_add(nodes as u64));
-        let spares = if nodes >= 5 { 2 } else { 1 };
+        let spares = if nodes >= 5 { 3 } else { 2 };
         let mut events = Vec::new();
         let mut used_spares = 0;
         let mut forever = false;
+        // A second stream for the kinds added later (independent cuts,
+        // size changes, apply backlogs, listings, deleted snapshots).
+        let mut more = Rng::new(seed ^ 0x0dd_fa17 ^ nodes as u64);
+        let mut shrunk = false;
         let count = rng.range(2, 7);
         for _ in 0..count {
             let at = rng.range(WARMUP, FAULTS_UNTIL - 2_000);
             let until = (at + rng.range(2_000, 20_000)).min(FAULTS_UNTIL);
+            if more.chance(350) {
+                let at = more.range(WARMUP, FAULTS_UNTIL - 2_000);
+                let until = (at + more.range(2_000, 20_000)).min(FAULTS_UNTIL);
+                match more.below(100) {
+                    // etcd traffic cut, gossip passes (or the reverse).
+                    0..=29 => {
+                        let side = random_side(&mut more, nodes);
+                        let f = if more.chance(600) {
+                            Fault::SplitEtcd(side)
+                        } else {
+                            Fault::SplitGossip(side)
+                        };
+                        events.push((at, f));
+                        events.push((until, Fault::Heal));
+                    }
+                    // Desired size changed (mid-round, when a round runs).
+                    30..=54 => {
+                        if used_spares < spares && (shrunk || more.chance(500)) {
+                            events.push((at, Fault::Grow(nodes + used_spares)));
+                            used_spares += 1;
+                        } else if !shrunk {
+                            shrunk = true;
+                            events.push((at, Fault::Shrink(more.below(nodes as u64) as usize)));
+                        }
+                    }
+                    // kill -9 of everything while applying lags.
+                    55..=79 => {
+                        events.push((at, Fault::SlowApply(true)));
+                        let kill = at + more.range(1_000, 3_000);
+                        for h in 0..nodes {
+                            let wipe = more.chance(200);
+                            events.push((kill + more.below(200), Fault::Crash { host: h, wipe }));
+                            let back = kill + more.range(2_000, 20_000);
+                            if back < FAULTS_UNTIL {
+                                events.push((back, Fault::Restart(h)));
+                            }
+                        }
+                        events.push((kill + 1_000, Fault::SlowApply(false)));
+                    }
+                    80..=89 => {
+                        events.push((at, Fault::ListingTruncated(true)));
+                        events.push((until, Fault::ListingTruncated(false)));
+                    }
+                    _ => events.push((at, Fault::DeleteSnapshots)),
+                }
+                continue;
+            }
             match rng.below(100) {
                 // A majority crashes: the classic quorum loss.
                 0..=29 => {
@@ -108,15 +181,7 @@ impl Plan {
                     events.push((until, Fault::Restart(h)));
                 }
                 45..=59 => {
-                    let mut side = Vec::new();
-                    for h in 0..nodes {
-                        if rng.chance(400) {
-                            side.push(h);
-                        }
-                    }
-                    if side.is_empty() {
-                        side.push(rng.below(nodes as u64) as usize);
-                    }
+                    let side = random_side(&mut rng, nodes);
                     events.push((at, Fault::Split(side)));
                     events.push((until, Fault::Heal));
                 }
@@ -169,6 +234,20 @@ impl Plan {
             targeted,
         }
     }
+}
+
+/// A random non-empty subset of the first `nodes` hosts.
+fn random_side(rng: &mut Rng, nodes: usize) -> Vec<usize> {
+    let mut side = Vec::new();
+    for h in 0..nodes {
+        if rng.chance(400) {
+            side.push(h);
+        }
+    }
+    if side.is_empty() {
+        side.push(rng.below(nodes as u64) as usize);
+    }
+    side
 }
 
 fn shuffle(rng: &mut Rng, v: &mut [usize]) {

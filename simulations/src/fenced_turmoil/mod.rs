@@ -11,26 +11,41 @@
 //! - `N` instances (3 or 5) forming incarnation 1; replacement instances
 //!   (new ids, empty disks) started by the "provider" when one is
 //!   terminated (terminated = removed from the group = certified gone);
-//! - per instance a [`world::SimEtcd`]: the incarnation of its data, its
-//!   commit index, whether it holds data, whether a freeze stopped it; and
-//!   the protocol's state file, which survives a crash unless the fault
-//!   wipes the disk;
+//! - per instance a [`world::SimEtcd`]: the incarnation of its data and
+//!   its cluster id; its WAL's last index ≥ its WAL's commit index (raft's
+//!   hard state: what the daemon's WAL read reports, and what a replay
+//!   with `--force-new-cluster` keeps) ≥ what it applied (in memory, back
+//!   to the backend after a crash, replayed on restart) ≥ what its backend
+//!   holds on disk (committed every 100 ms); whether it holds data,
+//!   whether a freeze stopped it; and the protocol's state file, which
+//!   survives a crash unless the fault wipes the disk;
 //! - each incarnation's etcd cluster: it has a leader while a majority of
 //!   its voters run it (up, unfrozen, with data) and reach the leader both
-//!   ways; the leader acknowledges a write every 50 ms (the ledger) and the
-//!   members it reaches catch up; a new leader holds every entry of the
-//!   majority it reaches (raft's election restriction); the steady-state
-//!   planner removes certified-gone voters and adds instances that joined;
-//!   the leader of the newest incarnation snapshots to the store every
-//!   10 s, and a seeder snapshots once it seeded;
-//! - the store: records with a conditional create, the newest snapshot,
-//!   outages (a failed listing, a failed create);
-//! - faults ([`faults::Fault`]): random partitions, the coordinator
-//!   isolated, one-way partitions, message loss, crashes with restart with
-//!   and without the disk, a host down for good, replacement, store
-//!   outages; and one fault aimed at the protocol (crash or isolate the
-//!   first coordinator seen proposing, or the first instance that
-//!   accepted a value), whenever that happens, faults phase or not.
+//!   ways; a write every 50 ms goes into the leader's log and the logs of
+//!   the members it reaches, is committed (a majority has it) and is
+//!   acknowledged once the leader *applied* it (the ledger); followers
+//!   learn the commit index with the leader's next message (write or
+//!   100 ms heartbeat), so their WAL commit index lags by one write; a new
+//!   leader has the longest log among those that reach a majority and
+//!   holds every entry that majority holds (raft's election restriction);
+//!   the steady-state planner removes certified-gone voters and adds
+//!   instances that joined; the leader of the newest incarnation snapshots
+//!   to the store every 10 s, recorded at its applied index (as the daemon
+//!   records it), and a seeder snapshots once it seeded;
+//! - the store: records with a conditional create, listed in pages of two
+//!   (the glue follows every page, as `record::all` does; a failed page
+//!   fails the listing), the newest snapshot, outages (a failed listing, a
+//!   failed create), continuation pages that fail, every snapshot deleted;
+//! - faults ([`faults::Fault`]): random partitions of gossip and etcd
+//!   together or of only one of them, the coordinator isolated, one-way
+//!   partitions, message loss, crashes with restart with and without the
+//!   disk, a host down for good, replacement, the group grown by a new id
+//!   or shrunk by a terminated one (desired size changed, mid-round when a
+//!   round runs), `kill -9` of every instance while applying lags
+//!   committing (some disks lost), store outages, truncated listings,
+//!   deleted snapshots; and one fault aimed at the protocol (crash or
+//!   isolate the first coordinator seen proposing, or the first instance
+//!   that accepted a value), whenever that happens, faults phase or not.
 //!
 //! # What it checks
 //!
@@ -41,18 +56,21 @@
 //! unless a member of its `V_n` never returns (waiting is then correct)
 //! or the protocol paged a human (`NoDataAnywhere`). Acknowledged writes
 //! lost with no surviving holder (beyond the fault tolerance) are counted,
-//! not violations.
+//! not violations; so are writes lost as DESIGN §7's residual (acknowledged
+//! while only in survivors' logs above their WAL commit index, which a
+//! replay discards), which must stay within
+//! [`invariants::RESIDUAL_BOUND`] per seeding.
 //!
 //! # What it does not model
 //!
-//! - real etcd: no raft log, terms, learners, or member ids; membership
-//!   changes are instant and a joiner catches up at once;
+//! - real etcd: no terms, learners, or member ids (a log is its last
+//!   index); membership changes are instant and a joiner catches up at
+//!   once;
 //! - WAL replay, restore and snapshot transfer take no time and never fail
 //!   (so `pending_seed` / `join_pending` never happen); a seed is atomic;
 //! - the daemon's planner beyond adding and removing voters, its startup
 //!   logic, formation, the status server;
-//! - etcd traffic uses the same partitions as gossip (one-way cuts break
-//!   etcd both ways); message loss affects gossip only;
+//! - one-way cuts break etcd both ways; message loss affects gossip only;
 //! - data moved aside by a join is gone (the daemon keeps it on disk, but
 //!   the protocol never reads it either);
 //! - a seed that cannot be done (a WAL replay without the WAL) just does
@@ -112,6 +130,17 @@ pub struct Outcome {
     /// Acknowledged writes lost with no surviving holder (beyond the
     /// fault tolerance, or data moved aside by a join).
     pub lost_writes: u64,
+    /// Acknowledged writes lost as the documented residual (in survivors'
+    /// logs above their WAL commit index; at most one heartbeat's worth).
+    pub residual_writes: u64,
+}
+
+/// Which traffic a partition cuts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plane {
+    Both,
+    Etcd,
+    Gossip,
 }
 
 struct Driver<'a> {
@@ -121,6 +150,8 @@ struct Driver<'a> {
     plan: Plan,
     next: usize,
     down: BTreeSet<usize>,
+    /// Directed pairs cut on turmoil's network (gossip).
+    gossip_cut: BTreeSet<(usize, usize)>,
     healed: bool,
     steps: u64,
     /// The targeted crash: done, and the pending restart `(host, at)`.
@@ -158,6 +189,7 @@ impl Driver<'_> {
             plan,
             next: 0,
             down: BTreeSet::new(),
+            gossip_cut: BTreeSet::new(),
             healed: false,
             steps: 0,
             targeted_done: false,
@@ -169,18 +201,35 @@ impl Driver<'_> {
         self.sim.elapsed().as_millis() as Millis
     }
 
-    fn cut(&mut self, a: usize, b: usize, both: bool) {
-        if both {
-            self.sim
-                .partition(self.names[a].as_str(), self.names[b].as_str());
-        } else {
-            self.sim
-                .partition_oneway(self.names[a].as_str(), self.names[b].as_str());
+    /// Cut `a → b` (and `b → a` when `both`) on the planes asked: gossip
+    /// (turmoil's network) and etcd (the world's connectivity).
+    fn cut(&mut self, a: usize, b: usize, both: bool, plane: Plane) {
+        if plane != Plane::Etcd {
+            if both {
+                self.sim
+                    .partition(self.names[a].as_str(), self.names[b].as_str());
+            } else {
+                self.sim
+                    .partition_oneway(self.names[a].as_str(), self.names[b].as_str());
+            }
+            self.gossip_cut.insert((a, b));
         }
-        let mut w = lock(&self.shared);
-        w.cut.insert((a, b));
-        if both {
-            w.cut.insert((b, a));
+        if plane != Plane::Gossip {
+            let mut w = lock(&self.shared);
+            w.cut.insert((a, b));
+            if both {
+                w.cut.insert((b, a));
+            }
+        }
+    }
+
+    fn split(&mut self, side: &[usize], plane: Plane) {
+        for a in side.iter().copied() {
+            for b in 0..self.names.len() {
+                if !side.contains(&b) {
+                    self.cut(a, b, true, plane);
+                }
+            }
         }
     }
 
@@ -206,15 +255,9 @@ impl Driver<'_> {
 
     fn apply(&mut self, f: Fault) {
         match f {
-            Fault::Split(side) => {
-                for a in side.iter().copied() {
-                    for b in 0..self.names.len() {
-                        if !side.contains(&b) {
-                            self.cut(a, b, true);
-                        }
-                    }
-                }
-            }
+            Fault::Split(side) => self.split(&side, Plane::Both),
+            Fault::SplitEtcd(side) => self.split(&side, Plane::Etcd),
+            Fault::SplitGossip(side) => self.split(&side, Plane::Gossip),
             Fault::IsolateCoordinator => {
                 let lowest = {
                     let w = lock(&self.shared);
@@ -226,10 +269,9 @@ impl Driver<'_> {
                     self.apply(Fault::Split(vec![l]));
                 }
             }
-            Fault::OneWay(a, b) => self.cut(a, b, false),
+            Fault::OneWay(a, b) => self.cut(a, b, false, Plane::Both),
             Fault::Heal => {
-                let cut: Vec<(usize, usize)> = lock(&self.shared).cut.iter().copied().collect();
-                for (a, b) in cut {
+                for (a, b) in std::mem::take(&mut self.gossip_cut) {
                     self.sim
                         .repair(self.names[a].as_str(), self.names[b].as_str());
                 }
@@ -250,6 +292,14 @@ impl Driver<'_> {
             }
             Fault::StoreDown => lock(&self.shared).store_down = true,
             Fault::StoreUp => lock(&self.shared).store_down = false,
+            Fault::Grow(by) => lock(&self.shared).slots[by].present = true,
+            Fault::Shrink(host) => {
+                self.crash(host, true);
+                lock(&self.shared).slots[host].terminated = true;
+            }
+            Fault::SlowApply(on) => lock(&self.shared).slow_apply = on,
+            Fault::ListingTruncated(on) => lock(&self.shared).listing_truncated = on,
+            Fault::DeleteSnapshots => lock(&self.shared).delete_snapshots(),
         }
     }
 
@@ -309,6 +359,8 @@ impl Driver<'_> {
         self.apply(Fault::Heal);
         self.apply(Fault::Loss(0));
         self.apply(Fault::StoreUp);
+        self.apply(Fault::SlowApply(false));
+        self.apply(Fault::ListingTruncated(false));
         let down: Vec<usize> = self.down.iter().copied().collect();
         for h in down {
             self.restart(h);
@@ -431,12 +483,13 @@ pub fn replay(seed: u64, nodes: usize, faults: &Faults) -> (Outcome, String) {
         steps: d.steps,
         writes: w.writes,
         lost_writes: w.lost_writes,
+        residual_writes: w.residual_writes,
     };
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "seed {seed}, {nodes} instances: live={live}, ended at {now} ms, {} steps, {} writes acknowledged, {} lost with no surviving holder",
-        d.steps, w.writes, w.lost_writes
+        "seed {seed}, {nodes} instances: live={live}, ended at {now} ms, {} steps, {} writes acknowledged, {} lost with no surviving holder, {} lost as the residual",
+        d.steps, w.writes, w.lost_writes, w.residual_writes
     );
     let _ = writeln!(text, "targeted crash: {:?}", d.plan.targeted);
     for r in w.records.values() {
@@ -486,6 +539,9 @@ pub struct Summary {
     pub waiting: u64,
     /// Runs that lost acknowledged writes no surviving instance held.
     pub runs_with_lost_writes: u64,
+    /// Runs that lost writes as the documented residual, and how many.
+    pub runs_with_residual: u64,
+    pub residual_writes: u64,
     pub steps: u64,
 }
 
@@ -502,6 +558,8 @@ pub fn run_many(
         recovered: 0,
         waiting: 0,
         runs_with_lost_writes: 0,
+        runs_with_residual: 0,
+        residual_writes: 0,
         steps: 0,
     };
     for n in nodes {
@@ -515,6 +573,10 @@ pub fn run_many(
             }
             if o.lost_writes > 0 {
                 s.runs_with_lost_writes += 1;
+            }
+            if o.residual_writes > 0 {
+                s.runs_with_residual += 1;
+                s.residual_writes += o.residual_writes;
             }
             if !o.live && o.violations.is_empty() {
                 s.waiting += 1;

@@ -1,9 +1,12 @@
-//! The shared board of the simulation: one simulated etcd per instance,
-//! the persisted protocol state ("disk") that survives a crash unless the
-//! fault wipes it, the simulated store (records with conditional create,
-//! the newest snapshot, outages), the provider's group, the etcd-plane
-//! connectivity, and the model of every incarnation's etcd cluster with
-//! the ledger of acknowledged writes.
+//! The shared board of the simulation: one simulated etcd per instance
+//! (its WAL's last index ≥ its WAL's commit index ≥ what it applied ≥ what
+//! its backend holds on disk), the persisted protocol state ("disk") that
+//! survives a crash unless the fault wipes it, the simulated store
+//! (records with conditional create, the newest snapshot, outages,
+//! paginated listings whose continuation can fail, deleted snapshots),
+//! the provider's group, the etcd-plane connectivity (cut independently of
+//! gossip), and the model of every incarnation's etcd cluster with the
+//! ledger of acknowledged writes.
 //!
 //! Hosts (turmoil software) and the driver (outside turmoil) both lock it;
 //! turmoil runs one host at a time, so the order of access is
@@ -25,6 +28,13 @@ pub const FIRST: Incarnation = 1;
 pub const WRITE_EVERY: Millis = 50;
 /// The leader of the newest incarnation stores a snapshot this often.
 pub const SNAPSHOT_EVERY: Millis = 10_000;
+/// The backend commits what was applied this often (etcd's batch interval).
+pub const BACKEND_EVERY: Millis = 100;
+/// With an apply backlog, a member applies one entry this often (writes
+/// come every [`WRITE_EVERY`]: the backlog grows).
+pub const SLOW_APPLY_EVERY: Millis = 200;
+/// Records per page of the store's listing.
+pub const LISTING_PAGE: usize = 2;
 
 pub type Shared = Arc<Mutex<World>>;
 
@@ -34,8 +44,18 @@ pub struct SimEtcd {
     pub cluster_id: Option<u64>,
     /// Incarnation of the state file / data dir (0: none).
     pub incarnation: Incarnation,
-    /// Highest log index this member holds (committed entries only).
+    /// Highest entry in its WAL (possibly not known to be committed).
+    pub last_index: u64,
+    /// The commit index in its WAL (raft's hard state): what a WAL read
+    /// reports, and what a replay with `--force-new-cluster` keeps
+    /// (entries above it are discarded). A follower learns it from the
+    /// leader's next message, so it lags the leader's by one write.
     pub commit_index: u64,
+    /// Entries applied (in memory); back to `backend` after a crash, then
+    /// replayed from the WAL.
+    pub applied: u64,
+    /// Entries the backend holds on disk (≤ applied).
+    pub backend: u64,
     pub has_data: bool,
     /// Stopped by a freeze (a promise or an acceptance).
     pub frozen: bool,
@@ -48,14 +68,40 @@ impl SimEtcd {
         if !self.has_data {
             return LocalData::empty();
         }
+        // As the daemon reads it (`src/daemon/fencing.rs`): the WAL's
+        // commit index; the revision is not known before a replay.
         LocalData {
             cluster_id: self.cluster_id,
             incarnation: self.incarnation,
             commit_index: self.commit_index,
-            applied_revision: self.commit_index * 2,
+            applied_revision: 0,
             has_data: true,
         }
     }
+
+    /// A member holding everything up to `index` (seeded, or caught up by
+    /// a snapshot from the leader).
+    fn at(cluster_id: u64, k: Incarnation, index: u64, voters: Vec<InstanceId>) -> SimEtcd {
+        SimEtcd {
+            cluster_id: Some(cluster_id),
+            incarnation: k,
+            last_index: index,
+            commit_index: index,
+            applied: index,
+            backend: index,
+            has_data: true,
+            frozen: false,
+            voters,
+        }
+    }
+}
+
+/// The store's newest snapshot: the position recorded with it (what the
+/// protocol ranks) and what it holds (what a restore gives back).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredSnapshot {
+    pub facts: SnapshotFacts,
+    pub holds: u64,
 }
 
 /// One turmoil host (an instance id; replacements are hosts that start
@@ -102,8 +148,16 @@ pub struct World {
     pub cut: BTreeSet<(usize, usize)>,
     pub clusters: BTreeMap<Incarnation, Cluster>,
     pub records: BTreeMap<Incarnation, SeedRecord>,
-    pub snapshot: Option<SnapshotFacts>,
+    pub snapshot: Option<StoredSnapshot>,
     pub store_down: bool,
+    /// The listing's continuation pages fail (the first page answers).
+    pub listing_truncated: bool,
+    /// Members apply slowly: a backlog between commit and applied grows.
+    pub slow_apply: bool,
+    /// Residual loss (DESIGN §7): acknowledged writes that survived only
+    /// above every survivor's WAL commit index (in logs, not known
+    /// committed) and were discarded by a replay.
+    pub residual_writes: u64,
     /// Highest acknowledged write index per incarnation.
     pub acked: BTreeMap<Incarnation, u64>,
     /// The index each incarnation was seeded at (its writes are above).
@@ -126,6 +180,8 @@ pub struct World {
     pub log: Vec<String>,
     last_write: Millis,
     last_snapshot: Millis,
+    last_backend: Millis,
+    last_slow_apply: Millis,
 }
 
 impl World {
@@ -146,14 +202,7 @@ impl World {
                 up: false,
                 terminated: false,
                 forever: false,
-                etcd: SimEtcd {
-                    cluster_id: Some(cluster_id(FIRST)),
-                    incarnation: FIRST,
-                    commit_index: 0,
-                    has_data: true,
-                    frozen: false,
-                    voters: voters.clone(),
-                },
+                etcd: SimEtcd::at(cluster_id(FIRST), FIRST, 0, voters.clone()),
                 disk: encode(&state).ok(),
                 boots: 0,
                 promised: BTreeMap::new(),
@@ -215,6 +264,9 @@ impl World {
             records,
             snapshot: None,
             store_down: false,
+            listing_truncated: false,
+            slow_apply: false,
+            residual_writes: 0,
             acked: BTreeMap::new(),
             base: BTreeMap::from([(FIRST, 0)]),
             lost_writes: 0,
@@ -229,6 +281,8 @@ impl World {
             log: Vec::new(),
             last_write: 0,
             last_snapshot: 0,
+            last_backend: 0,
+            last_slow_apply: 0,
         }
     }
 
@@ -294,16 +348,19 @@ impl World {
         }
     }
 
-    /// The store's listing (records with their current voters) and newest
-    /// snapshot; a failed listing during an outage.
-    pub fn store_facts(&self) -> StoreFacts {
+    /// One page of the store's listing of records (with their current
+    /// voters): `(records, next page)`, or an error during an outage or,
+    /// for a continuation page, while listings are truncated.
+    pub fn list_page(&self, page: usize) -> Result<(Vec<SeedRecord>, Option<usize>), String> {
         if self.store_down {
-            return StoreFacts {
-                records: RecordListing::Failed("simulated store outage".into()),
-                newest_snapshot: None,
-            };
+            return Err("simulated store outage".into());
         }
-        let records = self
+        if page > 0 && self.listing_truncated {
+            return Err(format!(
+                "simulated truncated listing: page {page} did not answer"
+            ));
+        }
+        let all: Vec<SeedRecord> = self
             .records
             .values()
             .map(|r| {
@@ -314,10 +371,45 @@ impl World {
                 r
             })
             .collect();
+        let from = page * LISTING_PAGE;
+        let to = (from + LISTING_PAGE).min(all.len());
+        let next = (to < all.len()).then_some(page + 1);
+        Ok((
+            all.get(from..to).map(<[_]>::to_vec).unwrap_or_default(),
+            next,
+        ))
+    }
+
+    /// The store's listing as the daemon builds it (`record::all` follows
+    /// every page; any failed page fails the listing, never reads as
+    /// shorter) and the newest snapshot.
+    pub fn store_facts(&self) -> StoreFacts {
+        let mut records = Vec::new();
+        let mut page = Some(0);
+        while let Some(p) = page {
+            match self.list_page(p) {
+                Ok((mut got, next)) => {
+                    records.append(&mut got);
+                    page = next;
+                }
+                Err(e) => {
+                    return StoreFacts {
+                        records: RecordListing::Failed(e),
+                        newest_snapshot: None,
+                    };
+                }
+            }
+        }
         StoreFacts {
             records: RecordListing::Complete(records),
-            newest_snapshot: self.snapshot.clone(),
+            newest_snapshot: self.snapshot.as_ref().map(|s| s.facts.clone()),
         }
+    }
+
+    /// Every snapshot is deleted from the store (a human, a bad lifecycle
+    /// rule); the records stay.
+    pub fn delete_snapshots(&mut self) {
+        self.snapshot = None;
     }
 
     /// The conditional create of `incarnations/<k>`.
@@ -373,7 +465,7 @@ impl World {
                 incarnation, name, ..
             } => {
                 let (src, commit) = match &self.snapshot {
-                    Some(s) if s.name == *name => (s.incarnation, s.commit_index),
+                    Some(s) if s.facts.name == *name => (s.facts.incarnation, s.holds),
                     _ => {
                         self.violation(format!(
                             "{} restores snapshot {name}, which the store does not hold",
@@ -389,14 +481,7 @@ impl World {
         self.writes_lost(k, src, commit);
         self.base.insert(k, commit);
         let id = self.slots[i].id.clone();
-        self.slots[i].etcd = SimEtcd {
-            cluster_id: Some(cluster_id(k)),
-            incarnation: k,
-            commit_index: commit,
-            has_data: true,
-            frozen: false,
-            voters: vec![id.clone()],
-        };
+        self.slots[i].etcd = SimEtcd::at(cluster_id(k), k, commit, vec![id.clone()]);
         self.clusters.insert(
             k,
             Cluster {
@@ -414,7 +499,7 @@ impl World {
     pub fn seed_completed(&mut self, i: usize, k: Incarnation) {
         let e = &self.slots[i].etcd;
         if e.incarnation == k && e.has_data && !self.store_down {
-            self.put_snapshot(k, e.commit_index);
+            self.put_snapshot(k, e.applied, e.applied);
         }
     }
 
@@ -430,27 +515,30 @@ impl World {
             .get(&r.incarnation)
             .map_or_else(|| r.voters.clone(), |c| c.voters.clone());
         *e = SimEtcd {
-            cluster_id: None,
             incarnation: r.incarnation,
-            commit_index: 0,
-            has_data: false,
-            frozen: false,
             voters,
+            ..SimEtcd::default()
         };
     }
 
-    fn put_snapshot(&mut self, k: Incarnation, commit: u64) {
-        let snap = SnapshotFacts {
-            name: format!("snap-i{k}-c{commit:08}"),
-            cluster_id: Some(cluster_id(k)),
-            incarnation: k,
-            commit_index: commit,
-            revision: commit * 2,
+    /// A snapshot of incarnation `k` recorded at position `recorded` (the
+    /// daemon records the applied index read just before it:
+    /// `snapshot::take::recorded_position`) holding `holds` entries.
+    fn put_snapshot(&mut self, k: Incarnation, recorded: u64, holds: u64) {
+        let snap = StoredSnapshot {
+            facts: SnapshotFacts {
+                name: format!("snap-i{k}-c{holds:08}"),
+                cluster_id: Some(cluster_id(k)),
+                incarnation: k,
+                commit_index: recorded,
+                revision: holds * 2,
+            },
+            holds,
         };
         if self
             .snapshot
             .as_ref()
-            .is_none_or(|s| (s.incarnation, s.commit_index) < (k, commit))
+            .is_none_or(|s| (s.facts.incarnation, s.holds) < (k, holds))
         {
             self.snapshot = Some(snap);
         }
@@ -462,6 +550,9 @@ impl World {
         let s = &mut self.slots[i];
         s.up = false;
         s.proposing = false;
+        // What was applied but not yet in the backend is gone from memory;
+        // a restart replays it from the WAL.
+        s.etcd.applied = s.etcd.backend;
         if wipe {
             s.disk = None;
             s.etcd = SimEtcd::default();
@@ -474,27 +565,69 @@ impl World {
         }
     }
 
-    /// One step of every etcd cluster: elections, catch-up, the planner's
-    /// membership changes, writes, snapshots.
+    /// One step of every etcd cluster: elections, replication, the
+    /// planner's membership changes, writes, applying, the backend's
+    /// batch commits, snapshots.
     pub fn tick_clusters(&mut self, now: Millis) {
         self.now = now;
         let write = now >= self.last_write + WRITE_EVERY;
         if write {
             self.last_write = now;
         }
+        let heartbeat = now >= self.last_backend + BACKEND_EVERY;
         let ks: Vec<Incarnation> = self.clusters.keys().copied().collect();
+        for k in &ks {
+            self.tick_cluster(*k, write, heartbeat);
+        }
+        let apply_one = now >= self.last_slow_apply + SLOW_APPLY_EVERY;
+        if apply_one {
+            self.last_slow_apply = now;
+        }
+        self.apply(apply_one);
+        if heartbeat {
+            self.last_backend = now;
+            for s in &mut self.slots {
+                if s.up && !s.etcd.frozen {
+                    s.etcd.backend = s.etcd.applied;
+                }
+            }
+        }
+        // A write is acknowledged once the leader applied it.
         for k in ks {
-            self.tick_cluster(k, write);
+            let Some(l) = self.clusters.get(&k).and_then(|c| c.leader) else {
+                continue;
+            };
+            let applied = self.slots[l].etcd.applied;
+            let acked = self.acked.entry(k).or_insert(0);
+            if applied > *acked {
+                self.writes += applied - *acked;
+                *acked = applied;
+            }
         }
         let newest = self.clusters.keys().max().copied();
         if now >= self.last_snapshot + SNAPSHOT_EVERY && !self.store_down {
             self.last_snapshot = now;
-            if let Some(k) = newest {
-                let c = &self.clusters[&k];
-                if c.leader.is_some() {
-                    let commit = c.commit;
-                    self.put_snapshot(k, commit);
-                }
+            if let Some(l) = newest.and_then(|k| self.clusters[&k].leader) {
+                let e = &self.slots[l].etcd;
+                let (k, applied) = (e.incarnation, e.applied);
+                self.put_snapshot(k, applied, applied);
+            }
+        }
+    }
+
+    /// Running members apply what they know is committed: all of it, or
+    /// one entry per [`SLOW_APPLY_EVERY`] while applying is slow.
+    fn apply(&mut self, apply_one: bool) {
+        for i in 0..self.slots.len() {
+            if !self.runs(i, self.slots[i].etcd.incarnation) {
+                continue;
+            }
+            let slow = self.slow_apply;
+            let e = &mut self.slots[i].etcd;
+            if !slow {
+                e.applied = e.commit_index;
+            } else if apply_one && e.applied < e.commit_index {
+                e.applied += 1;
             }
         }
     }
@@ -505,7 +638,11 @@ impl World {
             .collect()
     }
 
-    fn tick_cluster(&mut self, k: Incarnation, write: bool) {
+    /// One step of incarnation `k`'s cluster. The leader talks to its
+    /// followers when a write comes and on heartbeats: they take its log
+    /// and the commit index it knew *before* the new entry (so a
+    /// follower's WAL commit index lags the leader's by one write).
+    fn tick_cluster(&mut self, k: Incarnation, write: bool, heartbeat: bool) {
         let Some(c) = self.clusters.get(&k).cloned() else {
             return;
         };
@@ -516,27 +653,28 @@ impl World {
         let leader = match keep {
             Some(l) => Some(l),
             None => {
-                // Raft's election restriction, roughly: the most
-                // up-to-date member that reaches a majority wins, and
-                // holds every entry that majority holds.
+                // Raft's election restriction, roughly: the member with the
+                // longest log that reaches a majority wins, and holds every
+                // entry that majority holds.
                 let mut best: Option<(u64, usize)> = None;
                 for j in 0..self.slots.len() {
                     if !self.runs(j, k) || self.reach(j, k).len() < q {
                         continue;
                     }
-                    let ci = self.slots[j].etcd.commit_index;
-                    if best.is_none_or(|(b, _)| ci > b) {
-                        best = Some((ci, j));
+                    let li = self.slots[j].etcd.last_index;
+                    if best.is_none_or(|(b, _)| li > b) {
+                        best = Some((li, j));
                     }
                 }
                 best.map(|(_, j)| {
                     let top = self
                         .reach(j, k)
                         .iter()
-                        .map(|m| self.slots[*m].etcd.commit_index)
+                        .map(|m| self.slots[*m].etcd.last_index)
                         .max()
                         .unwrap_or(0);
-                    self.slots[j].etcd.commit_index = top;
+                    let e = &mut self.slots[j].etcd;
+                    e.last_index = e.last_index.max(top);
                     let acked = self.acked.get(&k).copied().unwrap_or(0);
                     if top < acked {
                         self.note(format!(
@@ -570,12 +708,15 @@ impl World {
             }
             return;
         };
-        let mut commit = self.slots[l].etcd.commit_index;
+        let elected = c.leader != Some(l);
+        if !(write || heartbeat || elected) {
+            return;
+        }
+        // The commit index followers learn with this message.
+        let known = self.slots[l].etcd.commit_index;
+        let mut last = self.slots[l].etcd.last_index;
         if write {
-            commit += 1;
-            self.writes += 1;
-            let a = self.acked.entry(k).or_insert(0);
-            *a = (*a).max(commit);
+            last += 1;
         }
         // The planner: certified-gone members out, joined instances in.
         let mut voters = c.voters.clone();
@@ -604,26 +745,38 @@ impl World {
         for j in 0..self.slots.len() {
             let s = &self.slots[j];
             let member = voters.contains(&s.id);
-            let caught_up =
+            let reached =
                 s.up && !s.etcd.frozen && s.etcd.incarnation == k && member && self.connected(l, j);
-            if caught_up {
-                let e = &mut self.slots[j].etcd;
-                e.has_data = true;
-                e.cluster_id = Some(cid);
-                e.commit_index = commit;
-                e.voters = voters.clone();
+            if !reached {
+                continue;
             }
+            let e = &mut self.slots[j].etcd;
+            if j == l {
+                // Replicated to the majority it reaches: committed.
+                e.last_index = last;
+                e.commit_index = last;
+            } else if !e.has_data {
+                // A joiner: the leader's snapshot, then its log.
+                *e = SimEtcd::at(cid, k, known, voters.clone());
+                e.last_index = last;
+            } else {
+                // Raft truncates a follower's uncommitted tail to the
+                // leader's log; its commit index never goes back.
+                e.last_index = last;
+                e.commit_index = e.commit_index.max(known).min(last);
+            }
+            e.voters = voters.clone();
         }
-        if c.leader != Some(l) {
+        if elected {
             let text = format!(
-                "t={} ms: incarnation {k} leader {} at index {commit}",
+                "t={} ms: incarnation {k} leader {} at index {last}",
                 self.now, self.slots[l].id
             );
             self.log.push(text);
         }
         if let Some(c) = self.clusters.get_mut(&k) {
             c.leader = Some(l);
-            c.commit = commit;
+            c.commit = last;
             c.voters = voters;
         }
     }
