@@ -315,7 +315,7 @@ fn sim_turmoil(seeds: u64, from: u64, nodes: &[usize], seed: Option<u64>, json: 
         println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
     } else {
         println!(
-            "seeds {}..{} x sizes {:?}: {} runs in {:.1} s, {} with violations {:?} (first: {:?}); {} recovered through the protocol, {} correctly waiting, {} lost acknowledged writes no survivor held, {} lost {} as the documented residual; {} steps",
+            "seeds {}..{} x sizes {:?}: {} runs in {:.1} s, {} with violations {:?} (first: {:?}); {} recovered through the protocol, {} correctly waiting, {} lost acknowledged writes no survivor held, {} lost {} as the documented residual; {} decisions, loss to record p50 {:.1} s, p99 {:.1} s; {} steps",
             from,
             from + seeds,
             nodes,
@@ -329,6 +329,9 @@ fn sim_turmoil(seeds: u64, from: u64, nodes: &[usize], seed: Option<u64>, json: 
             s.runs_with_lost_writes,
             s.runs_with_residual,
             s.residual_writes,
+            s.decisions,
+            s.decision_p50_s,
+            s.decision_p99_s,
             s.steps
         );
     }

@@ -4,11 +4,11 @@
 //! isolated, one-way partitions, message loss, crashes with restart (with
 //! or without the disk), a host down for good, an instance terminated and
 //! replaced by a new id, the group grown or shrunk (the desired size
-//! changed), `kill -9` of every instance while applying lags committing,
-//! store outages, listings whose continuation pages fail, every snapshot
-//! deleted from the store. They stop
-//! at [`FAULTS_UNTIL`]; then everything heals and every crashed host that
-//! may come back restarts. A [`Targeted`] fault hits a moment of the
+//! changed), flapping partitions, `kill -9` of every instance while
+//! applying lags committing, store outages, listings whose continuation
+//! pages fail, every snapshot deleted from the store. They stop at
+//! [`FAULTS_UNTIL`]; then everything heals and every crashed host that may
+//! come back restarts. A [`Targeted`] fault hits a moment of the
 //! protocol instead of a time.
 
 use recovery::fenced::Millis;
@@ -212,6 +212,26 @@ impl Plan {
                     events.push((at, Fault::StoreDown));
                     events.push((until, Fault::StoreUp));
                 }
+            }
+        }
+        // Flapping: one side cut and healed again and again (a stream of
+        // its own, so the draws above keep their seeds).
+        let mut flap = Rng::new(seed ^ 0xf1a9_f1a9 ^ ((nodes as u64) << 8));
+        if flap.chance(150) {
+            let side = random_side(&mut flap, nodes);
+            let plane = flap.below(3);
+            let mut t = flap.range(WARMUP, FAULTS_UNTIL - 6_000);
+            let end = (t + flap.range(4_000, 15_000)).min(FAULTS_UNTIL);
+            while t < end {
+                let cut = flap.range(300, 2_500);
+                let f = match plane {
+                    0 => Fault::Split(side.clone()),
+                    1 => Fault::SplitEtcd(side.clone()),
+                    _ => Fault::SplitGossip(side.clone()),
+                };
+                events.push((t, f));
+                events.push((t + cut, Fault::Heal));
+                t += cut + flap.range(300, 2_500);
             }
         }
         events.sort_by_key(|(t, _)| *t);

@@ -1,6 +1,7 @@
 //! One instance on a turmoil host: the real `gossip` node and the real
 //! `recovery::fenced::Protocol`, glued together the way the daemon does it
-//! (`src/daemon/fencing.rs`, `src/fencing/facts.rs`): every pass feeds the
+//! (`src/daemon/fencing.rs`; the peer facts come from the daemon's own
+//! `eco::fencing::facts::peer_facts`): every pass feeds the
 //! group, `V_n`, the store (every 2 s), one detector sample (its own etcd
 //! probe and gossip's view) and a tick; protocol messages travel as
 //! addressed gossip messages (postcard); effects run in order against the
@@ -8,13 +9,14 @@
 
 use super::world::{Shared, World};
 use crate::sim_transport::SimSocket;
-use gossip::{DataFacts, EtcdFacts, Event, Gossip, GossipConfig, Keyring, PeerState, PeerView};
+use eco::fencing::facts::{FROZEN_PHASE, LeaderSightings, peer_facts};
+use gossip::{DataFacts, EtcdFacts, Event, Gossip, GossipConfig, Keyring, PeerState};
 use recovery::fenced::coordinator::Stage;
 use recovery::fenced::{
-    Effect, EffectKind, Envelope, Input, InstanceId, Millis, Observation, PeerFact, Probe,
-    Protocol, decode, encode,
+    Effect, EffectKind, Envelope, Input, InstanceId, Millis, Observation, Probe, Protocol, decode,
+    encode,
 };
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
@@ -24,9 +26,6 @@ const KEY: [u8; 32] = [0x3c; 32];
 pub const PASS: Duration = Duration::from_millis(250);
 /// How often the store is listed for the protocol.
 const STORE_REFRESH: Millis = 2_000;
-/// The phase an instance publishes while frozen (the daemon's
-/// `facts::FROZEN_PHASE`).
-const FROZEN_PHASE: &str = "frozen";
 
 fn now_ms() -> Millis {
     turmoil::sim_elapsed().map_or(0, |d| d.as_millis() as Millis)
@@ -34,42 +33,6 @@ fn now_ms() -> Millis {
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, World> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// When each instance last showed an etcd leader (the daemon's
-/// `facts::LeaderSightings`).
-#[derive(Default)]
-struct Sightings(BTreeMap<InstanceId, Millis>);
-
-/// Gossip's view as protocol facts (a copy of the daemon's
-/// `facts::peer_facts`).
-fn peer_facts(
-    view: &HashMap<String, PeerView>,
-    now: tokio::time::Instant,
-    now_ms: Millis,
-    sightings: &mut Sightings,
-) -> BTreeMap<InstanceId, PeerFact> {
-    let mut out = BTreeMap::new();
-    for (id, v) in view {
-        let age = now.saturating_duration_since(v.last_heard).as_millis() as Millis;
-        let last_heard = now_ms.saturating_sub(age);
-        if v.state.etcd.healthy {
-            let e = sightings.0.entry(id.clone()).or_insert(last_heard);
-            *e = (*e).max(last_heard);
-        }
-        out.insert(
-            id.clone(),
-            PeerFact {
-                incarnation: v.state.data.incarnation.unwrap_or(0),
-                cluster_id: v.state.etcd.cluster_id,
-                has_data: v.state.data.present,
-                leader_seen_at: sightings.0.get(id).copied(),
-                frozen: v.state.phase == FROZEN_PHASE,
-                last_heard,
-            },
-        );
-    }
-    out
 }
 
 /// What instance `i` publishes in gossip (the daemon's `publish`).
@@ -104,7 +67,7 @@ struct Instance {
     shared: Shared,
     gossip: Gossip,
     protocol: Protocol,
-    sightings: Sightings,
+    sightings: LeaderSightings,
     store_read_at: Option<Millis>,
     published: Option<PeerState>,
 }
@@ -153,7 +116,7 @@ pub async fn run(i: usize, shared: Shared, hosts: Vec<String>) -> turmoil::Resul
         shared,
         gossip,
         protocol,
-        sightings: Sightings::default(),
+        sightings: LeaderSightings::default(),
         store_read_at: None,
         published: None,
     };

@@ -133,6 +133,9 @@ pub struct Outcome {
     /// Acknowledged writes lost as the documented residual (in survivors'
     /// logs above their WAL commit index; at most one heartbeat's worth).
     pub residual_writes: u64,
+    /// Per record the protocol created: ms from the newest incarnation
+    /// losing its leader to the record's creation.
+    pub decision_ms: Vec<Millis>,
 }
 
 /// Which traffic a partition cuts.
@@ -484,6 +487,7 @@ pub fn replay(seed: u64, nodes: usize, faults: &Faults) -> (Outcome, String) {
         writes: w.writes,
         lost_writes: w.lost_writes,
         residual_writes: w.residual_writes,
+        decision_ms: w.decisions.clone(),
     };
     let mut text = String::new();
     let _ = writeln!(
@@ -527,7 +531,7 @@ pub fn replay(seed: u64, nodes: usize, faults: &Faults) -> (Outcome, String) {
 }
 
 /// Many seeds.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub runs: u64,
     /// `(seed, nodes)` of every run with a violation.
@@ -542,6 +546,11 @@ pub struct Summary {
     /// Runs that lost writes as the documented residual, and how many.
     pub runs_with_residual: u64,
     pub residual_writes: u64,
+    /// Records created by the protocol, and the time from the loss to the
+    /// record (simulated seconds, T = 5 s).
+    pub decisions: u64,
+    pub decision_p50_s: f64,
+    pub decision_p99_s: f64,
     pub steps: u64,
 }
 
@@ -560,8 +569,12 @@ pub fn run_many(
         runs_with_lost_writes: 0,
         runs_with_residual: 0,
         residual_writes: 0,
+        decisions: 0,
+        decision_p50_s: 0.0,
+        decision_p99_s: 0.0,
         steps: 0,
     };
+    let mut times: Vec<Millis> = Vec::new();
     for n in nodes {
         for seed in seeds.clone() {
             let o = run(seed, *n, faults);
@@ -578,6 +591,7 @@ pub fn run_many(
                 s.runs_with_residual += 1;
                 s.residual_writes += o.residual_writes;
             }
+            times.extend(o.decision_ms.iter().copied());
             if !o.live && o.violations.is_empty() {
                 s.waiting += 1;
             }
@@ -589,5 +603,16 @@ pub fn run_many(
             }
         }
     }
+    times.sort_unstable();
+    s.decisions = times.len() as u64;
+    let pct = |q: f64| {
+        if times.is_empty() {
+            return 0.0;
+        }
+        let i = ((times.len() as f64) * q).ceil() as usize;
+        times[i.saturating_sub(1).min(times.len() - 1)] as f64 / 1000.0
+    };
+    s.decision_p50_s = pct(0.5);
+    s.decision_p99_s = pct(0.99);
     s
 }

@@ -158,6 +158,12 @@ pub struct World {
     /// above every survivor's WAL commit index (in logs, not known
     /// committed) and were discarded by a replay.
     pub residual_writes: u64,
+    /// Since when the newest incarnation has had no leader (a loss, or a
+    /// leaderless moment), while it has none.
+    pub leaderless_since: Option<Millis>,
+    /// Time from the loss to the record's creation, per record the
+    /// protocol created.
+    pub decisions: Vec<Millis>,
     /// Highest acknowledged write index per incarnation.
     pub acked: BTreeMap<Incarnation, u64>,
     /// The index each incarnation was seeded at (its writes are above).
@@ -267,6 +273,8 @@ impl World {
             listing_truncated: false,
             slow_apply: false,
             residual_writes: 0,
+            leaderless_since: None,
+            decisions: Vec::new(),
             acked: BTreeMap::new(),
             base: BTreeMap::from([(FIRST, 0)]),
             lost_writes: 0,
@@ -425,6 +433,9 @@ impl World {
             return CreateResult::AlreadyExists(held);
         }
         self.check_record(i, r);
+        if let Some(since) = self.leaderless_since {
+            self.decisions.push(self.now.saturating_sub(since));
+        }
         let text = format!(
             "t={} ms: {} creates the record of incarnation {}: {}",
             self.now, self.slots[i].id, r.incarnation, r.value
@@ -591,6 +602,12 @@ impl World {
                     s.etcd.backend = s.etcd.applied;
                 }
             }
+        }
+        let (newest_k, led) = self.newest_has_leader();
+        if led || !self.clusters.contains_key(&newest_k) {
+            self.leaderless_since = None;
+        } else if self.leaderless_since.is_none() {
+            self.leaderless_since = Some(now);
         }
         // A write is acknowledged once the leader applied it.
         for k in ks {
