@@ -23,10 +23,12 @@ test: deps
 
 # The real-process failure matrix with 3 and 5 instances (release build);
 # reports and timelines under target/chaos/.
+# RUNS=3 runs each scenario three times and adds the medians.
+RUNS ?= 1
 chaos: deps
 	$(CARGO) build --release -p eco -p simulations
-	./target/release/simulations chaos --scenario all --instances 3 --out target/chaos
-	./target/release/simulations chaos --scenario all --instances 5 --out target/chaos
+	./target/release/simulations chaos --scenario all --instances 3 --runs $(RUNS) --out target/chaos
+	./target/release/simulations chaos --scenario all --instances 5 --runs $(RUNS) --out target/chaos
 
 clean-run:
 	rm -rf .run

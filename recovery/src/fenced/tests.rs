@@ -117,36 +117,187 @@ fn replay_seed() {
     println!("{text}");
 }
 
+/// Set-up shared by the protocol's scenario tests below.
+mod scenario {
+    use crate::fenced::{
+        Ballot, Effect, EffectKind, Envelope, Input, InstanceId, LocalData, Message, Observation,
+        PersistedState, Probe, Protocol, ProtocolConfig, RecordListing, SeedRecord, SeedSource,
+        SeedValue, SnapshotFacts, StoreFacts, observation::DataReport,
+    };
+    use std::collections::{BTreeMap, BTreeSet};
+
+    pub fn ids(v: &[&str]) -> Vec<InstanceId> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Instance `me` (boot id `boot`) holding the state of incarnation 1
+    /// with `V_1 = voters`; it detects a loss after one probe and 1 s.
+    pub fn member(me: &str, boot: u64, voters: &[&str]) -> Protocol {
+        let cfg = ProtocolConfig {
+            quorum_loss_timeout: 1_000,
+            min_probes: 1,
+            ..ProtocolConfig::default()
+        };
+        let persisted = PersistedState {
+            incarnation: 1,
+            voters: ids(voters),
+            ..PersistedState::default()
+        };
+        Protocol::new(me, boot, cfg, Some(persisted))
+    }
+
+    /// Data of incarnation 1 of cluster `cluster` up to `commit_index`.
+    pub fn wal(cluster: u64, commit_index: u64) -> LocalData {
+        LocalData {
+            cluster_id: Some(cluster),
+            incarnation: 1,
+            commit_index,
+            applied_revision: 0,
+            has_data: true,
+        }
+    }
+
+    /// The store's record of incarnation 1 (seeded empty by `a`).
+    pub fn record_1(voters: Vec<InstanceId>) -> SeedRecord {
+        SeedRecord {
+            incarnation: 1,
+            value: SeedValue {
+                source: SeedSource::Empty,
+                seeder: "a".into(),
+            },
+            ballot: Ballot::new(0, ""),
+            voters,
+            token_suffix: 0,
+            data_loss: false,
+        }
+    }
+
+    pub fn store(records: Vec<SeedRecord>, newest_snapshot: Option<SnapshotFacts>) -> Input {
+        Input::Store(StoreFacts {
+            records: RecordListing::Complete(records),
+            newest_snapshot,
+        })
+    }
+
+    pub fn observe(at: u64, probe: Probe, certified_gone: &BTreeSet<InstanceId>) -> Input {
+        Input::Observe(Observation {
+            at,
+            probe: Some(probe),
+            peers: BTreeMap::new(),
+            certified_gone: certified_gone.clone(),
+        })
+    }
+
+    /// No leader seen at 0, 0.5, 1 and 1.5 s; when the protocol asks for
+    /// its data, `local` answers (and the observations stop). Every effect.
+    pub fn lose_quorum(p: &mut Protocol, local: Option<LocalData>) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        for at in [0, 500, 1_000, 1_500] {
+            fx.extend(p.handle(at, observe(at, Probe::NoLeader, &BTreeSet::new())));
+            let asked = fx
+                .iter()
+                .any(|e| matches!(e.kind, EffectKind::ReadLocalData));
+            if let (true, Some(data)) = (asked, &local) {
+                fx.extend(p.handle(at, Input::LocalData(data.clone())));
+                break;
+            }
+        }
+        fx
+    }
+
+    /// `(to, ballot)` of every prepare sent.
+    pub fn prepares(fx: &[Effect]) -> Vec<(InstanceId, Ballot)> {
+        fx.iter()
+            .filter_map(|e| match &e.kind {
+                EffectKind::Send(Envelope {
+                    to,
+                    message: Message::Prepare { ballot, .. },
+                    ..
+                }) => Some((to.clone(), ballot.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every value proposed (sent in an accept).
+    pub fn proposed(fx: &[Effect]) -> Vec<SeedValue> {
+        fx.iter()
+            .filter_map(|e| match &e.kind {
+                EffectKind::Send(Envelope {
+                    message: Message::Accept { value, .. },
+                    ..
+                }) => Some(value.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A message from `from` to `to`, an answer to boot id `to_boot`.
+    pub fn message(from: &str, to: &str, to_boot: Option<u64>, message: Message) -> Input {
+        Input::Message(Envelope {
+            from: from.into(),
+            from_boot: 1,
+            to: to.into(),
+            to_boot,
+            message,
+        })
+    }
+
+    /// `from`'s promise for incarnation 2 (with what it accepted) and its
+    /// data report (naming `V_1` as its state file knows it), answering
+    /// coordinator `to` (boot id `boot`).
+    pub fn promise_and_report(
+        p: &mut Protocol,
+        (to, boot): (&str, u64),
+        ballot: &Ballot,
+        from: &str,
+        accepted: Option<crate::fenced::messages::AcceptedValue>,
+        data: LocalData,
+        voters: Vec<InstanceId>,
+    ) -> Vec<Effect> {
+        let mut fx = p.handle(
+            1_600,
+            message(
+                from,
+                to,
+                Some(boot),
+                Message::Promise {
+                    target: 2,
+                    ballot: ballot.clone(),
+                    accepted,
+                },
+            ),
+        );
+        fx.extend(p.handle(
+            1_600,
+            message(
+                from,
+                to,
+                Some(boot),
+                Message::Report {
+                    target: 2,
+                    ballot: ballot.clone(),
+                    report: DataReport {
+                        data,
+                        has_state: true,
+                        voters,
+                    },
+                },
+            ),
+        ));
+        fx
+    }
+}
+
 /// A member that read its data while etcd still ran (and went on
 /// committing) must report what its disk holds after the freeze, not the
 /// earlier read: the real-etcd test found a survivor ranked below an older
 /// store snapshot because of a stale early read.
 #[test]
 fn the_data_report_is_read_after_the_freeze() {
-    use super::{
-        Ballot, EffectKind, Envelope, Input, LocalData, Message, Observation, PersistedState,
-        Probe, Protocol, ProtocolConfig,
-    };
-    use std::collections::{BTreeMap, BTreeSet};
-    let voters: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-    let cfg = ProtocolConfig {
-        quorum_loss_timeout: 1_000,
-        min_probes: 1,
-        ..ProtocolConfig::default()
-    };
-    let persisted = PersistedState {
-        incarnation: 1,
-        voters: voters.clone(),
-        ..PersistedState::default()
-    };
-    let mut p = Protocol::new("b", 7, cfg, Some(persisted));
-    let data = |commit_index| LocalData {
-        cluster_id: Some(1),
-        incarnation: 1,
-        commit_index,
-        applied_revision: 0,
-        has_data: true,
-    };
+    use super::{Ballot, EffectKind, Envelope, Input, Message};
+    use scenario::*;
+    let mut p = member("b", 7, &["a", "b", "c"]);
     let report_of = |e: &super::Effect| match &e.kind {
         EffectKind::Send(Envelope {
             message: Message::Report { report, .. },
@@ -154,21 +305,10 @@ fn the_data_report_is_read_after_the_freeze() {
         }) => Some(report.data.commit_index),
         _ => None,
     };
-    p.handle(0, Input::LocalData(data(5)));
+    p.handle(0, Input::LocalData(wal(1, 5)));
     // The loss is detected; "b" sees nobody else alive, coordinates, and
     // promises to itself: frozen.
-    let mut fx = Vec::new();
-    for at in [0, 500, 1_000, 1_500] {
-        fx.extend(p.handle(
-            at,
-            Input::Observe(Observation {
-                at,
-                probe: Some(Probe::NoLeader),
-                peers: BTreeMap::new(),
-                certified_gone: BTreeSet::new(),
-            }),
-        ));
-    }
+    let fx = lose_quorum(&mut p, None);
     let at = |pred: &dyn Fn(&EffectKind) -> bool| fx.iter().position(|e| pred(&e.kind));
     let freeze = at(&|k| matches!(k, EffectKind::Freeze)).expect("frozen by its promise");
     let read = at(&|k| matches!(k, EffectKind::ReadLocalData)).expect("reads its data again");
@@ -180,21 +320,20 @@ fn the_data_report_is_read_after_the_freeze() {
         fx.iter().all(|e| report_of(e).is_none()),
         "no report from the stale read: {fx:?}"
     );
-    p.handle(1_600, Input::LocalData(data(9)));
+    p.handle(1_600, Input::LocalData(wal(1, 9)));
     // A higher ballot from "a": the report it gets is the fresh read.
-    let prepare = Envelope {
-        from: "a".into(),
-        from_boot: 1,
-        to: "b".into(),
-        to_boot: None,
-        message: Message::Prepare {
+    let prepare = message(
+        "a",
+        "b",
+        None,
+        Message::Prepare {
             target: 2,
-            voters,
+            voters: ids(&["a", "b", "c"]),
             ballot: Ballot::new(5, "a"),
         },
-    };
+    );
     let reported: Vec<u64> = p
-        .handle(1_700, Input::Message(prepare))
+        .handle(1_700, prepare)
         .iter()
         .filter_map(report_of)
         .collect();
@@ -207,68 +346,31 @@ fn the_data_report_is_read_after_the_freeze() {
 /// promise and accept itself; the store's snapshot seeds.
 #[test]
 fn a_fully_replaced_group_seeds_from_the_store() {
-    use super::{
-        Ballot, EffectKind, GroupFacts, Input, LocalData, Observation, PersistedState, Probe,
-        Protocol, ProtocolConfig, RecordListing, SeedRecord, SeedSource, SeedValue, SnapshotFacts,
-        StoreFacts,
-    };
-    use std::collections::{BTreeMap, BTreeSet};
-    let old: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    use super::{EffectKind, GroupFacts, Input, LocalData, Probe, SeedSource, SnapshotFacts};
+    use scenario::*;
+    use std::collections::BTreeSet;
+    let old = ids(&["a", "b", "c"]);
     let gone: BTreeSet<String> = old.iter().cloned().collect();
-    let cfg = ProtocolConfig {
-        quorum_loss_timeout: 1_000,
-        min_probes: 1,
-        ..ProtocolConfig::default()
-    };
-    let persisted = PersistedState {
-        incarnation: 1,
-        voters: old.clone(),
-        ..PersistedState::default()
-    };
-    let mut p = Protocol::new("d", 7, cfg, Some(persisted));
+    let mut p = member("d", 7, &["a", "b", "c"]);
     p.handle(
         0,
         Input::Group(GroupFacts {
-            instances: ["d", "e", "f"].iter().map(|s| s.to_string()).collect(),
+            instances: ids(&["d", "e", "f"]).into_iter().collect(),
             certified_gone: gone.clone(),
         }),
     );
-    let record1 = SeedRecord {
+    let snapshot = SnapshotFacts {
+        name: "final".into(),
+        cluster_id: None,
         incarnation: 1,
-        value: SeedValue {
-            source: SeedSource::Empty,
-            seeder: "a".into(),
-        },
-        ballot: Ballot::new(0, ""),
-        voters: old,
-        token_suffix: 0,
-        data_loss: false,
+        commit_index: 500,
+        revision: 480,
     };
-    p.handle(
-        0,
-        Input::Store(StoreFacts {
-            records: RecordListing::Complete(vec![record1]),
-            newest_snapshot: Some(SnapshotFacts {
-                name: "final".into(),
-                cluster_id: None,
-                incarnation: 1,
-                commit_index: 500,
-                revision: 480,
-            }),
-        }),
-    );
+    p.handle(0, store(vec![record_1(old)], Some(snapshot)));
     let mut created = None;
     for step in 0..40u64 {
         let at = step * 250;
-        let mut queue = p.handle(
-            at,
-            Input::Observe(Observation {
-                at,
-                probe: Some(Probe::Failed),
-                peers: BTreeMap::new(),
-                certified_gone: gone.clone(),
-            }),
-        );
+        let mut queue = p.handle(at, observe(at, Probe::Failed, &gone));
         while let Some(e) = queue.pop() {
             match e.kind {
                 EffectKind::ReadLocalData => {
@@ -298,76 +400,12 @@ fn a_fully_replaced_group_seeds_from_the_store() {
 /// lost). The coordinator ranks the surviving data afresh.
 #[test]
 fn an_accepted_value_whose_holder_lost_its_data_is_not_proposed_again() {
-    use super::{
-        AcceptedValue, Ballot, EffectKind, Envelope, Input, LocalData, Message, Observation,
-        PersistedState, Probe, Protocol, ProtocolConfig, SeedSource, SeedValue,
-        observation::DataReport,
-    };
-    use std::collections::{BTreeMap, BTreeSet};
-    let voters: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-    let cfg = ProtocolConfig {
-        quorum_loss_timeout: 1_000,
-        min_probes: 1,
-        ..ProtocolConfig::default()
-    };
-    let persisted = PersistedState {
-        incarnation: 1,
-        voters: voters.clone(),
-        ..PersistedState::default()
-    };
-    let data = |commit_index| LocalData {
-        cluster_id: Some(7),
-        incarnation: 1,
-        commit_index,
-        applied_revision: 0,
-        has_data: true,
-    };
-    let mut p = Protocol::new("b", 11, cfg, Some(persisted));
-    p.handle(
-        0,
-        Input::Store(super::StoreFacts {
-            records: super::RecordListing::Complete(Vec::new()),
-            newest_snapshot: None,
-        }),
-    );
-    let mut fx = Vec::new();
-    for at in [0, 500, 1_000, 1_500] {
-        fx.extend(p.handle(
-            at,
-            Input::Observe(Observation {
-                at,
-                probe: Some(Probe::NoLeader),
-                peers: BTreeMap::new(),
-                certified_gone: BTreeSet::new(),
-            }),
-        ));
-        if fx
-            .iter()
-            .any(|e| matches!(e.kind, EffectKind::ReadLocalData))
-        {
-            fx.extend(p.handle(at, Input::LocalData(data(80))));
-            break;
-        }
-    }
-    let ballot = fx
-        .iter()
-        .find_map(|e| match &e.kind {
-            EffectKind::Send(Envelope {
-                message: Message::Prepare { ballot, .. },
-                ..
-            }) => Some(ballot.clone()),
-            _ => None,
-        })
-        .expect("b coordinates");
-    let answer = |from: &str, message: Message| {
-        Input::Message(Envelope {
-            from: from.into(),
-            from_boot: 1,
-            to: "b".into(),
-            to_boot: Some(11),
-            message,
-        })
-    };
+    use super::{AcceptedValue, Ballot, LocalData, SeedSource, SeedValue};
+    use scenario::*;
+    let mut p = member("b", 11, &["a", "b", "c"]);
+    p.handle(0, store(Vec::new(), None));
+    let fx = lose_quorum(&mut p, Some(wal(7, 80)));
+    let (_, ballot) = prepares(&fx).into_iter().next().expect("b coordinates");
     // "a" accepted a value naming its own WAL, then lost its disk.
     let stale = AcceptedValue {
         ballot: Ballot::new(0, "c"),
@@ -382,48 +420,26 @@ fn an_accepted_value_whose_holder_lost_its_data_is_not_proposed_again() {
             seeder: "a".into(),
         },
     };
-    let mut out = Vec::new();
-    for (from, accepted, report) in [
-        ("a", Some(stale), LocalData::empty()),
-        ("c", None, data(90)),
-    ] {
-        out.extend(p.handle(
-            1_600,
-            answer(
-                from,
-                Message::Promise {
-                    target: 2,
-                    ballot: ballot.clone(),
-                    accepted,
-                },
-            ),
-        ));
-        out.extend(p.handle(
-            1_600,
-            answer(
-                from,
-                Message::Report {
-                    target: 2,
-                    ballot: ballot.clone(),
-                    report: DataReport {
-                        data: report,
-                        has_state: true,
-                        voters: Vec::new(),
-                    },
-                },
-            ),
-        ));
-    }
-    let proposed: Vec<SeedValue> = out
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EffectKind::Send(Envelope {
-                message: Message::Accept { value, .. },
-                ..
-            }) => Some(value.clone()),
-            _ => None,
-        })
-        .collect();
+    let coordinator = ("b", 11);
+    let mut out = promise_and_report(
+        &mut p,
+        coordinator,
+        &ballot,
+        "a",
+        Some(stale),
+        LocalData::empty(),
+        Vec::new(),
+    );
+    out.extend(promise_and_report(
+        &mut p,
+        coordinator,
+        &ballot,
+        "c",
+        None,
+        wal(7, 90),
+        Vec::new(),
+    ));
+    let proposed = proposed(&out);
     assert!(!proposed.is_empty(), "a proposal: {out:?}");
     for v in proposed {
         assert_eq!(
@@ -501,153 +517,48 @@ fn a_join_is_owed_until_the_state_file_reaches_the_decided_record() {
 /// coordinator's stale WAL while `d` held 141 newer acknowledged writes).
 #[test]
 fn a_member_the_coordinator_did_not_know_is_waited_for() {
-    use super::{
-        Ballot, EffectKind, Envelope, Input, LocalData, Message, Observation, PersistedState,
-        Probe, Protocol, ProtocolConfig, RecordListing, SeedRecord, SeedSource, SeedValue,
-        StoreFacts, observation::DataReport,
-    };
-    use std::collections::{BTreeMap, BTreeSet};
-    let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
-    let data = |commit_index| LocalData {
-        cluster_id: Some(7),
-        incarnation: 1,
-        commit_index,
-        applied_revision: 0,
-        has_data: true,
-    };
-    let record_1 = |voters: Vec<String>| SeedRecord {
-        incarnation: 1,
-        value: SeedValue {
-            source: SeedSource::Empty,
-            seeder: "a".into(),
-        },
-        ballot: Ballot::new(0, ""),
-        voters,
-        token_suffix: 0,
-        data_loss: false,
-    };
+    use scenario::*;
     // `listed`: V_1 in the store's record; `d_via_report`: c's report
     // names d. Either way the proposal must wait for d and seed from it.
     for (listed, d_via_report) in [
         (ids(&["a", "b", "c"]), true),
         (ids(&["a", "b", "c", "d"]), false),
     ] {
-        let cfg = ProtocolConfig {
-            quorum_loss_timeout: 1_000,
-            min_probes: 1,
-            ..ProtocolConfig::default()
-        };
-        let persisted = PersistedState {
-            incarnation: 1,
-            voters: ids(&["a", "b", "c"]),
-            ..PersistedState::default()
-        };
-        let mut p = Protocol::new("a", 11, cfg, Some(persisted));
-        p.handle(
-            0,
-            Input::Store(StoreFacts {
-                records: RecordListing::Complete(vec![record_1(listed.clone())]),
-                newest_snapshot: None,
-            }),
-        );
-        let mut fx = Vec::new();
-        for at in [0, 500, 1_000, 1_500] {
-            fx.extend(p.handle(
-                at,
-                Input::Observe(Observation {
-                    at,
-                    probe: Some(Probe::NoLeader),
-                    peers: BTreeMap::new(),
-                    certified_gone: BTreeSet::new(),
-                }),
-            ));
-            if fx
-                .iter()
-                .any(|e| matches!(e.kind, EffectKind::ReadLocalData))
-            {
-                fx.extend(p.handle(at, Input::LocalData(data(80))));
-                break;
-            }
-        }
-        let prepared: Vec<(String, Ballot)> = fx
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EffectKind::Send(Envelope {
-                    to,
-                    message: Message::Prepare { ballot, .. },
-                    ..
-                }) => Some((to.clone(), ballot.clone())),
-                _ => None,
-            })
-            .collect();
-        let ballot = prepared
-            .first()
-            .map(|(_, b)| b.clone())
-            .expect("a coordinates");
+        let mut p = member("a", 11, &["a", "b", "c"]);
+        p.handle(0, store(vec![record_1(listed)], None));
+        let prepared = prepares(&lose_quorum(&mut p, Some(wal(7, 80))));
+        let (_, ballot) = prepared.first().cloned().expect("a coordinates");
         assert_eq!(
             prepared.iter().any(|(to, _)| to == "d"),
             !d_via_report,
             "d is prepared at once only when the store lists it: {prepared:?}"
         );
-        let answer = |from: &str, message: Message| {
-            Input::Message(Envelope {
-                from: from.into(),
-                from_boot: 1,
-                to: "a".into(),
-                to_boot: Some(11),
-                message,
-            })
-        };
-        let mut out = Vec::new();
-        let answer_from = |p: &mut Protocol, from: &str, commit: u64, voters: Vec<String>| {
-            let mut fx = p.handle(
-                1_600,
-                answer(
-                    from,
-                    Message::Promise {
-                        target: 2,
-                        ballot: ballot.clone(),
-                        accepted: None,
-                    },
-                ),
-            );
-            fx.extend(p.handle(
-                1_600,
-                answer(
-                    from,
-                    Message::Report {
-                        target: 2,
-                        ballot: ballot.clone(),
-                        report: DataReport {
-                            data: data(commit),
-                            has_state: true,
-                            voters,
-                        },
-                    },
-                ),
-            ));
-            fx
-        };
+        let coordinator = ("a", 11);
         let c_view = if d_via_report {
             ids(&["a", "b", "c", "d"])
         } else {
             ids(&["a", "b", "c"])
         };
-        out.extend(answer_from(&mut p, "b", 70, ids(&["a", "b", "c"])));
-        out.extend(answer_from(&mut p, "c", 90, c_view));
-        let proposes = |fx: &[super::Effect]| {
-            fx.iter()
-                .filter_map(|e| match &e.kind {
-                    EffectKind::Send(Envelope {
-                        message: Message::Accept { value, .. },
-                        ..
-                    }) => Some(value.clone()),
-                    _ => None,
-                })
-                .collect::<Vec<SeedValue>>()
-        };
+        let mut out = promise_and_report(
+            &mut p,
+            coordinator,
+            &ballot,
+            "b",
+            None,
+            wal(7, 70),
+            ids(&["a", "b", "c"]),
+        );
+        out.extend(promise_and_report(
+            &mut p,
+            coordinator,
+            &ballot,
+            "c",
+            None,
+            wal(7, 90),
+            c_view,
+        ));
         assert!(
-            proposes(&out).is_empty(),
+            proposed(&out).is_empty(),
             "no proposal before d answered: {:?}",
             p.explain()
         );
@@ -659,8 +570,16 @@ fn a_member_the_coordinator_did_not_know_is_waited_for() {
                 .any(|w| w.starts_with("waiting for d ")),
             "{explained:?}"
         );
-        let out = answer_from(&mut p, "d", 120, ids(&["a", "b", "c", "d"]));
-        let proposed = proposes(&out);
+        let out = promise_and_report(
+            &mut p,
+            coordinator,
+            &ballot,
+            "d",
+            None,
+            wal(7, 120),
+            ids(&["a", "b", "c", "d"]),
+        );
+        let proposed = proposed(&out);
         assert!(!proposed.is_empty(), "a proposal once d answered");
         assert!(proposed.iter().all(|v| v.seeder == "d"), "{proposed:?}");
     }
