@@ -140,6 +140,10 @@ struct ChaosArgs {
     /// Runs of each scenario; the report adds their medians.
     #[arg(long, default_value_t = 1)]
     runs: usize,
+    /// Keep every run's directory under <out>/runs (logs of eco and
+    /// etcd), not only those of failed runs.
+    #[arg(long)]
+    keep: bool,
     /// Directory with etcd, etcdctl, etcdutl [default: .tools/etcd-3.5/bin].
     #[arg(long)]
     etcd_bin_dir: Option<PathBuf>,
@@ -348,6 +352,7 @@ fn chaos_command(args: &ChaosArgs) -> i32 {
         quorum_loss_timeout_s,
         rate,
         runs,
+        keep,
         etcd_bin_dir,
         eco_bin,
     } = args;
@@ -393,6 +398,7 @@ fn chaos_command(args: &ChaosArgs) -> i32 {
         rate,
         work,
         runs,
+        keep: *keep,
     };
     let outcomes = chaos::run_all(&opts);
     let medians = chaos::medians::summarize(&outcomes);

@@ -50,6 +50,8 @@ pub struct Options {
     pub work: PathBuf,
     /// Runs of each scenario (their medians are reported).
     pub runs: usize,
+    /// Keep every run's directory (logs, data), not only failed ones.
+    pub keep: bool,
 }
 
 /// Bound of every wait for the cluster to be whole.
@@ -355,7 +357,7 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
             "reseeded ({records:?}) where a rejoin was expected"
         ));
     }
-    if o.failures.is_empty() {
+    if o.failures.is_empty() && !opts.keep {
         // Passed: nothing to keep.
         drop(c);
         let _ = std::fs::remove_dir_all(&root);
