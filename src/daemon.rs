@@ -771,15 +771,6 @@ impl Daemon {
                 .collect(),
             desired_size: self.group.desired_size,
             members: self.view.facts(&seen, now_ms),
-            live_instances: self.gossip.as_ref().map(|_| {
-                self.status
-                    .borrow()
-                    .gossip
-                    .iter()
-                    .filter(|p| p.up && p.heard_ms_ago < 10_000)
-                    .map(|p| p.instance_id.clone())
-                    .collect()
-            }),
             config: PlannerConfig {
                 unhealthy_member_ttl_ms: self.config.recovery.unhealthy_member_ttl.get().as_millis()
                     as u64,

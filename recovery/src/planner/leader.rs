@@ -98,15 +98,9 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
     }
 
     // 3. Unhealthy voters on live instances, past the TTL, one at a time.
-    // A member whose instance is unreachable too (down, or cut off by a
-    // partition) is left alone: it rejoins with its data when it is back,
-    // and the provider certifies it gone if it never is (rule 1).
-    // Counting an unreachable instance as absent would shrink the cluster
-    // on every partition (and etcd's leader stalls while it removes a peer
-    // whose TCP connections hang).
     for m in members
         .iter()
-        .filter(|m| !m.is_learner && !m.healthy && m.name != o.local.instance_id && o.owner_live(m))
+        .filter(|m| !m.is_learner && !m.healthy && m.name != o.local.instance_id)
     {
         let Some(since) = m.unhealthy_since_ms else {
             continue;

@@ -65,10 +65,6 @@ pub struct Observation {
     pub desired_size: usize,
     /// The member list from any member that answered; `None` if none did.
     pub members: Option<Vec<MemberFacts>>,
-    /// Instances whose eco is up in gossip with a fresh state; `None` when
-    /// gossip is not configured (nothing tells a live instance from an
-    /// unreachable one).
-    pub live_instances: Option<Vec<String>>,
     pub config: PlannerConfig,
 }
 
@@ -87,16 +83,6 @@ impl Observation {
                     .iter()
                     .find(|m| m.never_started() && m.peer_urls.contains(&l.peer_url))
             })
-    }
-
-    /// The instance owning `m` is known to be live (or, without gossip,
-    /// cannot be told apart from a live one).
-    pub fn owner_live(&self, m: &MemberFacts) -> bool {
-        match (&self.live_instances, self.owner_of(m)) {
-            (None, _) => true,
-            (Some(live), Some(owner)) => live.iter().any(|id| id == owner),
-            (Some(_), None) => false,
-        }
     }
 
     /// The group instance a member belongs to, by name or peer URL.

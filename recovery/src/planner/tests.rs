@@ -58,7 +58,6 @@ fn base() -> Observation {
             member(2, "b", B),
             member(3, "c", C),
         ]),
-        live_instances: Some(vec!["a".into(), "b".into(), "c".into()]),
         config: PlannerConfig {
             unhealthy_member_ttl_ms: 5 * MIN,
             learner_timeout_ms: 10 * MIN,
@@ -322,35 +321,6 @@ fn table() {
         sick(member(3, "c", C), 90 * MIN),
     ]);
     cases.push(("unhealthy past the ttl removed", o, vec!["remove"]));
-
-    // The same, but c's eco is unreachable too (down or cut off): a
-    // partition must not shrink the cluster; c rejoins with its data.
-    let mut o = leader();
-    o.members = Some(vec![
-        member(1, "a", A),
-        member(2, "b", B),
-        sick(member(3, "c", C), 90 * MIN),
-    ]);
-    o.live_instances = Some(vec!["a".into(), "b".into()]);
-    cases.push((
-        "unhealthy past the ttl kept while its instance is unreachable",
-        o,
-        vec!["nothing"],
-    ));
-
-    // Without gossip nothing tells the two apart: the ttl alone decides.
-    let mut o = leader();
-    o.members = Some(vec![
-        member(1, "a", A),
-        member(2, "b", B),
-        sick(member(3, "c", C), 90 * MIN),
-    ]);
-    o.live_instances = None;
-    cases.push((
-        "unhealthy past the ttl removed when gossip is off",
-        o,
-        vec!["remove"],
-    ));
 
     let mut o = leader();
     o.members = Some(vec![
