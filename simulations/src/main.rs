@@ -155,7 +155,7 @@ struct ChaosArgs {
 fn main() {
     match Cli::parse().command {
         Command::Chaos(args) => {
-            let code = chaos_command(&args);
+            let code = chaos_command(args);
             std::process::exit(code);
         }
         Command::SnapshotBench {
@@ -343,7 +343,7 @@ fn sim_turmoil(seeds: u64, from: u64, nodes: &[usize], seed: Option<u64>, json: 
 }
 
 /// `simulations chaos`; returns the exit code.
-fn chaos_command(args: &ChaosArgs) -> i32 {
+fn chaos_command(args: ChaosArgs) -> i32 {
     let ChaosArgs {
         scenario: names,
         instances,
@@ -356,14 +356,11 @@ fn chaos_command(args: &ChaosArgs) -> i32 {
         etcd_bin_dir,
         eco_bin,
     } = args;
-    let (instances, json, quorum_loss_timeout_s, rate, runs) =
-        (*instances, *json, *quorum_loss_timeout_s, *rate, *runs);
-    let (out, etcd_bin_dir, eco_bin) = (out.clone(), etcd_bin_dir.clone(), eco_bin.clone());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(PathBuf::from)
         .unwrap_or_default();
-    let scenarios = match chaos::parse_scenarios(names) {
+    let scenarios = match chaos::parse_scenarios(&names) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("chaos: {e:#}");
@@ -398,7 +395,7 @@ fn chaos_command(args: &ChaosArgs) -> i32 {
         rate,
         work,
         runs,
-        keep: *keep,
+        keep,
     };
     let outcomes = chaos::run_all(&opts);
     let medians = chaos::medians::summarize(&outcomes);
