@@ -2,33 +2,44 @@
 //! clock (time is an input), no randomness but values passed in, no async.
 //! The daemon (`src/` of the `eco` package) gathers facts, calls these, and
 //! executes what they return; each returned action carries the reason it
-//! was chosen, which `eco status` shows.
+//! was chosen, which `eco status` shows. The same functions run in the
+//! simulations against simulated etcd, network and clock.
 //!
+//! One pass of the daemon, and which module decides what:
+//!
+//! - [`startup`]: once, at start — resume, bootstrap a group of one, join,
+//!   hold for the quorum-loss protocol, discard a stale incarnation, or
+//!   refuse.
+//! - [`pass`]: every pass — who decides now (the refusal, the quorum-loss
+//!   protocol, formation, the planner), whether the instance is ready, and
+//!   its phase: the daemon's `Ready`.
+//! - [`fenced`]: the fenced seeding protocol of DESIGN §7 — whether the
+//!   quorum is lost, who reseeds and from which data — with what its state
+//!   owes at the end of a pass ([`fenced::Owed`]: stop a frozen etcd, seed,
+//!   join) and its deterministic multi-node harness (`harness` feature).
 //! - [`formation`]: whether this instance may seed a brand-new cluster
 //!   (incarnation 1), on positive evidence of emptiness only.
 //! - [`planner`]: the steady-state rules — join as a learner, promote,
 //!   rejoin with data, remove stale, departed or long-unhealthy members, one
 //!   membership change at a time, never below quorum; every crash point
 //!   between two steps is table-tested.
-//! - [`fenced`]: the fenced seeding protocol of DESIGN §7 — who reseeds a
-//!   cluster that lost its quorum, and from which data — with its
-//!   deterministic multi-node harness (`harness` feature) that checks the
-//!   safety invariants on every step.
-//! - [`snapshot_schedule`] and [`retention`]: when to take a snapshot and
-//!   which stored snapshots to keep.
+//! - [`seeding`]: the steps that seed incarnation 1 or n+1 once its record
+//!   exists, from what is on disk now (a seeding resumes from any crash).
+//! - [`voters`]: keeping `V_n` in the state file and the store's record.
+//! - [`snapshot_schedule`] and [`retention`]: who writes snapshots, when,
+//!   and which stored snapshots to keep.
 //!
 //! What this crate does not do: talk to etcd, the store, the provider or
 //! the network; read files; sleep. It also does not decide anything the
 //! daemon can observe only partially without saying so: inputs that may be
 //! unknown are `Option`s, and "unknown" leads to waiting, never to action.
-//!
-//! Status: the daemon drives `formation`, `planner`, `snapshot_schedule`
-//! and `retention`. The `fenced` protocol is complete and simulated but not
-//! yet driven by the daemon: a cluster that loses its quorum today waits
-//! for its members to come back.
 
 pub mod fenced;
 pub mod formation;
+pub mod pass;
 pub mod planner;
 pub mod retention;
+pub mod seeding;
 pub mod snapshot_schedule;
+pub mod startup;
+pub mod voters;

@@ -1,9 +1,11 @@
-//! When the snapshot writer takes a snapshot (DESIGN §8). Pure.
+//! Who writes snapshots and when (DESIGN §8). Pure.
 //!
-//! Only the instance beside the etcd leader writes. It snapshots when the
-//! revision advanced and `interval` passed since the last snapshot, and in
-//! any case once `max_age` passed — so even a quiet cluster has a recent,
-//! verified snapshot.
+//! Only the instance beside the etcd leader writes, and only while it is
+//! ready ([`WriterFacts::writes`]). It snapshots when the revision advanced
+//! and `interval` passed since the last snapshot, and in any case once
+//! `max_age` passed — so even a quiet cluster has a recent, verified
+//! snapshot. When eco stops, the leader and any voter whose departure
+//! leaves no healthy quorum take a final one ([`WriterFacts::final_due`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +54,59 @@ pub fn snapshot_due(
         ));
     }
     None
+}
+
+/// What the snapshot writer knows of its instance, from the daemon's
+/// latest pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriterFacts {
+    /// The instance is ready (`crate::pass`).
+    pub ready: bool,
+    /// The etcd process runs.
+    pub etcd_running: bool,
+    /// The own member's answer to its last probe, `None` when it did not
+    /// answer.
+    pub member: Option<WriterMember>,
+    /// Voters in the member list.
+    pub voters: usize,
+    /// Voters other than this instance's that are healthy.
+    pub healthy_other_voters: usize,
+}
+
+/// The own etcd member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriterMember {
+    pub is_leader: bool,
+    pub is_learner: bool,
+    pub revision: i64,
+}
+
+impl WriterFacts {
+    /// This instance writes the periodic snapshots: it is ready and beside
+    /// the etcd leader (one writer per cluster).
+    pub fn writes(&self) -> bool {
+        self.ready && self.member.is_some_and(|m| m.is_leader)
+    }
+
+    /// The revision a snapshot would capture (0 when not the writer).
+    pub fn revision(&self) -> i64 {
+        match self.member {
+            Some(m) if self.ready => m.revision,
+            _ => 0,
+        }
+    }
+
+    /// Whether a final snapshot is due as eco stops, and why: only with a
+    /// running, answering member ([`final_snapshot_due`] says which).
+    pub fn final_due(&self) -> Option<String> {
+        let me = self.member.filter(|_| self.etcd_running)?;
+        final_snapshot_due(
+            self.writes(),
+            !me.is_learner,
+            self.voters,
+            self.healthy_other_voters,
+        )
+    }
 }
 
 /// Whether an instance that is stopping (SIGTERM) takes a final snapshot
@@ -135,6 +190,70 @@ mod tests {
         for (name, now, writer, rev, last, want) in cases {
             let got = snapshot_due(now, writer, rev, last, S);
             assert_eq!(got.is_some(), want, "{name}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn the_writer_is_the_ready_leader_and_a_final_snapshot_needs_a_running_member() {
+        let leader = WriterMember {
+            is_leader: true,
+            is_learner: false,
+            revision: 42,
+        };
+        let follower = WriterMember {
+            is_leader: false,
+            ..leader
+        };
+        let f = |ready, running, member, voters, others| WriterFacts {
+            ready,
+            etcd_running: running,
+            member,
+            voters,
+            healthy_other_voters: others,
+        };
+        // (case, facts, writes, revision, final due)
+        let cases = [
+            (
+                "the ready leader",
+                f(true, true, Some(leader), 3, 2),
+                true,
+                42,
+                true,
+            ),
+            (
+                "a leader not ready",
+                f(false, true, Some(leader), 3, 2),
+                false,
+                0,
+                false,
+            ),
+            (
+                "a follower, healthy quorum behind",
+                f(true, true, Some(follower), 3, 2),
+                false,
+                42,
+                false,
+            ),
+            (
+                "a follower, the last but one",
+                f(true, true, Some(follower), 3, 1),
+                false,
+                42,
+                true,
+            ),
+            (
+                "etcd not running",
+                f(true, false, Some(leader), 3, 2),
+                true,
+                42,
+                false,
+            ),
+            ("no answer", f(true, true, None, 3, 0), false, 0, false),
+        ];
+        for (case, facts, writes, revision, due) in cases {
+            assert_eq!(facts.writes(), writes, "{case}");
+            assert_eq!(facts.revision(), revision, "{case}");
+            assert_eq!(facts.final_due().is_some(), due, "{case}");
         }
     }
 

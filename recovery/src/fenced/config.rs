@@ -1,5 +1,6 @@
-//! Protocol configuration (times in milliseconds) and the test-only fault
-//! switches.
+//! Protocol configuration (times in milliseconds), how the daemon derives
+//! it from `T` ([`ProtocolConfig::for_timeout`]), the timing rules it must
+//! obey ([`ProtocolConfig::validate`]), and the test-only fault switches.
 
 use super::ids::Millis;
 use serde::{Deserialize, Serialize};
@@ -35,10 +36,21 @@ pub struct ProtocolConfig {
     pub faults: Faults,
 }
 
+/// `T` when nothing else is configured (DESIGN §7): one minute.
+pub const DEFAULT_QUORUM_LOSS_TIMEOUT: Millis = 60_000;
+
+/// The longest a non-lowest coordinator waits before taking over, and the
+/// largest random jitter added to it, whatever `T` is.
+pub const MAX_TAKEOVER: Millis = 15_000;
+
+/// `T` must span at least this many etcd election timeouts: a slow election
+/// must never look like a lost quorum.
+pub const ELECTIONS_PER_TIMEOUT: u64 = 20;
+
 impl Default for ProtocolConfig {
     fn default() -> Self {
         ProtocolConfig {
-            quorum_loss_timeout: 60_000,
+            quorum_loss_timeout: DEFAULT_QUORUM_LOSS_TIMEOUT,
             min_probes: 3,
             peer_fresh: 10_000,
             takeover_after: 15_000,
@@ -50,6 +62,119 @@ impl Default for ProtocolConfig {
             faults: Faults::default(),
         }
     }
+}
+
+/// The timings of the etcd the protocol watches and of the daemon's probe,
+/// which the protocol's own timings must fit ([`ProtocolConfig::validate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatchedTiming {
+    /// etcd's election timeout.
+    pub election_timeout: Millis,
+    /// How often the daemon probes its own etcd (one detector sample each).
+    pub probe_interval: Millis,
+}
+
+/// Which setting a timing problem is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting {
+    QuorumLossTimeout,
+    AcceptLossAfter,
+}
+
+/// A configuration under which the protocol would misbehave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimingProblem {
+    pub setting: Setting,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl ProtocolConfig {
+    /// The daemon's configuration for `T = quorum_loss_timeout`: a
+    /// non-lowest coordinator takes over after `min(15 s, T)` plus a random
+    /// jitter of up to `min(15 s, T)`; bootstrap is formation's job
+    /// (`seeds_bootstrap = false`); everything else is the default.
+    pub fn for_timeout(quorum_loss_timeout: Millis, accept_loss_after: Option<Millis>) -> Self {
+        let takeover = quorum_loss_timeout.min(MAX_TAKEOVER);
+        ProtocolConfig {
+            quorum_loss_timeout,
+            takeover_after: takeover,
+            takeover_jitter: takeover,
+            accept_loss_after,
+            seeds_bootstrap: false,
+            ..ProtocolConfig::default()
+        }
+    }
+
+    /// Every timing problem of this configuration against the etcd it
+    /// watches; empty means usable.
+    ///
+    /// - `T` spans at least [`ELECTIONS_PER_TIMEOUT`] election timeouts;
+    /// - `T` holds at least `min_probes` probes of the own etcd, or the
+    ///   detector could never conclude (it needs that many samples within
+    ///   `T`);
+    /// - `accept_loss_after`, when set, is at least `T`.
+    pub fn validate(&self, watched: WatchedTiming) -> Vec<TimingProblem> {
+        let mut problems = Vec::new();
+        let t = self.quorum_loss_timeout;
+        let min_loss = watched.election_timeout * ELECTIONS_PER_TIMEOUT;
+        if t < min_loss {
+            problems.push(TimingProblem {
+                setting: Setting::QuorumLossTimeout,
+                message: format!(
+                    "{} is shorter than {ELECTIONS_PER_TIMEOUT} election timeouts ({}); a slow election must never look like a lost quorum; allowed: at least {}",
+                    show(t),
+                    show(watched.election_timeout),
+                    show(min_loss)
+                ),
+            });
+        }
+        let min_probes = watched.probe_interval * self.min_probes as u64;
+        if t < min_probes {
+            problems.push(TimingProblem {
+                setting: Setting::QuorumLossTimeout,
+                message: format!(
+                    "{} holds fewer than {} probes of the own etcd at etcd.probe_interval = {}: the quorum-loss detector could never conclude; allowed: at least {}",
+                    show(t),
+                    self.min_probes,
+                    show(watched.probe_interval),
+                    show(min_probes)
+                ),
+            });
+        }
+        if let Some(a) = self.accept_loss_after {
+            if a < t {
+                problems.push(TimingProblem {
+                    setting: Setting::AcceptLossAfter,
+                    message: format!(
+                        "{} is below quorum_loss_timeout = {}; allowed: at least quorum_loss_timeout, or leave it unset (the safe default)",
+                        show(a),
+                        show(t)
+                    ),
+                });
+            }
+        }
+        problems
+    }
+}
+
+/// Milliseconds as a config file writes durations (`5s`, `250ms`, `1m30s`).
+fn show(ms: Millis) -> String {
+    if ms == 0 {
+        return "0s".into();
+    }
+    let (m, s, rest) = (ms / 60_000, ms / 1000 % 60, ms % 1000);
+    let mut out = String::new();
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 {
+        out.push_str(&format!("{s}s"));
+    }
+    if rest > 0 {
+        out.push_str(&format!("{rest}ms"));
+    }
+    out
 }
 
 /// Deliberate bugs, for tests that prove the harness catches each one.
@@ -71,4 +196,87 @@ pub struct Faults {
     pub skip_conditional_create: bool,
     /// Read a failed store listing as an empty one.
     pub store_error_as_empty: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WATCHED: WatchedTiming = WatchedTiming {
+        election_timeout: 250,
+        probe_interval: 300,
+    };
+
+    #[test]
+    fn for_timeout_caps_the_takeover_at_fifteen_seconds() {
+        let short = ProtocolConfig::for_timeout(5_000, None);
+        assert_eq!(
+            (short.takeover_after, short.takeover_jitter),
+            (5_000, 5_000)
+        );
+        assert!(!short.seeds_bootstrap);
+        let long = ProtocolConfig::for_timeout(120_000, Some(600_000));
+        assert_eq!(
+            (long.takeover_after, long.takeover_jitter),
+            (15_000, 15_000)
+        );
+        assert_eq!(long.accept_loss_after, Some(600_000));
+        assert_eq!(
+            ProtocolConfig::default().quorum_loss_timeout,
+            DEFAULT_QUORUM_LOSS_TIMEOUT
+        );
+    }
+
+    #[test]
+    fn validate_table() {
+        // (T, accept_loss_after, watched timings, expected problems)
+        type Case = (
+            Millis,
+            Option<Millis>,
+            WatchedTiming,
+            &'static [(Setting, &'static str)],
+        );
+        let cases: [Case; 5] = [
+            (5_000, None, WATCHED, &[]),
+            (
+                4_000,
+                None,
+                WATCHED,
+                &[(
+                    Setting::QuorumLossTimeout,
+                    "shorter than 20 election timeouts (250ms); a slow election must never look like a lost quorum; allowed: at least 5s",
+                )],
+            ),
+            (
+                60_000,
+                None,
+                WatchedTiming {
+                    election_timeout: 1_000,
+                    probe_interval: 30_000,
+                },
+                &[(
+                    Setting::QuorumLossTimeout,
+                    "holds fewer than 3 probes of the own etcd at etcd.probe_interval = 30s: the quorum-loss detector could never conclude; allowed: at least 1m30s",
+                )],
+            ),
+            (
+                5_000,
+                Some(4_999),
+                WATCHED,
+                &[(
+                    Setting::AcceptLossAfter,
+                    "4s999ms is below quorum_loss_timeout = 5s",
+                )],
+            ),
+            (5_000, Some(5_000), WATCHED, &[]),
+        ];
+        for (t, accept, watched, want) in cases {
+            let got = ProtocolConfig::for_timeout(t, accept).validate(watched);
+            assert_eq!(got.len(), want.len(), "T={t} accept={accept:?}: {got:?}");
+            for (problem, (setting, text)) in got.iter().zip(want.iter()) {
+                assert_eq!(problem.setting, *setting);
+                assert!(problem.message.contains(text), "{}", problem.message);
+            }
+        }
+    }
 }

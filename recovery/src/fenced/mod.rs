@@ -68,6 +68,7 @@ mod explain;
 pub mod ids;
 pub mod messages;
 pub mod observation;
+mod owed;
 pub mod persisted;
 pub mod protocol;
 pub mod ranking;
@@ -80,7 +81,9 @@ pub mod harness;
 mod tests;
 
 pub use ballot::Ballot;
-pub use config::{Faults, ProtocolConfig};
+pub use config::{
+    DEFAULT_QUORUM_LOSS_TIMEOUT, Faults, ProtocolConfig, Setting, TimingProblem, WatchedTiming,
+};
 pub use detector::{Verdict, Window, lost};
 pub use effects::{AlertKind, Effect, EffectKind, SeedPlan};
 pub use explain::{Explanation, Phase};
@@ -90,6 +93,7 @@ pub use observation::{
     DataReport, GroupFacts, LocalData, Observation, PeerFact, Probe, RecordListing, SnapshotFacts,
     StoreFacts,
 };
+pub use owed::Owed;
 pub use persisted::{PersistError, PersistedState, decode, encode};
 pub use protocol::{CreateResult, Input, Protocol, seed_plan};
 pub use ranking::{RankError, rank};

@@ -1,178 +1,157 @@
-//! The DESIGN §7 invariants, checked by the world as it runs.
+//! The safety invariants of DESIGN §7 — one set, checked by both
+//! harnesses: the pure multi-node harness of this module ([`super::World`])
+//! and the turmoil simulation of the `simulations` crate, which runs the
+//! daemon's own driver. Each world keeps an [`Invariants`] and feeds it the
+//! facts only it knows (what a node holds on disk, the best data that
+//! survives, whether a value can still be executed); the checks and their
+//! bookkeeping live here, once.
+//!
+//! - a promise or acceptance is persisted before it is sent; a persisted
+//!   promise never goes back and is never broken (restarts included, disk
+//!   loss excepted) — [`Invariants::persist`], [`Invariants::send`];
+//! - no two values chosen for one incarnation by acceptors that kept their
+//!   disks, unless the first can no longer be executed (its holder lost the
+//!   data: it is abandoned before any record names it) —
+//!   [`Invariants::send`];
+//! - every non-gone member of `V_n` reported, truthfully, before a value is
+//!   proposed (unless `accept_loss_after` fired) —
+//!   [`Invariants::proposal`];
+//! - no empty seed proposed or executed while data or a record exists —
+//!   [`Invariants::create`], [`Invariants::seed`];
+//! - at most one record per incarnation (the store's conditional create),
+//!   and the record's position is at least the best surviving data unless
+//!   it is a data-loss record, which needs the data-loss effect —
+//!   [`Invariants::record`];
+//! - only the record's seeder seeds, only what the record says, from data
+//!   it holds; never two seeders — [`Invariants::seed`];
+//! - an incarnation older than the newest record never has a leader —
+//!   [`Invariants::stale_leader`].
 
-use super::scenario::Kind;
-use super::world::{OLD, World};
-use crate::fenced::ids::majority;
-use crate::fenced::{Envelope, Message, SeedPlan, SeedRecord, SeedSource, decode, seed_plan};
+use crate::fenced::ids::{Incarnation, InstanceId, Millis, majority};
+use crate::fenced::{
+    Ballot, DataReport, Envelope, LocalData, Message, PersistedState, SeedPlan, SeedRecord,
+    SeedValue, seed_plan,
+};
+use std::collections::BTreeMap;
 
-impl World {
-    fn violation(&mut self, text: String) {
-        let text = format!("t={} ms: {text}", self.now);
-        if !self.violations.contains(&text) {
+/// At most this many distinct violations are kept per run.
+const KEPT: usize = 20;
+
+/// The bookkeeping of one run and the violations found.
+#[derive(Clone, Debug, Default)]
+pub struct Invariants {
+    pub violations: Vec<String>,
+    /// Seeds executed: incarnation → (seeder, time of the first).
+    pub seeds: BTreeMap<Incarnation, (InstanceId, Millis)>,
+    /// Highest ballot each instance promised, per target, since its disk
+    /// was last lost.
+    promised: BTreeMap<InstanceId, BTreeMap<Incarnation, Ballot>>,
+    /// Acceptances per target: (instance, ballot, value).
+    accepts: BTreeMap<Incarnation, Vec<(InstanceId, Ballot, SeedValue)>>,
+    chosen: BTreeMap<Incarnation, SeedValue>,
+}
+
+/// The target incarnation a seed plan seeds.
+pub fn plan_target(plan: &SeedPlan) -> Incarnation {
+    match plan {
+        SeedPlan::ReplayWal { incarnation, .. }
+        | SeedPlan::RestoreSnapshot { incarnation, .. }
+        | SeedPlan::Fresh { incarnation, .. } => *incarnation,
+    }
+}
+
+impl Invariants {
+    pub fn violation(&mut self, now: Millis, text: String) {
+        let text = format!("t={now} ms: {text}");
+        if !self.violations.contains(&text) && self.violations.len() < KEPT {
             self.violations.push(text);
         }
     }
 
-    fn any_data(&self) -> bool {
-        self.nodes.iter().any(|n| n.data.has_data)
-    }
-
-    /// Highest `(incarnation, commit index)` of surviving data of `V_n`
-    /// and of the store.
-    fn best_surviving(&self) -> (u64, u64) {
-        let mut best = self
-            .nodes
-            .iter()
-            .filter(|n| n.voter && n.data.has_data && n.data.incarnation == OLD)
-            .map(|n| (OLD, n.data.commit_index))
-            .max()
-            .unwrap_or((0, 0));
-        if let Some(s) = &self.snapshot {
-            best = best.max((s.incarnation, s.commit_index));
-        }
-        best
-    }
-
-    /// Every step: the old incarnation never regains quorum once a newer
-    /// record exists.
-    pub(super) fn check_step(&mut self) {
-        if self.sc.kind == Kind::QuorumLoss
-            && self.records.keys().any(|k| *k > OLD)
-            && self.old_has_leader()
-        {
-            self.violation(
-                "the old incarnation regained quorum after a newer record was created".into(),
-            );
+    /// `id` lost its disk: an acceptor with amnesia; its past promises and
+    /// acceptances no longer count.
+    pub fn disk_lost(&mut self, id: &str) {
+        self.promised.remove(id);
+        for list in self.accepts.values_mut() {
+            list.retain(|(n, _, _)| n != id);
         }
     }
 
-    /// A record about to be created (the commit point).
-    pub(super) fn check_record(&mut self, r: &SeedRecord) {
-        if r.data_loss {
-            if !self.data_loss_fired {
-                self.violation("a data-loss record without the data-loss effect".into());
-            }
-            return;
-        }
-        if self.sc.kind == Kind::Bootstrap {
-            return;
-        }
-        let pos = r.value.source.position();
-        let best = self.best_surviving();
-        if pos < best {
-            self.violation(format!(
-                "record of incarnation {} seeds from {} at {pos:?} but {best:?} survives",
-                r.incarnation, r.value.source
-            ));
-        }
-    }
-
-    /// A `CreateRecord` effect.
-    pub(super) fn check_create(&mut self, r: &SeedRecord) {
-        if r.value.source == SeedSource::Empty
-            && (self.sc.kind != Kind::Bootstrap || !self.records.is_empty() || self.any_data())
-        {
-            self.violation(format!(
-                "an empty seed of incarnation {} proposed while data or a record exists (store records: {})",
-                r.incarnation,
-                self.records.len()
-            ));
-        }
-    }
-
-    /// Node `i` proposes (sends `Accept`): every non-gone member of `V_n`
-    /// reported, and its report is the truth.
-    pub(super) fn check_proposal(&mut self, i: usize, data_loss: bool) {
-        let Some(round) = self.nodes[i]
-            .proto
-            .as_ref()
-            .and_then(|p| p.round())
-            .cloned()
-        else {
+    /// `id` persists `state`: the promise never goes back.
+    pub fn persist(&mut self, now: Millis, id: &str, state: &PersistedState) {
+        let Some(p) = &state.promised else {
             return;
         };
-        if data_loss || self.data_loss_fired {
-            return;
-        }
-        let mut problems = Vec::new();
-        match self.sc.kind {
-            Kind::Bootstrap => {
-                for n in self.nodes.iter().filter(|n| n.voter || n.present) {
-                    if !round.reports.contains_key(&n.id) {
-                        problems.push(format!("bootstrap proposed without a report from {}", n.id));
-                    }
-                }
+        let target = state.incarnation + 1;
+        let promised = self.promised.entry(id.to_string()).or_default();
+        match promised.get(&target) {
+            Some(max) if p < max => {
+                let max = max.clone();
+                self.violation(
+                    now,
+                    format!(
+                        "{id} persisted promise {p} for incarnation {target} after promising {max}"
+                    ),
+                );
             }
             _ => {
-                for n in self.nodes.iter().filter(|n| n.voter) {
-                    let holds = n.data.has_data && n.data.incarnation == OLD;
-                    if !holds {
-                        continue; // gone: terminated or its disk lost
-                    }
-                    match round.reports.get(&n.id) {
-                        Some(r) if r.data == n.data => {}
-                        Some(r) => problems.push(format!(
-                            "{} proposed with a wrong report of {}: {:?} vs {:?}",
-                            self.nodes[i].id, n.id, r.data, n.data
-                        )),
-                        None => problems.push(format!(
-                            "{} proposed without a report from {} (member of V_{OLD}, holds data)",
-                            self.nodes[i].id, n.id
-                        )),
-                    }
-                }
+                promised.insert(target, p.clone());
             }
-        }
-        for p in problems {
-            self.violation(p);
         }
     }
 
-    /// A message about to leave node `i`.
-    pub(super) fn check_send(&mut self, i: usize, env: &Envelope) {
+    /// A message about to leave `id`. `on_disk`: its state file, `None`
+    /// when it has none (or it does not decode); `voters`: the size of
+    /// `V_n` for the target's previous incarnation; `unexecutable`: whether
+    /// a chosen value can no longer be executed (its holder lost the data).
+    pub fn send(
+        &mut self,
+        now: Millis,
+        id: &str,
+        env: &Envelope,
+        on_disk: Option<PersistedState>,
+        voters: usize,
+        unexecutable: impl Fn(&SeedValue) -> bool,
+    ) {
         let (target, ballot, accepted) = match &env.message {
             Message::Promise { target, ballot, .. } => (*target, ballot.clone(), false),
             Message::Accepted { target, ballot } => (*target, ballot.clone(), true),
             _ => return,
         };
-        let id = self.nodes[i].id.clone();
-        let disk = self.nodes[i].disk.as_deref().map(decode);
-        let persisted = match disk {
-            Some(Ok(s)) => s,
-            _ => {
-                return self.violation(format!(
-                    "{id} sent a {} for ballot {ballot} with no state file",
-                    env.message.kind()
-                ));
-            }
+        let kind = env.message.kind();
+        let Some(persisted) = on_disk else {
+            return self.violation(
+                now,
+                format!("{id} sent a {kind} for ballot {ballot} with no state file"),
+            );
         };
-        let ok = persisted.incarnation + 1 == target
+        let holds = persisted.incarnation + 1 == target
             && persisted.promised.as_ref().is_some_and(|p| *p >= ballot)
             && (!accepted
                 || persisted
                     .accepted
                     .as_ref()
                     .is_some_and(|a| a.ballot == ballot));
-        if !ok {
-            self.violation(format!(
-                "{id} sent a {} for ballot {ballot} that its state file does not hold",
-                env.message.kind()
-            ));
+        if !holds {
+            self.violation(
+                now,
+                format!("{id} sent a {kind} for ballot {ballot} that its state file does not hold"),
+            );
         }
-        if let Some(max) = self.nodes[i].promised.get(&target) {
-            if ballot < *max {
-                self.violation(format!(
-                    "{id} broke its promise: {} for ballot {ballot} after promising {max}",
-                    env.message.kind()
-                ));
+        let promised = self.promised.entry(id.to_string()).or_default();
+        match promised.get(&target) {
+            Some(max) if ballot < *max => {
+                let max = max.clone();
+                self.violation(
+                    now,
+                    format!(
+                        "{id} broke its promise: {kind} for ballot {ballot} after promising {max}"
+                    ),
+                );
             }
-        }
-        let entry = self.nodes[i]
-            .promised
-            .entry(target)
-            .or_insert(ballot.clone());
-        if *entry < ballot {
-            *entry = ballot.clone();
+            _ => {
+                promised.insert(target, ballot.clone());
+            }
         }
         if !accepted {
             return;
@@ -181,94 +160,186 @@ impl World {
             return;
         };
         let list = self.accepts.entry(target).or_default();
-        if !list.iter().any(|(n, b, _)| *n == id && *b == ballot) {
-            list.push((id, ballot.clone(), value.clone()));
+        if !list.iter().any(|(n, b, _)| n == id && *b == ballot) {
+            list.push((id.to_string(), ballot.clone(), value.clone()));
         }
         let count = list
             .iter()
             .filter(|(_, b, v)| *b == ballot && *v == value)
             .count();
-        let quorum = majority(self.voters.len());
-        if count >= quorum {
-            match self.chosen.get(&target) {
-                // A chosen value whose holder has lost its data can never be
-                // executed: the protocol abandons it (no record names it:
-                // the store's conditional create is the commit point) and
-                // may choose again.
-                Some(v) if *v != value && self.unexecutable(v) => {
-                    self.chosen.insert(target, value);
-                }
-                Some(v) if *v != value => {
-                    let v = v.clone();
-                    self.violation(format!(
-                        "two values chosen for incarnation {target}: {v} and {value}"
-                    ));
-                }
-                Some(_) => {}
-                None => {
-                    self.chosen.insert(target, value);
-                }
+        if count < majority(voters) {
+            return;
+        }
+        match self.chosen.get(&target) {
+            Some(v) if *v != value && unexecutable(v) => {
+                self.chosen.insert(target, value);
             }
-        }
-    }
-
-    /// `v` seeds from a member's WAL and that member no longer holds it.
-    fn unexecutable(&self, v: &crate::fenced::SeedValue) -> bool {
-        match &v.source {
-            crate::fenced::SeedSource::Member { holder, .. } => self
-                .nodes
-                .iter()
-                .find(|n| n.id == *holder)
-                .is_none_or(|n| !(n.data.has_data && n.data.incarnation == OLD)),
-            _ => false,
-        }
-    }
-
-    /// Node `i` seeds.
-    pub(super) fn check_seed(&mut self, i: usize, plan: &SeedPlan) {
-        let id = self.nodes[i].id.clone();
-        let k = match plan {
-            SeedPlan::ReplayWal { incarnation, .. }
-            | SeedPlan::RestoreSnapshot { incarnation, .. }
-            | SeedPlan::Fresh { incarnation, .. } => *incarnation,
-        };
-        match self.records.get(&k).cloned() {
-            None => self.violation(format!(
-                "{id} seeds incarnation {k} but the store has no record of it"
-            )),
-            Some(r) if r.value.seeder != id => self.violation(format!(
-                "{id} seeds incarnation {k} but the record names {}",
-                r.value.seeder
-            )),
-            Some(r) if seed_plan(&r).as_ref() != Some(plan) => self.violation(format!(
-                "{id} seeds incarnation {k} with a plan the record does not say"
-            )),
-            Some(_) => {}
-        }
-        if let SeedPlan::Fresh { .. } = plan {
-            if self.any_data() || self.records.keys().any(|r| *r != k) {
-                self.violation(format!(
-                    "{id} seeds an empty cluster while data or a record exists"
-                ));
-            }
-        }
-        if let SeedPlan::ReplayWal { commit_index, .. } = plan {
-            let d = &self.nodes[i].data;
-            if !(d.has_data && d.commit_index >= *commit_index) {
-                self.violation(format!(
-                    "{id} replays its WAL to {commit_index} but holds {d:?}"
-                ));
-            }
-        }
-        match self.seeds.get(&k) {
-            Some((other, _)) if *other != id => {
-                let other = other.clone();
-                self.violation(format!("two seeders of incarnation {k}: {other} and {id}"));
+            Some(v) if *v != value => {
+                let v = v.clone();
+                self.violation(
+                    now,
+                    format!("two values chosen for incarnation {target}: {v} and {value}"),
+                );
             }
             Some(_) => {}
             None => {
-                self.seeds.insert(k, (id, self.now));
+                self.chosen.insert(target, value);
             }
+        }
+    }
+
+    /// `proposer` proposes (its `Accept`s leave) with these `reports`:
+    /// every member of `V_n` that holds data of `n` (`holders`, with what
+    /// it holds) reported, and reported the truth.
+    pub fn proposal(
+        &mut self,
+        now: Millis,
+        proposer: &str,
+        n: Incarnation,
+        reports: &BTreeMap<InstanceId, DataReport>,
+        holders: &[(InstanceId, LocalData)],
+    ) {
+        for (id, data) in holders {
+            match reports.get(id) {
+                Some(r) if r.data == *data => {}
+                Some(r) => self.violation(
+                    now,
+                    format!(
+                        "{proposer} proposed with a wrong report of {id}: {:?} vs {data:?}",
+                        r.data
+                    ),
+                ),
+                None => self.violation(
+                    now,
+                    format!(
+                        "{proposer} proposed without a report from {id} (member of V_{n}, holds data)"
+                    ),
+                ),
+            }
+        }
+    }
+
+    /// A `CreateRecord` about to go to the store: an empty seed only where
+    /// `empty_allowed` (a bootstrap with no data and no record anywhere).
+    pub fn create(&mut self, now: Millis, r: &SeedRecord, empty_allowed: bool, records: usize) {
+        if r.value.source == crate::fenced::SeedSource::Empty && !empty_allowed {
+            self.violation(
+                now,
+                format!(
+                    "an empty seed of incarnation {} proposed while data or a record exists (store records: {records})",
+                    r.incarnation
+                ),
+            );
+        }
+    }
+
+    /// A record the store is about to create (the commit point), by
+    /// `creator`: its position is at least `best_surviving` (the best data
+    /// of `V_n` and the store's snapshot) unless it is a data-loss record,
+    /// which needs the data-loss effect. `best_surviving` is `None` where
+    /// there is nothing to compare (a bootstrap).
+    pub fn record(
+        &mut self,
+        now: Millis,
+        creator: &str,
+        r: &SeedRecord,
+        best_surviving: Option<(Incarnation, u64)>,
+        data_loss_fired: bool,
+    ) {
+        if r.data_loss {
+            if !data_loss_fired {
+                self.violation(
+                    now,
+                    "a data-loss record without the data-loss effect".into(),
+                );
+            }
+            return;
+        }
+        let Some(best) = best_surviving else {
+            return;
+        };
+        let pos = r.value.source.position();
+        if pos < best {
+            self.violation(
+                now,
+                format!(
+                    "{creator} creates the record of incarnation {} seeding from {} at {pos:?} but {best:?} survives",
+                    r.incarnation, r.value.source
+                ),
+            );
+        }
+    }
+
+    /// `id` seeds per `plan`. `record`: the store's record of the target;
+    /// `empty_allowed`: whether an empty seed may happen now; `holds_wal`:
+    /// for a WAL replay, whether `id` holds that WAL up to the commit index.
+    pub fn seed(
+        &mut self,
+        now: Millis,
+        id: &str,
+        plan: &SeedPlan,
+        record: Option<&SeedRecord>,
+        empty_allowed: bool,
+        holds_wal: bool,
+    ) {
+        let k = plan_target(plan);
+        match record {
+            None => self.violation(
+                now,
+                format!("{id} seeds incarnation {k} but the store has no record of it"),
+            ),
+            Some(r) if r.value.seeder != id => self.violation(
+                now,
+                format!(
+                    "{id} seeds incarnation {k} but the record names {}",
+                    r.value.seeder
+                ),
+            ),
+            Some(r) if seed_plan(r).as_ref() != Some(plan) => self.violation(
+                now,
+                format!("{id} seeds incarnation {k} with a plan the record does not say"),
+            ),
+            Some(_) => {}
+        }
+        if let (SeedPlan::Fresh { .. }, false) = (plan, empty_allowed) {
+            self.violation(
+                now,
+                format!("{id} seeds an empty incarnation {k} while data or a record exists"),
+            );
+        }
+        if let (SeedPlan::ReplayWal { commit_index, .. }, false) = (plan, holds_wal) {
+            self.violation(
+                now,
+                format!(
+                    "{id} replays its WAL to {commit_index} for incarnation {k} but does not hold it"
+                ),
+            );
+        }
+        match self.seeds.get(&k) {
+            Some((other, _)) if other != id => {
+                let other = other.clone();
+                self.violation(
+                    now,
+                    format!("two seeders of incarnation {k}: {other} and {id}"),
+                );
+            }
+            Some(_) => {}
+            None => {
+                self.seeds.insert(k, (id.to_string(), now));
+            }
+        }
+    }
+
+    /// Incarnation `k` has a leader (`leader`) while the store records a
+    /// newer incarnation `newest`.
+    pub fn stale_leader(&mut self, now: Millis, k: Incarnation, leader: &str, newest: Incarnation) {
+        if newest > k {
+            self.violation(
+                now,
+                format!(
+                    "incarnation {k} has a leader ({leader}) and accepts writes although the record of incarnation {newest} exists"
+                ),
+            );
         }
     }
 }

@@ -6,7 +6,7 @@
 //! are checked on every step; liveness once the faults stop. Plain Rust, a
 //! local SplitMix64: a seed replays exactly.
 
-mod invariants;
+pub mod invariants;
 pub mod rng;
 pub mod scenario;
 pub mod world;
@@ -35,7 +35,7 @@ impl Outcome {
             seed,
             nodes: w.sc.nodes,
             kind: w.sc.kind,
-            violations: w.violations.clone(),
+            violations: w.inv.violations.clone(),
             decided_ms,
             steps: w.steps,
         }
@@ -72,8 +72,12 @@ pub fn replay(seed: u64, faults: &Faults) -> (Outcome, String) {
     for r in w.records.values() {
         let _ = writeln!(text, "record {r:?}");
     }
-    let _ = writeln!(text, "seeded (incarnation -> seeder, at ms): {:?}", w.seeds);
-    let _ = writeln!(text, "violations: {:#?}", w.violations);
+    let _ = writeln!(
+        text,
+        "seeded (incarnation -> seeder, at ms): {:?}",
+        w.inv.seeds
+    );
+    let _ = writeln!(text, "violations: {:#?}", w.inv.violations);
     for n in &w.nodes {
         match &n.proto {
             Some(p) => {

@@ -4,6 +4,7 @@
 //! of the old etcd cluster (it has a leader while a quorum of `V_n` runs
 //! unfrozen with its data). Single-threaded, driven by an event queue.
 
+use super::invariants::{Invariants, plan_target};
 use super::rng::Rng;
 use super::scenario::{FAULTS_UNTIL, Fate, Kind, Scenario};
 use crate::fenced::ids::{Incarnation, InstanceId, Millis, majority};
@@ -64,8 +65,6 @@ pub struct Node {
     /// A member of `V_n` (else a fresh replacement).
     pub voter: bool,
     pub present: bool,
-    /// Highest ballot promised, per target, since the disk was last lost.
-    pub promised: BTreeMap<Incarnation, Ballot>,
     pub next_wake: Option<Millis>,
     /// Gossip view of this instance: facts about the others.
     pub view: BTreeMap<InstanceId, PeerFact>,
@@ -84,14 +83,11 @@ pub struct World {
     pub voters: Vec<InstanceId>,
     pub records: BTreeMap<Incarnation, SeedRecord>,
     pub snapshot: Option<SnapshotFacts>,
-    /// Seeds executed: incarnation → (seeder, time).
-    pub seeds: BTreeMap<Incarnation, (InstanceId, Millis)>,
-    pub violations: Vec<String>,
+    /// The invariants (one set, shared with the turmoil simulation), with
+    /// the seeds executed and the violations found.
+    pub inv: Invariants,
     pub alerts: Vec<AlertKind>,
     pub data_loss_fired: bool,
-    /// Acceptances per target: node → (ballot, value) history.
-    pub accepts: BTreeMap<Incarnation, Vec<(InstanceId, Ballot, crate::fenced::SeedValue)>>,
-    pub chosen: BTreeMap<Incarnation, crate::fenced::SeedValue>,
     pub healthy_at: Option<Millis>,
     pub steps: u64,
     /// The newest incarnation seeded so far (`OLD` until a seed) and its
@@ -143,7 +139,6 @@ impl World {
                 wiped_ever: wiped,
                 voter: sc.kind != Kind::Bootstrap,
                 present: true,
-                promised: BTreeMap::new(),
                 next_wake: None,
                 view: BTreeMap::new(),
             });
@@ -162,7 +157,6 @@ impl World {
                     wiped_ever: true,
                     voter: false,
                     present: false,
-                    promised: BTreeMap::new(),
                     next_wake: None,
                     view: BTreeMap::new(),
                 });
@@ -219,12 +213,9 @@ impl World {
             voters,
             records,
             snapshot,
-            seeds: BTreeMap::new(),
-            violations: Vec::new(),
+            inv: Invariants::default(),
             alerts: Vec::new(),
             data_loss_fired: false,
-            accepts: BTreeMap::new(),
-            chosen: BTreeMap::new(),
             healthy_at: None,
             steps: 0,
             current: OLD,
@@ -320,7 +311,8 @@ impl World {
     }
 
     pub fn decided(&self) -> bool {
-        self.seeds
+        self.inv
+            .seeds
             .keys()
             .any(|k| *k > OLD || self.sc.kind == Kind::Bootstrap)
     }
@@ -329,7 +321,7 @@ impl World {
     pub fn run(&mut self) -> Option<Millis> {
         let end = FAULTS_UNTIL + LIVENESS_BOUND;
         while let Some(Reverse((t, seq))) = self.queue.pop() {
-            if t > end || self.violations.len() > 3 {
+            if t > end || self.inv.violations.len() > 3 {
                 break;
             }
             self.now = t;
@@ -340,7 +332,7 @@ impl World {
             self.step(ev);
             self.crash_a_proposing_coordinator();
             self.check_step();
-            if let Some((_, at)) = self.seeds.values().next() {
+            if let Some((_, at)) = self.inv.seeds.values().next() {
                 if self.now > at + 30_000 {
                     break;
                 }
@@ -354,21 +346,23 @@ impl World {
                 self.healthy_at = None;
             }
         }
-        let decided_at = self.seeds.values().map(|(_, t)| *t).next();
+        let decided_at = self.inv.seeds.values().map(|(_, t)| *t).next();
         let live = decided_at.is_some() || self.healthy_at.is_some();
         if self.sc.expect_live && !live {
-            self.violations.push(format!(
+            let text = format!(
                 "liveness: no decision and no healthy cluster {} s after the faults stopped (kind {:?})",
                 LIVENESS_BOUND / 1000,
                 self.sc.kind
-            ));
+            );
+            self.inv.violation(self.now, text);
         }
         if self.sc.kind == Kind::WipedCluster
             && self.snapshot.is_none()
             && !self.alerts.contains(&AlertKind::NoDataAnywhere)
-            && self.violations.is_empty()
+            && self.inv.violations.is_empty()
         {
-            self.violations.push(
+            self.inv.violation(
+                self.now,
                 "a record without any data anywhere must page a human (NoDataAnywhere alert)"
                     .into(),
             );
@@ -464,7 +458,7 @@ impl World {
                 } else if let Some(existing) = self.records.get(&record.incarnation) {
                     CreateResult::AlreadyExists(existing.clone())
                 } else {
-                    self.check_record(&record);
+                    self.check_record(i, &record);
                     self.records.insert(record.incarnation, record.clone());
                     CreateResult::Created(record)
                 };
@@ -528,10 +522,8 @@ impl World {
             None => None,
             Some(Ok(s)) => Some(s),
             Some(Err(e)) => {
-                self.violations.push(format!(
-                    "{}: state file does not decode: {e}",
-                    self.nodes[i].id
-                ));
+                let text = format!("{}: state file does not decode: {e}", self.nodes[i].id);
+                self.inv.violation(self.now, text);
                 None
             }
         };
@@ -560,10 +552,8 @@ impl World {
             n.disk = None;
             n.data = LocalData::empty();
             n.wiped_ever = true;
-            n.promised.clear();
-            for acc in self.accepts.values_mut() {
-                acc.retain(|(id, _, _)| *id != self.nodes[i].id);
-            }
+            let id = n.id.clone();
+            self.inv.disk_lost(&id);
         }
     }
 
@@ -643,10 +633,16 @@ impl World {
         }
         for e in effects {
             match e.kind {
-                EffectKind::Persist(s) => match encode(&s) {
-                    Ok(bytes) => self.nodes[i].disk = Some(bytes),
-                    Err(err) => self.violations.push(format!("encode failed: {err}")),
-                },
+                EffectKind::Persist(s) => {
+                    let id = self.nodes[i].id.clone();
+                    self.inv.persist(self.now, &id, &s);
+                    match encode(&s) {
+                        Ok(bytes) => self.nodes[i].disk = Some(bytes),
+                        Err(err) => self
+                            .inv
+                            .violation(self.now, format!("encode failed: {err}")),
+                    }
+                }
                 EffectKind::Send(env) => {
                     self.check_send(i, &env);
                     self.network(env);
@@ -672,11 +668,7 @@ impl World {
                 EffectKind::Seed(plan) => {
                     self.check_seed(i, &plan);
                     self.run_seeded(i, &plan);
-                    let incarnation = match plan {
-                        SeedPlan::ReplayWal { incarnation, .. }
-                        | SeedPlan::RestoreSnapshot { incarnation, .. }
-                        | SeedPlan::Fresh { incarnation, .. } => incarnation,
-                    };
+                    let incarnation = plan_target(&plan);
                     self.at(
                         self.now + 1,
                         Ev::Input(i, life, Input::SeedCompleted { incarnation }),
@@ -685,7 +677,7 @@ impl World {
                 EffectKind::Join(record) => {
                     // The old data is moved aside; the instance joins the
                     // new cluster (as a learner: not one of its voters).
-                    if self.seeds.contains_key(&record.incarnation) {
+                    if self.inv.seeds.contains_key(&record.incarnation) {
                         self.nodes[i].data = Self::seeded_data(&record);
                     }
                 }
@@ -729,5 +721,133 @@ impl World {
             };
             self.at(self.now + delay, Ev::Deliver(env.clone()));
         }
+    }
+}
+
+/// The facts only this world knows, handed to the shared invariants.
+impl World {
+    fn any_data(&self) -> bool {
+        self.nodes.iter().any(|n| n.data.has_data)
+    }
+
+    /// Highest `(incarnation, commit index)` of surviving data of `V_n`
+    /// and of the store.
+    fn best_surviving(&self) -> (u64, u64) {
+        let mut best = self
+            .nodes
+            .iter()
+            .filter(|n| n.voter && n.data.has_data && n.data.incarnation == OLD)
+            .map(|n| (OLD, n.data.commit_index))
+            .max()
+            .unwrap_or((0, 0));
+        if let Some(s) = &self.snapshot {
+            best = best.max((s.incarnation, s.commit_index));
+        }
+        best
+    }
+
+    /// Every step: the old incarnation never regains quorum once a newer
+    /// record exists.
+    fn check_step(&mut self) {
+        let newest = self.records.keys().max().copied().unwrap_or(OLD);
+        if self.sc.kind == Kind::QuorumLoss && self.old_has_leader() {
+            self.inv
+                .stale_leader(self.now, OLD, "a quorum of V_n", newest);
+        }
+    }
+
+    /// A record about to be created by node `i` (the commit point).
+    fn check_record(&mut self, i: usize, r: &SeedRecord) {
+        let best = (self.sc.kind != Kind::Bootstrap).then(|| self.best_surviving());
+        let creator = self.nodes[i].id.clone();
+        self.inv
+            .record(self.now, &creator, r, best, self.data_loss_fired);
+    }
+
+    /// A `CreateRecord` effect.
+    fn check_create(&mut self, r: &SeedRecord) {
+        let empty_allowed =
+            self.sc.kind == Kind::Bootstrap && self.records.is_empty() && !self.any_data();
+        self.inv
+            .create(self.now, r, empty_allowed, self.records.len());
+    }
+
+    /// Node `i` proposes (sends `Accept`): every non-gone member of `V_n`
+    /// (every instance, for a bootstrap) reported its data truthfully.
+    fn check_proposal(&mut self, i: usize, data_loss: bool) {
+        let Some(round) = self.nodes[i]
+            .proto
+            .as_ref()
+            .and_then(|p| p.round())
+            .cloned()
+        else {
+            return;
+        };
+        if data_loss || self.data_loss_fired {
+            return;
+        }
+        let bootstrap = self.sc.kind == Kind::Bootstrap;
+        let holders: Vec<(InstanceId, LocalData)> = self
+            .nodes
+            .iter()
+            .filter(|n| {
+                if bootstrap {
+                    n.voter || n.present
+                } else {
+                    // Gone: terminated or its disk lost.
+                    n.voter && n.data.has_data && n.data.incarnation == OLD
+                }
+            })
+            .map(|n| (n.id.clone(), n.data.clone()))
+            .collect();
+        let proposer = self.nodes[i].id.clone();
+        let n = if bootstrap { 0 } else { OLD };
+        self.inv
+            .proposal(self.now, &proposer, n, &round.reports, &holders);
+    }
+
+    /// A message about to leave node `i`.
+    fn check_send(&mut self, i: usize, env: &Envelope) {
+        let on_disk = self.nodes[i].disk.as_deref().and_then(|b| decode(b).ok());
+        let id = self.nodes[i].id.clone();
+        let voters = self.voters.len();
+        let nodes = &self.nodes;
+        self.inv.send(self.now, &id, env, on_disk, voters, |v| {
+            unexecutable(nodes, v)
+        });
+    }
+
+    /// Node `i` seeds.
+    fn check_seed(&mut self, i: usize, plan: &SeedPlan) {
+        let id = self.nodes[i].id.clone();
+        let k = plan_target(plan);
+        let record = self.records.get(&k).cloned();
+        let empty_allowed = !self.any_data() && self.records.keys().all(|r| *r == k);
+        let holds_wal = match plan {
+            SeedPlan::ReplayWal { commit_index, .. } => {
+                let d = &self.nodes[i].data;
+                d.has_data && d.commit_index >= *commit_index
+            }
+            _ => true,
+        };
+        self.inv.seed(
+            self.now,
+            &id,
+            plan,
+            record.as_ref(),
+            empty_allowed,
+            holds_wal,
+        );
+    }
+}
+
+/// `v` seeds from a member's WAL and that member no longer holds it.
+fn unexecutable(nodes: &[Node], v: &crate::fenced::SeedValue) -> bool {
+    match &v.source {
+        SeedSource::Member { holder, .. } => nodes
+            .iter()
+            .find(|n| n.id == *holder)
+            .is_none_or(|n| !(n.data.has_data && n.data.incarnation == OLD)),
+        _ => false,
     }
 }
