@@ -5,14 +5,14 @@
 //! parallel. It also remembers since when a member has been unhealthy or a
 //! learner — observation memory, not a decision.
 
+use crate::etcd::access::EtcdAccess;
 use crate::etcd::members::{self, Member};
-use crate::etcd::probe::{self, MemberProbe, MemberStatus};
+use crate::etcd::probe::{MemberProbe, MemberStatus};
 use recovery::planner::MemberFacts;
 use std::collections::HashMap;
-use std::time::Duration;
 
 pub struct ClusterView {
-    timeout: Duration,
+    access: EtcdAccess,
     probes: HashMap<String, MemberProbe>,
     unhealthy_since: HashMap<u64, u64>,
     learner_since: HashMap<u64, u64>,
@@ -52,9 +52,9 @@ impl Seen {
 }
 
 impl ClusterView {
-    pub fn new(timeout: Duration) -> Self {
+    pub fn new(access: EtcdAccess) -> Self {
         Self {
-            timeout,
+            access,
             probes: HashMap::new(),
             unhealthy_since: HashMap::new(),
             learner_since: HashMap::new(),
@@ -65,7 +65,7 @@ impl ClusterView {
         let probe = self
             .probes
             .entry(endpoint.to_string())
-            .or_insert_with(|| MemberProbe::new(endpoint.to_string(), self.timeout));
+            .or_insert_with(|| self.access.probe(endpoint.to_string()));
         probe.status().await.ok()
     }
 
@@ -74,10 +74,10 @@ impl ClusterView {
     pub async fn observe(&mut self, candidates: &[String]) -> Seen {
         let mut seen = Seen::default();
         for endpoint in candidates {
-            let Ok(mut client) = probe::connect(endpoint, self.timeout).await else {
+            let Ok(mut client) = self.access.connect(endpoint).await else {
                 continue;
             };
-            if let Ok(list) = members::list(&mut client, self.timeout).await {
+            if let Ok(list) = members::list(&mut client, self.access.call_timeout()).await {
                 seen.members = Some((list, endpoint.clone()));
                 break;
             }
@@ -94,7 +94,7 @@ impl ClusterView {
             let mut probe = self
                 .probes
                 .remove(&endpoint)
-                .unwrap_or_else(|| MemberProbe::new(endpoint.clone(), self.timeout));
+                .unwrap_or_else(|| self.access.probe(endpoint.clone()));
             tasks.spawn(async move {
                 let status = probe.status().await.ok();
                 (id, endpoint, probe, status)

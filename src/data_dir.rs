@@ -9,16 +9,10 @@ use std::path::{Path, PathBuf};
 
 const MOVED_MARK: &str = ".moved-";
 
-/// What is in a data directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DataDirContents {
-    /// Missing or empty.
-    Empty,
-    /// Holds etcd's `member/` directory with a WAL.
-    EtcdData,
-    /// Holds something that is not etcd data.
-    Other,
-}
+/// What is in a data directory: missing or empty, etcd's `member/`
+/// directory with a WAL (`Present`), or something that is not etcd data
+/// (`Unusable`) — the decisions' own type.
+pub use recovery::planner::DataState;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataDirError {
@@ -34,26 +28,26 @@ pub enum DataDirError {
 }
 
 /// Reports what `dir` holds.
-pub fn inspect(dir: &Path) -> Result<DataDirContents, DataDirError> {
+pub fn inspect(dir: &Path) -> Result<DataState, DataDirError> {
     let unusable = |message: String| DataDirError::Unusable {
         path: dir.to_path_buf(),
         message,
     };
     match std::fs::read_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DataDirContents::Empty),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DataState::Empty),
         Err(e) => Err(unusable(e.to_string())),
         Ok(mut entries) => {
             if entries.next().is_none() {
-                return Ok(DataDirContents::Empty);
+                return Ok(DataState::Empty);
             }
             let wal = dir.join("member").join("wal");
             let has_wal = std::fs::read_dir(&wal)
                 .map(|mut w| w.next().is_some())
                 .unwrap_or(false);
             Ok(if has_wal {
-                DataDirContents::EtcdData
+                DataState::Present
             } else {
-                DataDirContents::Other
+                DataState::Unusable
             })
         }
     }
@@ -193,14 +187,14 @@ mod tests {
     fn inspect_kinds() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("etcd");
-        assert_eq!(inspect(&dir).unwrap(), DataDirContents::Empty);
+        assert_eq!(inspect(&dir).unwrap(), DataState::Empty);
         std::fs::create_dir_all(&dir).unwrap();
-        assert_eq!(inspect(&dir).unwrap(), DataDirContents::Empty);
+        assert_eq!(inspect(&dir).unwrap(), DataState::Empty);
         std::fs::write(dir.join("junk"), b"x").unwrap();
-        assert_eq!(inspect(&dir).unwrap(), DataDirContents::Other);
+        assert_eq!(inspect(&dir).unwrap(), DataState::Unusable);
         std::fs::create_dir_all(dir.join("member/wal")).unwrap();
         std::fs::write(dir.join("member/wal/0.wal"), b"x").unwrap();
-        assert_eq!(inspect(&dir).unwrap(), DataDirContents::EtcdData);
+        assert_eq!(inspect(&dir).unwrap(), DataState::Present);
     }
 
     #[test]

@@ -1,25 +1,30 @@
 //! eco: an etcd cloud operator.
 //!
 //! `eco` runs on every machine of a group (a static list today; AWS
-//! auto-scaling groups and Kubernetes StatefulSets behind the same provider
-//! trait) in place of the etcd binary. It supervises the local etcd and, with
-//! its peers, keeps one etcd cluster alive.
+//! auto-scaling groups and Kubernetes StatefulSets behind the same
+//! provider port) in place of the etcd binary. It supervises the local etcd
+//! and, with its peers, keeps one etcd cluster alive.
 //!
-//! This library is the daemon's I/O side: configuration, providers, the
-//! etcd supervisor, probes and membership calls, durable local state, the
-//! object store and its records, snapshots, the HTTP API, the gossip node
-//! (the `gossip` crate), and the I/O of quorum-loss recovery ([`fencing`]: WAL
-//! replay, the protocol's state file; [`etcd::wal`]: reading a stopped
-//! member's WAL). Decisions are pure functions ([`startup`], and the
-//! `recovery` crate's formation, planner, fenced seeding protocol,
-//! snapshot schedule and retention) that take plain observations and
-//! return actions with their reasons; the code here gathers the
-//! observations and executes the actions.
+//! This library is the daemon's I/O side. Decisions are pure functions in
+//! the `recovery` crate (the start, every pass's decider and readiness,
+//! formation, the planner, the fenced seeding protocol, seeding steps, the
+//! upkeep of `V_n`, snapshot schedule and retention); the code here
+//! gathers their facts and carries out what they return:
 //!
-//! A multi-instance group forms its first cluster from nothing over gossip
-//! (`recovery::formation`) and recovers from quorum loss with the fenced
-//! seeding protocol (`recovery::fenced`), which needs gossip keys and a
-//! snapshot store.
+//! - ports, each dyn-safe and built by one factory from the config:
+//!   [`provider`] (identity, the group, the instances certified gone) and
+//!   [`store`] (snapshots and the record of truth); nothing else names a
+//!   concrete provider or store;
+//! - [`etcd`]: the one way to build an etcd client ([`etcd::access`]),
+//!   every etcd command line ([`etcd::flags`]), the supervisor, probes,
+//!   membership calls, the WAL reader;
+//! - [`daemon`]: `eco run`, split by job (start, pass, observe, execute,
+//!   seeding, the quorum-loss host, publish);
+//! - [`quorum_loss`]: the driver of the fenced protocol, generic over its
+//!   host, so the daemon and the simulations run the same driver;
+//! - durable state ([`state_file`], [`atomic_file`], [`data_dir`]), the
+//!   store's records ([`record`]), [`snapshot`]s, the HTTP API ([`api`],
+//!   [`status`], [`metrics`]), the one-shot commands ([`commands`]).
 //!
 //! What it does not do (yet): TLS (`https` is refused by validation),
 //! cloud providers (only the static provider), an S3 store. See
@@ -33,15 +38,13 @@ pub mod config;
 pub mod daemon;
 pub mod data_dir;
 pub mod etcd;
-pub mod fencing;
-pub mod instance_id;
 pub mod logging;
 pub mod metrics;
 pub mod preflight;
 pub mod provider;
+pub mod quorum_loss;
 pub mod record;
 pub mod snapshot;
-pub mod startup;
 pub mod state_file;
 pub mod status;
 pub mod status_client;

@@ -1,6 +1,6 @@
 //! The `eco` command line. Everything it runs lives in the `eco` library.
 
-use eco::{config, daemon, instance_id, logging, version};
+use eco::{config, daemon, logging, version};
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -227,12 +227,9 @@ fn snapshot(command: SnapshotCommand) -> ExitCode {
             };
             // Progress of a long transfer goes to the log (stderr).
             logging::init(&config.log);
-            one_shot(async move {
-                let id = instance_id::resolve(instance_id.as_deref(), &config)?;
-                let me = eco::commands::this_instance(&config, &id)?;
-                let url = eco::etcd::flags::client_url(&config.etcd, me.address);
-                eco::commands::snapshot::now(&config, &id, url).await
-            })
+            one_shot(
+                async move { eco::commands::snapshot::now(&config, instance_id.as_deref()).await },
+            )
         }
         SnapshotCommand::List { config, json } => {
             let config = match load_or_exit(&config) {
@@ -302,13 +299,20 @@ fn status(
 ) -> ExitCode {
     let addr = match (api, config) {
         (Some(a), _) => a,
-        (None, Some(path)) => match api_address(&path, id.as_deref()) {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("eco: error: {e:#}");
-                return ExitCode::from(2);
+        (None, Some(path)) => {
+            let found = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(anyhow::Error::from)
+                .and_then(|rt| rt.block_on(api_address(&path, id.as_deref())));
+            match found {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("eco: error: {e:#}");
+                    return ExitCode::from(2);
+                }
             }
-        },
+        }
         (None, None) => {
             eprintln!("eco: error: give --api ADDR:PORT or --config FILE");
             return ExitCode::from(2);
@@ -330,18 +334,17 @@ fn status(
     })
 }
 
-/// The API address an instance listens on, from its config and group file.
-fn api_address(path: &std::path::Path, id: Option<&str>) -> anyhow::Result<std::net::SocketAddr> {
+/// The API address an instance listens on, from its config and provider.
+async fn api_address(
+    path: &std::path::Path,
+    id: Option<&str>,
+) -> anyhow::Result<std::net::SocketAddr> {
     let config = config::load_file(path)?;
     if let Some(bind) = config.api.bind {
         return Ok(bind);
     }
-    let id = instance_id::resolve(id, &config)?;
-    let me = eco::commands::this_instance(&config, &id)?;
-    Ok(std::net::SocketAddr::new(
-        me.address,
-        config.api.port as u16,
-    ))
+    let me = eco::commands::identity(&config, id).await?;
+    Ok(std::net::SocketAddr::new(me.bind, config.api.port as u16))
 }
 
 fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {
@@ -353,14 +356,6 @@ fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {
         }
     };
     logging::init(&config.log);
-    let id = match instance_id::resolve(instance_id.as_deref(), &config) {
-        Ok(id) => id,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("eco: error: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -371,11 +366,19 @@ fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let span = tracing::info_span!("eco", instance = %id);
-    let result = runtime.block_on(tracing::Instrument::instrument(
-        daemon::run(config, id),
-        span,
-    ));
+    // Which instance this is comes from the provider; not knowing is a
+    // configuration error (exit 2), like the config itself.
+    let provider =
+        match runtime.block_on(eco::provider::from_config(&config, instance_id.as_deref())) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!("{e}");
+                eprintln!("eco: error: {e}");
+                let config_error = matches!(e, eco::provider::ProviderError::NoInstanceId);
+                return ExitCode::from(if config_error { 2 } else { 1 });
+            }
+        };
+    let result = runtime.block_on(daemon::run(config, provider));
     match result {
         Ok(daemon::Exit::Signalled) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,14 +1,17 @@
 //! Prometheus metrics of one instance. The registry is per instance (not
-//! global) so several instances can share a process in tests.
+//! global) so several instances can share a process in tests. Values are
+//! brought up to date at every scrape: from the status projection, and
+//! from the gossip node's counters once it runs ([`Metrics::watch_gossip`]).
 
 use crate::status::InstanceStatus;
+use gossip::GossipMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
@@ -29,6 +32,25 @@ pub struct Metrics {
     etcd_crashes: Counter,
     seen_starts: AtomicU64,
     seen_crashes: AtomicU64,
+    gossip: Mutex<Option<GossipExport>>,
+}
+
+/// Reads one of the gossip node's counters.
+type ReadCounter = fn(&GossipMetrics) -> &AtomicU64;
+
+/// The gossip node's counters and their exported copies.
+struct GossipExport {
+    source: Arc<GossipMetrics>,
+    counters: Vec<(Counter, AtomicU64, ReadCounter)>,
+    members_up: Gauge,
+}
+
+/// Brings `counter` up to `now`, remembering `now` in `seen`.
+fn advance(counter: &Counter, seen: &AtomicU64, now: u64) {
+    let before = seen.swap(now, Ordering::Relaxed);
+    if now > before {
+        counter.inc_by(now - before);
+    }
 }
 
 impl Metrics {
@@ -55,6 +77,7 @@ impl Metrics {
             seen_starts: AtomicU64::new(0),
             seen_crashes: AtomicU64::new(0),
             registry: Mutex::new(Registry::default()),
+            gossip: Mutex::new(None),
         };
         registry.register(
             "etcd_running",
@@ -107,14 +130,66 @@ impl Metrics {
             .set(member.map(|m| m.revision).unwrap_or(0));
         self.etcd_db_size
             .set(member.map(|m| m.db_size).unwrap_or(0));
-        let advance = |counter: &Counter, seen: &AtomicU64, now: u64| {
-            let before = seen.swap(now, Ordering::Relaxed);
-            if now > before {
-                counter.inc_by(now - before);
-            }
-        };
         advance(&self.etcd_starts, &self.seen_starts, s.process.starts);
         advance(&self.etcd_crashes, &self.seen_crashes, s.process.crashes);
+        if let Ok(g) = self.gossip.lock() {
+            if let Some(g) = g.as_ref() {
+                for (counter, seen, read) in &g.counters {
+                    advance(counter, seen, GossipMetrics::get(read(&g.source)));
+                }
+                g.members_up
+                    .set(GossipMetrics::get(&g.source.members_up) as i64);
+            }
+        }
+    }
+
+    /// Exports the gossip node's counters from now on.
+    pub fn watch_gossip(&self, source: Arc<GossipMetrics>) {
+        let exported: [(&str, &str, ReadCounter); 5] = [
+            ("gossip_datagrams_sent", "Gossip datagrams sent", |m| {
+                &m.datagrams_sent
+            }),
+            (
+                "gossip_datagrams_received",
+                "Gossip datagrams received",
+                |m| &m.datagrams_received,
+            ),
+            (
+                "gossip_datagrams_rejected",
+                "Gossip datagrams dropped: they did not open with any key or did not decode",
+                |m| &m.datagrams_rejected,
+            ),
+            ("gossip_sent_bytes", "Bytes of gossip datagrams sent", |m| {
+                &m.bytes_sent
+            }),
+            (
+                "gossip_received_bytes",
+                "Bytes of gossip datagrams received",
+                |m| &m.bytes_received,
+            ),
+        ];
+        let members_up = Gauge::default();
+        let Ok(mut registry) = self.registry.lock() else {
+            return;
+        };
+        let mut counters = Vec::new();
+        for (name, help, read) in exported {
+            let c = Counter::default();
+            registry.register(name, help, c.clone());
+            counters.push((c, AtomicU64::new(0), read));
+        }
+        registry.register(
+            "gossip_members_up",
+            "Instances gossip sees up, this one included",
+            members_up.clone(),
+        );
+        if let Ok(mut g) = self.gossip.lock() {
+            *g = Some(GossipExport {
+                source,
+                counters,
+                members_up,
+            });
+        }
     }
 
     /// The text exposition format.
@@ -126,5 +201,57 @@ impl Metrics {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::{InstanceStatus, NextAction, Phase};
+
+    fn status() -> InstanceStatus {
+        InstanceStatus {
+            instance_id: "a".into(),
+            cluster: "c".into(),
+            eco_version: "0".into(),
+            etcd_version: "3.5.1".into(),
+            client_url: String::new(),
+            peer_url: String::new(),
+            phase: Phase::Running,
+            next: NextAction {
+                action: String::new(),
+                reason: String::new(),
+            },
+            ready: true,
+            process: Default::default(),
+            member: None,
+            probe_error: None,
+            group: None,
+            state: None,
+            snapshots: None,
+            gossip: Vec::new(),
+            members: Vec::new(),
+            recovery: None,
+        }
+    }
+
+    #[test]
+    fn gossip_counters_are_exported_at_every_scrape() {
+        let m = Metrics::new("a", "3.5.1");
+        let g = Arc::new(GossipMetrics::default());
+        m.watch_gossip(g.clone());
+        g.datagrams_rejected.fetch_add(3, Ordering::Relaxed);
+        g.members_up.store(2, Ordering::Relaxed);
+        m.observe(&status());
+        let text = m.render();
+        assert!(
+            text.contains("eco_gossip_datagrams_rejected_total 3"),
+            "{text}"
+        );
+        assert!(text.contains("eco_gossip_members_up 2"), "{text}");
+        assert!(text.contains("eco_etcd_ready 1"), "{text}");
+        g.datagrams_rejected.fetch_add(1, Ordering::Relaxed);
+        m.observe(&status());
+        assert!(m.render().contains("eco_gossip_datagrams_rejected_total 4"));
     }
 }

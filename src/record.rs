@@ -31,15 +31,9 @@ pub struct IncarnationRecord {
     pub seed: Option<recovery::fenced::SeedRecord>,
 }
 
-/// The voting members of an incarnation at a raft index.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VotersRecord {
-    pub incarnation: u64,
-    pub raft_index: u64,
-    /// Instance ids, sorted.
-    pub voters: Vec<String>,
-}
+/// The voting members of an incarnation at a raft index (what
+/// `recovery::voters` decides to write).
+pub use recovery::voters::VotersRecord;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -68,7 +62,7 @@ fn parse<T: for<'de> Deserialize<'de>>(name: &str, bytes: &[u8]) -> Result<T, Re
     })
 }
 
-async fn read<S: ObjectStore>(store: &S, name: &str) -> Result<Option<Vec<u8>>, RecordError> {
+async fn read(store: &dyn ObjectStore, name: &str) -> Result<Option<Vec<u8>>, RecordError> {
     match store.get(name).await {
         Ok((_, mut r)) => {
             let mut bytes = Vec::new();
@@ -87,8 +81,8 @@ async fn read<S: ObjectStore>(store: &S, name: &str) -> Result<Option<Vec<u8>>, 
 
 /// Creates the record of `record.incarnation` unless one exists; returns the
 /// record that holds afterwards (ours, or the winner's).
-pub async fn create<S: ObjectStore>(
-    store: &S,
+pub async fn create(
+    store: &dyn ObjectStore,
     record: &IncarnationRecord,
 ) -> Result<IncarnationRecord, RecordError> {
     let name = record_name(&record.cluster, record.incarnation);
@@ -104,8 +98,8 @@ pub async fn create<S: ObjectStore>(
 
 /// Every seeding record of the cluster, by incarnation (all pages listed; a
 /// store error is an error, never "no records").
-pub async fn all<S: ObjectStore>(
-    store: &S,
+pub async fn all(
+    store: &dyn ObjectStore,
     cluster: &str,
 ) -> Result<BTreeMap<u64, IncarnationRecord>, RecordError> {
     let mut out = BTreeMap::new();
@@ -125,8 +119,8 @@ pub async fn all<S: ObjectStore>(
 }
 
 /// The newest seeding record.
-pub async fn newest<S: ObjectStore>(
-    store: &S,
+pub async fn newest(
+    store: &dyn ObjectStore,
     cluster: &str,
 ) -> Result<Option<IncarnationRecord>, RecordError> {
     Ok(all(store, cluster)
@@ -136,8 +130,8 @@ pub async fn newest<S: ObjectStore>(
         .map(|(_, r)| r))
 }
 
-pub async fn voters<S: ObjectStore>(
-    store: &S,
+pub async fn voters(
+    store: &dyn ObjectStore,
     cluster: &str,
     n: u64,
 ) -> Result<Option<VotersRecord>, RecordError> {
@@ -150,8 +144,8 @@ pub async fn voters<S: ObjectStore>(
 
 /// Writes `v` unless the stored voters record describes a later raft index.
 /// Returns whether it was written.
-pub async fn write_voters<S: ObjectStore>(
-    store: &S,
+pub async fn write_voters(
+    store: &dyn ObjectStore,
     cluster: &str,
     v: &VotersRecord,
 ) -> Result<bool, RecordError> {
@@ -165,14 +159,14 @@ pub async fn write_voters<S: ObjectStore>(
         name: name.clone(),
         message: e.to_string(),
     })?;
-    store.put(&name, &bytes[..], BTreeMap::new()).await?;
+    store.put(&name, &mut &bytes[..], BTreeMap::new()).await?;
     Ok(true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::dir::DirStore;
+    use crate::store::memory::MemoryStore;
 
     fn rec(seeder: &str, n: u64) -> IncarnationRecord {
         IncarnationRecord {
@@ -188,8 +182,7 @@ mod tests {
 
     #[tokio::test]
     async fn first_creator_wins_and_records_list_in_order() {
-        let d = tempfile::tempdir().unwrap();
-        let s = DirStore::new(d.path().into());
+        let s = MemoryStore::with_page_size(1);
         assert_eq!(newest(&s, "c").await.unwrap(), None);
         assert_eq!(create(&s, &rec("a", 1)).await.unwrap(), rec("a", 1));
         assert_eq!(
@@ -220,8 +213,7 @@ mod tests {
 
     #[tokio::test]
     async fn voters_never_go_back_in_raft_index() {
-        let d = tempfile::tempdir().unwrap();
-        let s = DirStore::new(d.path().into());
+        let s = MemoryStore::new();
         let v = |i, who: &[&str]| VotersRecord {
             incarnation: 1,
             raft_index: i,
@@ -239,9 +231,10 @@ mod tests {
 
     #[tokio::test]
     async fn store_errors_are_not_empty() {
-        let d = tempfile::tempdir().unwrap();
-        let file = d.path().join("f");
-        std::fs::write(&file, b"").unwrap();
-        assert!(newest(&DirStore::new(file), "c").await.is_err());
+        let s = MemoryStore::new();
+        create(&s, &rec("a", 1)).await.unwrap();
+        s.set_failing(true);
+        assert!(newest(&s, "c").await.is_err());
+        assert!(all(&s, "c").await.is_err());
     }
 }

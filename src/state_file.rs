@@ -35,9 +35,40 @@ pub struct LocalState {
     /// The last voting-member set `V_n` seen (instance ids, sorted).
     #[serde(default)]
     pub voting_members: Vec<String>,
-    /// How many times eco has started with this state (for gossip versions).
-    #[serde(default)]
-    pub boots: u64,
+}
+
+/// Keys earlier versions wrote that this one ignores when reading
+/// (`boots`: a start counter nothing read).
+const RETIRED_KEYS: &[&str] = &["boots"];
+
+impl LocalState {
+    /// The state of instance `instance_id` in incarnation `incarnation` of
+    /// `cluster_name` under `cluster_token`, member id not yet known.
+    pub fn new(
+        cluster_name: &str,
+        instance_id: &str,
+        incarnation: u64,
+        cluster_token: String,
+        voting_members: Vec<String>,
+    ) -> Self {
+        LocalState {
+            format: FORMAT,
+            cluster_name: cluster_name.to_string(),
+            instance_id: instance_id.to_string(),
+            incarnation,
+            cluster_token,
+            member_id: None,
+            voting_members,
+        }
+    }
+
+    /// What the start and pass decisions read of it.
+    pub fn summary(&self) -> recovery::startup::StateSummary {
+        recovery::startup::StateSummary {
+            incarnation: self.incarnation,
+            member_id: self.member_id,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,7 +150,13 @@ impl StateFile {
                 found: version.format,
             });
         }
-        let state: LocalState = serde_json::from_slice(&bytes).map_err(malformed)?;
+        let mut value: serde_json::Value = serde_json::from_slice(&bytes).map_err(malformed)?;
+        if let Some(fields) = value.as_object_mut() {
+            for key in RETIRED_KEYS {
+                fields.remove(*key);
+            }
+        }
+        let state: LocalState = serde_json::from_value(value).map_err(malformed)?;
         Ok(Some(state))
     }
 
@@ -194,8 +231,21 @@ mod tests {
             cluster_token: "c1-1-abcdef".into(),
             member_id: Some(0x8e9e05c52164694d),
             voting_members: vec!["eco-1".into()],
-            boots: 3,
         }
+    }
+
+    #[test]
+    fn a_state_file_of_an_earlier_version_is_read_without_its_retired_keys() {
+        let d = tempfile::tempdir().unwrap();
+        let f = StateFile::beside(&d.path().join("etcd"));
+        let mut old = serde_json::to_value(sample()).unwrap();
+        old["boots"] = serde_json::json!(7);
+        std::fs::write(f.path(), serde_json::to_vec(&old).unwrap()).unwrap();
+        assert_eq!(f.load().unwrap(), Some(sample()));
+        old["bogus"] = serde_json::json!(1);
+        std::fs::write(f.path(), serde_json::to_vec(&old).unwrap()).unwrap();
+        let e = f.load().unwrap_err().to_string();
+        assert!(e.contains("unknown field `bogus`"), "{e}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! What this instance knows and intends, as served by `GET /status` and
-//! printed by `eco status`.
+//! printed by `eco status`. Output only: no decision reads it back (the
+//! decisions read typed facts; see `recovery::pass`).
 
 use crate::etcd::probe::MemberStatus;
 use crate::etcd::supervisor::ProcessStatus;
@@ -7,22 +8,8 @@ use crate::provider::Group;
 use crate::state_file::LocalState;
 use serde::{Deserialize, Serialize};
 
-/// Where the instance is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    Starting,
-    Bootstrapping,
-    Running,
-    /// eco refused to start etcd; `next.reason` says why.
-    Refused,
-    Stopping,
-    /// Promised in a quorum-loss recovery round: etcd is stopped and this
-    /// instance will not restart its incarnation (`recovery` says more).
-    Frozen,
-    /// Seeding a new incarnation after a quorum loss.
-    Seeding,
-}
+/// Where the instance is in its life (decided by `recovery::pass`).
+pub use recovery::pass::Phase;
 
 /// The next thing this instance will do, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -180,7 +180,7 @@ pub fn render(s: &InstanceStatus) -> String {
                 format!(
                     "{}@{}{}",
                     i.id,
-                    i.address,
+                    i.host,
                     i.zone.as_ref().map(|z| format!("/{z}")).unwrap_or_default()
                 )
             })

@@ -48,7 +48,11 @@ pub struct PeerState {
     pub zone: Option<String>,
     pub etcd: EtcdFacts,
     pub data: DataFacts,
-    /// The instance's phase, for humans (`running`, `joining`, ...).
+    /// The instance's phase, for humans (`running`, `frozen`, ...). Never
+    /// read back by a decision: the typed facts above and below are.
     pub phase: String,
+    /// Promised in a quorum-loss recovery round: its etcd is stopped and it
+    /// will not rejoin its incarnation by itself (so it is not viable).
+    pub frozen: bool,
     pub software_version: String,
 }

@@ -1,35 +1,28 @@
 //! Implementations of the one-shot CLI commands (`eco snapshot`, `eco
-//! restore`). `main.rs` parses arguments and calls these.
+//! restore`, and what `eco status --config` needs). `main.rs` parses
+//! arguments and calls these. They reach the provider and the store
+//! through the same factories as the daemon.
 
 pub mod restore;
 pub mod snapshot;
 
-use crate::config::{Config, SnapshotStoreKind};
-use crate::store::dir::DirStore;
+use crate::config::Config;
+use crate::provider::Identity;
+use crate::store::ObjectStore;
+use std::sync::Arc;
 
 /// The store the config names, or an error saying how to configure one.
-pub fn store_from_config(config: &Config) -> anyhow::Result<DirStore> {
-    match (config.snapshot.store, &config.snapshot.dir) {
-        (SnapshotStoreKind::Dir, Some(d)) => Ok(DirStore::new(d.path.clone())),
-        _ => anyhow::bail!(
+pub fn store(config: &Config) -> anyhow::Result<Arc<dyn ObjectStore>> {
+    crate::store::from_config(config)?.ok_or_else(|| {
+        anyhow::anyhow!(
             "no snapshot store is configured: set snapshot.store = \"dir\" and [snapshot.dir] path"
-        ),
-    }
+        )
+    })
 }
 
-/// This instance's entry in the static group file named by the config.
-pub fn this_instance(config: &Config, id: &str) -> anyhow::Result<crate::provider::Instance> {
-    let group_file = config
-        .provider
-        .static_group
-        .as_ref()
-        .map(|s| s.group_file.clone())
-        .ok_or_else(|| anyhow::anyhow!("the config has no [provider.static] group file"))?;
-    let text = std::fs::read_to_string(&group_file)
-        .map_err(|e| anyhow::anyhow!("cannot read group file {}: {e}", group_file.display()))?;
-    let group = crate::provider::parse_group_file(&text, &group_file, id)?;
-    group
-        .me()
-        .cloned()
-        .ok_or_else(|| anyhow::anyhow!("instance {id} is not in its group"))
+/// This instance as the config's provider knows it (`instance_id`: from
+/// the command line or `ECO_INSTANCE_ID`, if given).
+pub async fn identity(config: &Config, instance_id: Option<&str>) -> anyhow::Result<Identity> {
+    let provider = crate::provider::from_config(config, instance_id).await?;
+    Ok(provider.identity().clone())
 }

@@ -26,7 +26,7 @@ pub async fn run(
             "{from} is not a file; to restore a stored snapshot, pass --config naming the store"
         )
     })?;
-    let store = super::store_from_config(config)?;
+    let store = super::store(config)?;
     let parent = req
         .data_dir
         .parent()
@@ -34,7 +34,7 @@ pub async fn run(
         .unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&parent)?;
     let download = parent.join(format!(".eco-restore-{:08x}.db", rand::random::<u32>()));
-    let fetched = restore::fetch_verified(&store, from, &download).await;
+    let fetched = restore::fetch_verified(&*store, from, &download).await;
     let result = match fetched {
         Ok(_) => restore::restore_file(&download, req)
             .await

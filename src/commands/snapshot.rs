@@ -1,6 +1,7 @@
 //! `eco snapshot now` and `eco snapshot list`.
 
 use crate::config::Config;
+use crate::etcd::access::EtcdAccess;
 use crate::snapshot::name::SnapshotName;
 use crate::snapshot::take::{self, SnapshotRequest, meta};
 use crate::state_file::StateFile;
@@ -8,21 +9,24 @@ use crate::store::{ObjectInfo, list_all};
 use anyhow::Context;
 
 /// Takes a snapshot of this instance's etcd into the configured store.
-pub async fn now(config: &Config, instance_id: &str, client_url: String) -> anyhow::Result<String> {
-    let store = super::store_from_config(config)?;
+pub async fn now(config: &Config, instance_id: Option<&str>) -> anyhow::Result<String> {
+    let store = super::store(config)?;
+    let me = super::identity(config, instance_id).await?;
+    let instance_id = me.id.as_str();
+    let client_url = crate::etcd::flags::client_url(&config.etcd, &me.host);
     let state = StateFile::beside(&config.etcd.data_dir)
         .load_for(&config.cluster.name, instance_id)?
         .context("this instance has no state file: it is not part of a cluster yet")?;
     let started = std::time::Instant::now();
     let taken = take::take(
-        &store,
+        &*store,
+        &EtcdAccess::from_config(&config.etcd),
         &SnapshotRequest {
             endpoint: client_url,
             cluster: config.cluster.name.clone(),
             incarnation: state.incarnation,
             token: state.cluster_token,
             instance: instance_id.to_string(),
-            timeout: config.etcd.call_timeout.get(),
         },
     )
     .await?;
@@ -38,8 +42,8 @@ pub async fn now(config: &Config, instance_id: &str, client_url: String) -> anyh
 
 /// The cluster's snapshots, oldest first (every page of the listing).
 pub async fn list(config: &Config) -> anyhow::Result<Vec<ObjectInfo>> {
-    let store = super::store_from_config(config)?;
-    let all = list_all(&store, &SnapshotName::prefix(&config.cluster.name)).await?;
+    let store = super::store(config)?;
+    let all = list_all(&*store, &SnapshotName::prefix(&config.cluster.name)).await?;
     Ok(all
         .into_iter()
         .filter(|o| SnapshotName::parse(&o.name).is_some())

@@ -1,8 +1,12 @@
-//! Deriving etcd's command line from config and state. Pure: the same inputs
-//! give the same flags, which is what the tests pin down.
+//! Every etcd command line eco runs, derived from config and state: the
+//! supervised member ([`etcd_args`]) and the WAL replay's temporary member
+//! ([`replay_args`]). Pure: the same inputs give the same flags, which is
+//! what the tests pin down. Listeners bind the instance's bind address;
+//! advertised URLs carry its host (an IP address or a DNS name).
 
 use crate::config::{EtcdConfig, Scheme};
-use std::net::IpAddr;
+use crate::provider::Host;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 
 /// Whether etcd creates a new cluster or joins an existing one.
@@ -17,36 +21,39 @@ pub enum InitialClusterState {
 pub struct LaunchSpec {
     pub name: String,
     pub data_dir: PathBuf,
-    pub address: IpAddr,
+    /// Where peers and clients reach this member (advertised URLs).
+    pub host: Host,
+    /// The address its listeners bind.
+    pub bind: IpAddr,
     /// `(member name, peer URL)` of every member etcd must know at start.
     pub initial_cluster: Vec<(String, String)>,
     pub initial_state: InitialClusterState,
     pub token: String,
 }
 
-/// `scheme://address:port`, with IPv6 addresses bracketed.
-pub fn url(scheme: Scheme, address: IpAddr, port: u32) -> String {
-    match address {
-        IpAddr::V4(a) => format!("{}://{a}:{port}", scheme.as_str()),
-        IpAddr::V6(a) => format!("{}://[{a}]:{port}", scheme.as_str()),
-    }
+/// `scheme://host:port`, with IPv6 addresses bracketed.
+pub fn url(scheme: Scheme, host: &Host, port: u32) -> String {
+    format!("{}://{}:{port}", scheme.as_str(), host.authority())
 }
 
-/// Client URL of an instance at `address`.
-pub fn client_url(config: &EtcdConfig, address: IpAddr) -> String {
-    url(config.client_scheme, address, config.client_port)
+/// Client URL of an instance at `host`.
+pub fn client_url(config: &EtcdConfig, host: &Host) -> String {
+    url(config.client_scheme, host, config.client_port)
 }
 
-/// Peer URL of an instance at `address`.
-pub fn peer_url(config: &EtcdConfig, address: IpAddr) -> String {
-    url(config.peer_scheme, address, config.peer_port)
+/// Peer URL of an instance at `host`.
+pub fn peer_url(config: &EtcdConfig, host: &Host) -> String {
+    url(config.peer_scheme, host, config.peer_port)
 }
 
-/// The full argument list for etcd.
+/// The full argument list for the supervised etcd.
 pub fn etcd_args(config: &EtcdConfig, spec: &LaunchSpec) -> Vec<String> {
-    let client = client_url(config, spec.address);
-    let peer = peer_url(config, spec.address);
-    let metrics = url(Scheme::Http, spec.address, config.metrics_port);
+    let bind = Host::Ip(spec.bind);
+    let client = client_url(config, &spec.host);
+    let peer = peer_url(config, &spec.host);
+    let listen_client = client_url(config, &bind);
+    let listen_peer = peer_url(config, &bind);
+    let metrics = url(Scheme::Http, &bind, config.metrics_port);
     let initial_cluster = spec
         .initial_cluster
         .iter()
@@ -60,9 +67,9 @@ pub fn etcd_args(config: &EtcdConfig, spec: &LaunchSpec) -> Vec<String> {
     let mut args = vec![
         format!("--name={}", spec.name),
         format!("--data-dir={}", spec.data_dir.display()),
-        format!("--listen-client-urls={client}"),
+        format!("--listen-client-urls={listen_client}"),
         format!("--advertise-client-urls={client}"),
-        format!("--listen-peer-urls={peer}"),
+        format!("--listen-peer-urls={listen_peer}"),
         format!("--initial-advertise-peer-urls={peer}"),
         format!("--initial-cluster={initial_cluster}"),
         format!("--initial-cluster-state={state}"),
@@ -92,6 +99,47 @@ pub fn etcd_args(config: &EtcdConfig, spec: &LaunchSpec) -> Vec<String> {
     args
 }
 
+/// A WAL replay's temporary member: a copy of a stopped member's data
+/// directory, started alone with `--force-new-cluster` on loopback ports
+/// nobody else knows, so no old member can reach it.
+#[derive(Clone, Debug)]
+pub struct ReplaySpec {
+    pub name: String,
+    /// The copy of the data directory.
+    pub data_dir: PathBuf,
+    pub client_port: u16,
+    pub peer_port: u16,
+}
+
+impl ReplaySpec {
+    /// Its client URL (plain HTTP on 127.0.0.1).
+    pub fn client_url(&self) -> String {
+        url(Scheme::Http, &loopback(), self.client_port as u32)
+    }
+}
+
+fn loopback() -> Host {
+    Host::Ip(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+/// The argument list of a WAL replay's temporary member.
+pub fn replay_args(spec: &ReplaySpec) -> Vec<String> {
+    let client = spec.client_url();
+    let peer = url(Scheme::Http, &loopback(), spec.peer_port as u32);
+    vec![
+        format!("--name={}", spec.name),
+        format!("--data-dir={}", spec.data_dir.display()),
+        "--force-new-cluster".to_string(),
+        format!("--listen-client-urls={client}"),
+        format!("--advertise-client-urls={client}"),
+        format!("--listen-peer-urls={peer}"),
+        format!("--initial-advertise-peer-urls={peer}"),
+        format!("--initial-cluster={}={peer}", spec.name),
+        "--logger=zap".to_string(),
+        "--log-outputs=stderr".to_string(),
+    ]
+}
+
 /// The token passed to etcd for incarnation `incarnation` of `cluster`:
 /// never etcd's default, and different for every seeding.
 pub fn cluster_token(cluster: &str, incarnation: u64, random_suffix: u32) -> String {
@@ -107,7 +155,8 @@ mod tests {
         LaunchSpec {
             name: "eco-1".into(),
             data_dir: "/var/lib/eco/etcd".into(),
-            address: "127.0.0.11".parse().unwrap(),
+            host: Host::parse("127.0.0.11").unwrap(),
+            bind: "127.0.0.11".parse().unwrap(),
             initial_cluster: vec![("eco-1".into(), "http://127.0.0.11:2380".into())],
             initial_state: InitialClusterState::New,
             token: cluster_token("c1", 1, 0xabc),
@@ -157,13 +206,63 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            peer_url(&config, "127.0.0.1".parse().unwrap()),
+            peer_url(&config, &Host::parse("127.0.0.1").unwrap()),
             "https://127.0.0.1:2380"
         );
         assert_eq!(
-            client_url(&config, "::1".parse().unwrap()),
+            client_url(&config, &Host::parse("::1").unwrap()),
             "http://[::1]:2379"
         );
+    }
+
+    #[test]
+    fn a_dns_host_is_advertised_and_every_address_bound() {
+        let spec = LaunchSpec {
+            host: Host::parse("eco-0.eco.ns.svc.cluster.local").unwrap(),
+            bind: "0.0.0.0".parse().unwrap(),
+            ..spec()
+        };
+        let args = etcd_args(&EtcdConfig::default(), &spec);
+        let has = |f: &str| args.iter().any(|a| a == f);
+        assert!(has("--listen-client-urls=http://0.0.0.0:2379"));
+        assert!(has(
+            "--advertise-client-urls=http://eco-0.eco.ns.svc.cluster.local:2379"
+        ));
+        assert!(has("--listen-peer-urls=http://0.0.0.0:2380"));
+        assert!(has(
+            "--initial-advertise-peer-urls=http://eco-0.eco.ns.svc.cluster.local:2380"
+        ));
+        assert!(has("--listen-metrics-urls=http://0.0.0.0:2381"));
+    }
+
+    #[test]
+    fn a_replay_runs_alone_on_loopback_with_force_new_cluster() {
+        let args = replay_args(&ReplaySpec {
+            name: "eco-2".into(),
+            data_dir: "/var/lib/eco/replay-3".into(),
+            client_port: 40001,
+            peer_port: 40002,
+        });
+        assert_eq!(
+            args,
+            [
+                "--name=eco-2",
+                "--data-dir=/var/lib/eco/replay-3",
+                "--force-new-cluster",
+                "--listen-client-urls=http://127.0.0.1:40001",
+                "--advertise-client-urls=http://127.0.0.1:40001",
+                "--listen-peer-urls=http://127.0.0.1:40002",
+                "--initial-advertise-peer-urls=http://127.0.0.1:40002",
+                "--initial-cluster=eco-2=http://127.0.0.1:40002",
+                "--logger=zap",
+                "--log-outputs=stderr",
+            ]
+        );
+        // Every flag the replay sets is one eco owns.
+        for a in &args {
+            let name = a.trim_start_matches("--").split('=').next().unwrap();
+            assert!(FLAGS_OWNED_BY_ECO.contains(&name), "{name}");
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Everything about the local etcd: finding its binaries, deriving its
-//! flags, supervising its process, probing its health, and reading its
-//! write-ahead log.
+//! Everything about etcd: how eco reaches members ([`access`], the one way
+//! to build a client), finding its binaries, deriving every command line
+//! ([`flags`]), supervising the local process, probing health, membership
+//! calls, and reading a stopped member's write-ahead log.
 
+pub mod access;
 pub mod binaries;
 pub mod flags;
 pub mod members;

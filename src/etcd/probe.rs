@@ -1,8 +1,9 @@
 //! Asking etcd how it is, through `etcd-client`, with a timeout on every
 //! call. One client per member: Status answers for the member it is
-//! connected to.
+//! connected to. Clients come from [`super::access::EtcdAccess`].
 
-use etcd_client::{Client, ConnectOptions};
+use super::access::EtcdAccess;
+use etcd_client::Client;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -45,25 +46,6 @@ pub enum ProbeError {
     },
 }
 
-/// Connects to one member. The connection is lazy: errors show on calls.
-pub async fn connect(endpoint: &str, timeout: Duration) -> Result<Client, ProbeError> {
-    let options = ConnectOptions::new()
-        .with_connect_timeout(timeout)
-        .with_timeout(timeout);
-    let connecting = Client::connect([endpoint], Some(options));
-    match tokio::time::timeout(timeout, connecting).await {
-        Err(_) => Err(ProbeError::Timeout {
-            endpoint: endpoint.into(),
-            timeout,
-        }),
-        Ok(Err(source)) => Err(ProbeError::Etcd {
-            endpoint: endpoint.into(),
-            source,
-        }),
-        Ok(Ok(c)) => Ok(c),
-    }
-}
-
 /// Status of the member `client` is connected to.
 pub async fn status(
     client: &mut Client,
@@ -100,15 +82,15 @@ pub async fn status(
 /// errors.
 pub struct MemberProbe {
     endpoint: String,
-    timeout: Duration,
+    access: EtcdAccess,
     client: Option<Client>,
 }
 
 impl MemberProbe {
-    pub fn new(endpoint: String, timeout: Duration) -> Self {
+    pub fn new(endpoint: String, access: EtcdAccess) -> Self {
         Self {
             endpoint,
-            timeout,
+            access,
             client: None,
         }
     }
@@ -120,9 +102,9 @@ impl MemberProbe {
     pub async fn status(&mut self) -> Result<MemberStatus, ProbeError> {
         let mut client = match self.client.take() {
             Some(c) => c,
-            None => connect(&self.endpoint, self.timeout).await?,
+            None => self.access.connect(&self.endpoint).await?,
         };
-        let result = status(&mut client, &self.endpoint, self.timeout).await;
+        let result = status(&mut client, &self.endpoint, self.access.call_timeout()).await;
         if result.is_ok() {
             self.client = Some(client);
         }

@@ -5,14 +5,16 @@
 //! # desired_size = 3        # optional; default: the number of instances
 //! [[instance]]
 //! id = "eco-1"
-//! address = "127.0.0.11"
+//! address = "127.0.0.11"  # an IP address or a DNS name
 //! zone = "a"              # optional
 //! ```
 //!
 //! A file that cannot be read or parsed does not erase the group: the last
 //! good group is returned and the error is logged (once per distinct error).
+//! Departed: the file is the authority, so an instance missing from the
+//! last good read of the whole file is certified gone.
 
-use super::{Group, Instance, Provider, ProviderError};
+use super::{Group, Identity, Instance, Provider, ProviderError};
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -44,8 +46,8 @@ pub fn parse_group_file(text: &str, path: &Path, self_id: &str) -> Result<Group,
         if !seen_ids.insert(i.id.clone()) {
             return Err(malformed(format!("instance id {:?} is listed twice", i.id)));
         }
-        if !seen_addresses.insert(i.address) {
-            return Err(malformed(format!("address {} is listed twice", i.address)));
+        if !seen_addresses.insert(i.host.clone()) {
+            return Err(malformed(format!("address {} is listed twice", i.host)));
         }
     }
     if file.desired_size == Some(0) {
@@ -76,19 +78,31 @@ pub fn parse_group_file(text: &str, path: &Path, self_id: &str) -> Result<Group,
 /// The static provider.
 pub struct StaticProvider {
     path: PathBuf,
-    self_id: String,
+    identity: Identity,
     last_good: Mutex<Option<Group>>,
     last_error: Mutex<Option<String>>,
 }
 
 impl StaticProvider {
-    pub fn new(path: PathBuf, self_id: String) -> Self {
-        Self {
+    /// Reads the group file once (it must be readable and list
+    /// `self_id`): this instance's identity comes from it.
+    pub fn open(path: PathBuf, self_id: String) -> Result<Self, ProviderError> {
+        let text = std::fs::read_to_string(&path).map_err(|source| ProviderError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let group = parse_group_file(&text, &path, &self_id)?;
+        let me = group.me().ok_or_else(|| ProviderError::SelfNotInGroup {
+            id: self_id.clone(),
+            path: path.clone(),
+            listed: String::new(),
+        })?;
+        Ok(Self {
+            identity: Identity::of(me),
             path,
-            self_id,
-            last_good: Mutex::new(None),
+            last_good: Mutex::new(Some(group)),
             last_error: Mutex::new(None),
-        }
+        })
     }
 
     fn read(&self) -> Result<Group, ProviderError> {
@@ -96,13 +110,23 @@ impl StaticProvider {
             path: self.path.clone(),
             source,
         })?;
-        parse_group_file(&text, &self.path, &self.self_id)
+        parse_group_file(&text, &self.path, &self.identity.id)
     }
 }
 
+#[async_trait::async_trait]
 impl Provider for StaticProvider {
-    fn self_id(&self) -> &str {
-        &self.self_id
+    fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    async fn departed(&self, ids: &BTreeSet<String>) -> Result<BTreeSet<String>, ProviderError> {
+        let group = self.discover().await?;
+        Ok(ids
+            .iter()
+            .filter(|id| group.get(id).is_none())
+            .cloned()
+            .collect())
     }
 
     async fn discover(&self) -> Result<Group, ProviderError> {
@@ -146,15 +170,15 @@ mod tests {
         assert_eq!(g.instances[0].id, "a");
         assert_eq!(g.instances[0].zone.as_deref(), Some("z1"));
         assert_eq!(g.desired_size, 2);
-        assert_eq!(g.me().unwrap().address.to_string(), "127.0.0.11");
+        assert_eq!(g.me().unwrap().host.to_string(), "127.0.0.11");
     }
 
     #[test]
     fn rejects_bad_files_with_reasons() {
         for (text, needle) in [
             (
-                "[[instance]]\nid = \"a\"\naddress = \"nope\"\n",
-                "invalid IP address",
+                "[[instance]]\nid = \"a\"\naddress = \"no pe\"\n",
+                "neither an IP address nor a DNS name",
             ),
             (
                 "[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\nport = 1\n",
@@ -189,7 +213,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("group.toml");
         std::fs::write(&path, GOOD).unwrap();
-        let p = StaticProvider::new(path.clone(), "a".into());
+        let p = StaticProvider::open(path.clone(), "a".into()).unwrap();
+        assert_eq!(p.identity().host.to_string(), "127.0.0.11");
         assert_eq!(p.discover().await.unwrap().instances.len(), 2);
 
         std::fs::write(&path, "[[instance]\nbroken").unwrap();
@@ -208,10 +233,29 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn first_read_failing_is_an_error() {
-        let p = StaticProvider::new(PathBuf::from("/nonexistent/group.toml"), "a".into());
-        let err = p.discover().await.unwrap_err().to_string();
+    #[test]
+    fn first_read_failing_is_an_error() {
+        let err = StaticProvider::open(PathBuf::from("/nonexistent/group.toml"), "a".into())
+            .err()
+            .expect("an error")
+            .to_string();
         assert!(err.contains("/nonexistent/group.toml"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn departed_means_missing_from_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("group.toml");
+        let three = format!("{GOOD}[[instance]]\nid = \"c\"\naddress = \"127.0.0.13\"\n");
+        std::fs::write(&path, &three).unwrap();
+        let p = StaticProvider::open(path.clone(), "a".into()).unwrap();
+        let ask: BTreeSet<String> = ["a", "b", "c", "x"].iter().map(|s| s.to_string()).collect();
+        let gone = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(p.departed(&ask).await.unwrap(), gone(&["x"]));
+        std::fs::write(&path, GOOD).unwrap();
+        assert_eq!(p.departed(&ask).await.unwrap(), gone(&["c", "x"]));
+        // A file that cannot be read is not evidence: the last good read stands.
+        std::fs::write(&path, "[[instance]\nbroken").unwrap();
+        assert_eq!(p.departed(&ask).await.unwrap(), gone(&["c", "x"]));
     }
 }

@@ -1,5 +1,8 @@
-//! What the daemon sees, as the protocol's plain facts; the store's
-//! records as the protocol's records, and back.
+//! What the daemon sees, as plain facts for the pure decisions: gossip's
+//! view as the protocol's and formation's peer facts, the own probe, the
+//! store's records as the protocol's records and back, the newest stored
+//! snapshot. Only typed fields of the gossip PeerState are read (its
+//! `frozen` flag, its data facts) — never its human-facing phase.
 
 use crate::etcd::flags;
 use crate::etcd::probe::MemberStatus;
@@ -7,15 +10,13 @@ use crate::record::{IncarnationRecord, VotersRecord};
 use crate::snapshot::name::SnapshotName;
 use crate::snapshot::take::meta;
 use crate::store::ObjectInfo;
-use gossip::PeerView;
+use gossip::{Liveness, PeerView};
 use recovery::fenced::{
     Ballot, InstanceId, Millis, PeerFact, Probe, SeedRecord, SeedSource, SeedValue, SnapshotFacts,
 };
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use recovery::formation::PeerFacts;
+use std::collections::{BTreeMap, HashMap};
 use tokio::time::Instant;
-
-/// The phase an instance publishes while it is frozen by a promise.
-pub const FROZEN_PHASE: &str = "frozen";
 
 /// The own etcd's answer to one Status probe.
 pub fn probe_of(local: Option<&MemberStatus>) -> Probe {
@@ -66,7 +67,7 @@ pub fn peer_facts(
                 cluster_id: v.state.etcd.cluster_id,
                 has_data: v.state.data.present,
                 leader_seen_at: sightings.get(id),
-                frozen: v.state.phase == FROZEN_PHASE,
+                frozen: v.state.frozen,
                 last_heard,
             },
         );
@@ -74,14 +75,26 @@ pub fn peer_facts(
     out
 }
 
-/// Members of `V_n` the provider no longer lists: certified gone (a static
-/// instance removed from the group file, a terminated EC2 instance). SWIM
-/// "down" is not gone.
-pub fn certified_gone(voters: &[InstanceId], group: &BTreeSet<InstanceId>) -> BTreeSet<InstanceId> {
-    voters
-        .iter()
-        .filter(|v| !group.contains(*v))
-        .cloned()
+/// Gossip's view of every instance as formation's facts: reachable when
+/// up and heard within `peer_fresh` (the protocol's freshness: one
+/// threshold for both).
+pub fn formation_peers(
+    view: &HashMap<String, PeerView>,
+    now: Instant,
+    peer_fresh: Millis,
+) -> BTreeMap<InstanceId, PeerFacts> {
+    view.iter()
+        .map(|(id, v)| {
+            let age = now.saturating_duration_since(v.last_heard).as_millis() as Millis;
+            (
+                id.clone(),
+                PeerFacts {
+                    reachable: v.liveness == Liveness::Up && age < peer_fresh,
+                    has_state: v.state.data.has_state,
+                    data_present: v.state.data.present,
+                },
+            )
+        })
         .collect()
 }
 
@@ -234,11 +247,60 @@ mod tests {
         assert_eq!(f.voters, vec!["x".to_string()]);
     }
 
+    fn view(id: &str, liveness: Liveness, heard_ms_ago: u64, frozen: bool) -> (String, PeerView) {
+        let state = gossip::PeerState {
+            instance_id: id.into(),
+            frozen,
+            phase: "whatever the human-facing phase says".into(),
+            data: gossip::DataFacts {
+                has_state: true,
+                present: true,
+                incarnation: Some(2),
+                revision: None,
+            },
+            etcd: gossip::EtcdFacts {
+                healthy: !frozen,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let now = Instant::now();
+        (
+            id.into(),
+            PeerView {
+                state,
+                version: Default::default(),
+                liveness,
+                last_heard: now - std::time::Duration::from_millis(heard_ms_ago),
+            },
+        )
+    }
+
     #[test]
-    fn gone_is_the_voters_the_group_no_longer_lists() {
-        let group: BTreeSet<String> = ["a", "d"].iter().map(|s| s.to_string()).collect();
-        let voters: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-        let gone: Vec<String> = certified_gone(&voters, &group).into_iter().collect();
-        assert_eq!(gone, vec!["b".to_string(), "c".to_string()]);
+    fn peers_are_read_from_typed_facts_and_one_freshness() {
+        let v: HashMap<String, PeerView> = [
+            view("a", Liveness::Up, 100, false),
+            view("b", Liveness::Up, 100, true),
+            view("c", Liveness::Up, 20_000, false),
+            view("d", Liveness::Down, 100, false),
+        ]
+        .into_iter()
+        .collect();
+        let now = Instant::now();
+        let f = formation_peers(&v, now, 10_000);
+        let reachable: Vec<&str> = f
+            .iter()
+            .filter(|(_, p)| p.reachable)
+            .map(|(id, _)| id.as_str())
+            .collect();
+        assert_eq!(reachable, ["a", "b"], "up and fresh only");
+        let mut sightings = LeaderSightings::default();
+        let p = peer_facts(&v, now, 50_000, &mut sightings);
+        assert!(
+            p["b"].frozen && !p["a"].frozen,
+            "the typed flag, not the phase"
+        );
+        assert_eq!(p["a"].incarnation, 2);
+        assert!(p["a"].leader_seen_at.is_some() && p["b"].leader_seen_at.is_none());
     }
 }

@@ -6,8 +6,13 @@
 //! it ([`Replayed::endpoint`]) and then [`Replayed::finish`]es it; the
 //! original data directory is never touched.
 //!
+//! The command line comes from [`crate::etcd::flags::replay_args`]; the
+//! client from [`EtcdAccess`].
+//!
 //! What it does not do: restore anything, or decide whether to replay.
 
+use crate::etcd::access::EtcdAccess;
+use crate::etcd::flags::{self, ReplaySpec};
 use crate::etcd::probe::{self, MemberStatus};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -58,8 +63,8 @@ pub struct ReplayRequest {
     pub commit_index: u64,
     /// Bound of the wait for the replayed member to lead.
     pub limit: Duration,
-    /// Timeout of each etcd call.
-    pub call_timeout: Duration,
+    /// How the replayed member is reached (the timeout of each call).
+    pub access: EtcdAccess,
 }
 
 /// A running replay.
@@ -127,26 +132,20 @@ pub async fn start(req: &ReplayRequest) -> Result<Replayed, ReplayError> {
             req.data_dir.display(),
             req.scratch.display()
         )))?;
-    let client_port = free_port().map_err(io("a free loopback port"))?;
-    let peer_port = free_port().map_err(io("a free loopback port"))?;
-    let client = format!("http://127.0.0.1:{client_port}");
-    let peer = format!("http://127.0.0.1:{peer_port}");
+    let spec = ReplaySpec {
+        name: req.name.clone(),
+        data_dir: req.scratch.clone(),
+        client_port: free_port().map_err(io("a free loopback port"))?,
+        peer_port: free_port().map_err(io("a free loopback port"))?,
+    };
+    let client = spec.client_url();
     let log = req.scratch.with_extension("log");
     let log_file = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
     let log_err = log_file
         .try_clone()
         .map_err(io(log.display().to_string()))?;
     let mut child = tokio::process::Command::new(&req.etcd)
-        .arg(format!("--name={}", req.name))
-        .arg(format!("--data-dir={}", req.scratch.display()))
-        .arg("--force-new-cluster")
-        .arg(format!("--listen-client-urls={client}"))
-        .arg(format!("--advertise-client-urls={client}"))
-        .arg(format!("--listen-peer-urls={peer}"))
-        .arg(format!("--initial-advertise-peer-urls={peer}"))
-        .arg(format!("--initial-cluster={}={peer}", req.name))
-        .arg("--logger=zap")
-        .arg("--log-outputs=stderr")
+        .args(flags::replay_args(&spec))
         .stdin(Stdio::null())
         .stdout(Stdio::from(log_file))
         .stderr(Stdio::from(log_err))
@@ -172,8 +171,8 @@ pub async fn start(req: &ReplayRequest) -> Result<Replayed, ReplayError> {
                 log,
             });
         }
-        if let Ok(mut c) = probe::connect(&client, req.call_timeout).await {
-            if let Ok(s) = probe::status(&mut c, &client, req.call_timeout).await {
+        if let Ok(mut c) = req.access.connect(&client).await {
+            if let Ok(s) = probe::status(&mut c, &client, req.access.call_timeout()).await {
                 // Applied up to the last entry (servers too old to report
                 // the applied index say 0: leading is all they tell).
                 let applied = s.raft_applied_index >= s.raft_index || s.raft_applied_index == 0;

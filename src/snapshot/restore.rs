@@ -88,8 +88,8 @@ pub async fn verify_file(file: &Path) -> Result<u64, RestoreError> {
 
 /// Downloads a stored snapshot to `dest`, checking the sha256 recorded at
 /// upload on the way. A mismatch deletes the partial download.
-pub async fn fetch_verified<S: ObjectStore>(
-    store: &S,
+pub async fn fetch_verified(
+    store: &dyn ObjectStore,
     name: &str,
     dest: &Path,
 ) -> Result<ObjectInfo, RestoreError> {

@@ -2,11 +2,12 @@
 
 use super::name::SnapshotName;
 use super::trailing_hash::TrailingHash;
+use crate::etcd::access::EtcdAccess;
 use crate::etcd::probe::{self, ProbeError};
 use crate::store::{ObjectInfo, ObjectStore, StoreError};
 use bytes::Bytes;
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::io::StreamReader;
@@ -21,8 +22,6 @@ pub struct SnapshotRequest {
     pub token: String,
     /// Instance taking the snapshot (recorded in metadata).
     pub instance: String,
-    /// Timeout of each call, and of the wait for each chunk of the stream.
-    pub timeout: Duration,
 }
 
 /// A snapshot safely stored.
@@ -77,24 +76,29 @@ pub mod meta {
     pub const CREATED_UNIX_MS: &str = "created_unix_ms";
 }
 
-pub async fn take<S: ObjectStore>(
-    store: &S,
+/// Streams a snapshot of the member at `req.endpoint` into `store`; each
+/// call, and the wait for each chunk of the stream, is bounded by the
+/// access's call timeout.
+pub async fn take(
+    store: &dyn ObjectStore,
+    access: &EtcdAccess,
     req: &SnapshotRequest,
 ) -> Result<TakenSnapshot, SnapshotError> {
     let stream_err = |message: String| SnapshotError::Stream {
         endpoint: req.endpoint.clone(),
         message,
     };
-    let mut client = probe::connect(&req.endpoint, req.timeout).await?;
-    let status = probe::status(&mut client, &req.endpoint, req.timeout).await?;
+    let timeout = access.call_timeout();
+    let mut client = access.connect(&req.endpoint).await?;
+    let status = probe::status(&mut client, &req.endpoint, timeout).await?;
     let position = recorded_position(status.raft_index, status.raft_applied_index);
-    let mut stream = tokio::time::timeout(req.timeout, client.snapshot())
+    let mut stream = tokio::time::timeout(timeout, client.snapshot())
         .await
-        .map_err(|_| stream_err(format!("no answer within {:?}", req.timeout)))?
+        .map_err(|_| stream_err(format!("no answer within {:?}", timeout)))?
         .map_err(|e| stream_err(e.to_string()))?;
-    let first = tokio::time::timeout(req.timeout, stream.message())
+    let first = tokio::time::timeout(timeout, stream.message())
         .await
-        .map_err(|_| stream_err(format!("no first chunk within {:?}", req.timeout)))?
+        .map_err(|_| stream_err(format!("no first chunk within {:?}", timeout)))?
         .map_err(|e| stream_err(e.to_string()))?
         .ok_or_else(|| stream_err("the stream ended before any data".into()))?;
     // The first header marks the point in time of the snapshot (etcd ≥ 3.5);
@@ -129,7 +133,6 @@ pub async fn take<S: ObjectStore>(
     // stays flat. A failure is sent down the channel as an error, so the
     // store aborts the upload instead of committing a short object.
     let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(4);
-    let timeout = req.timeout;
     let endpoint = req.endpoint.clone();
     let producer = tokio::spawn(async move {
         let mut check = TrailingHash::new();
@@ -191,13 +194,8 @@ pub async fn take<S: ObjectStore>(
         }
         Ok(())
     });
-    let stored = store
-        .put(
-            &name.to_string(),
-            StreamReader::new(ReceiverStream::new(rx)),
-            metadata,
-        )
-        .await;
+    let mut reader = StreamReader::new(ReceiverStream::new(rx));
+    let stored = store.put(&name.to_string(), &mut reader, metadata).await;
     let produced = producer.await.map_err(|e| stream_err(e.to_string()))?;
     produced.map_err(stream_err)?;
     let object = stored?;

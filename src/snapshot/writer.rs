@@ -1,28 +1,42 @@
 //! The snapshot writer: runs beside the daemon, takes snapshots when this
-//! instance is beside the etcd leader and the schedule says one is due
-//! (`recovery::snapshot_schedule`), applies retention
-//! (`recovery::retention`) only right after a newer snapshot was stored,
-//! and takes a final snapshot when eco is asked to stop.
+//! instance writes them and the schedule says one is due
+//! (`recovery::snapshot_schedule`: the ready instance beside the etcd
+//! leader), applies retention (`recovery::retention`) only right after a
+//! newer snapshot was stored, and takes a final snapshot when eco is asked
+//! to stop. It reads typed facts the daemon's pass sends it
+//! ([`WriterInput`]), never `/status`; it writes its own part of `/status`.
 
 use super::name::SnapshotName;
 use super::take::{self, SnapshotRequest, meta};
+use crate::etcd::access::EtcdAccess;
 use crate::status::{InstanceStatus, SnapshotStatus};
-use crate::store::dir::DirStore;
 use crate::store::{ObjectInfo, ObjectStore, list_all};
 use recovery::retention::{self, RetentionPolicy, SnapshotEntry};
-use recovery::snapshot_schedule::{LastSnapshot, SnapshotSchedule, snapshot_due};
+use recovery::snapshot_schedule::{LastSnapshot, SnapshotSchedule, WriterFacts, snapshot_due};
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
+/// What the daemon's latest pass tells the writer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriterInput {
+    pub facts: WriterFacts,
+    /// The incarnation and cluster token snapshots are named for (from the
+    /// state file), `None` before this instance belongs to a cluster.
+    pub naming: Option<(u64, String)>,
+}
+
 pub struct SnapshotWriter {
-    pub store: DirStore,
+    pub store: Arc<dyn ObjectStore>,
+    /// How the local member is reached (the timeout of each call and of
+    /// the wait for each chunk).
+    pub access: EtcdAccess,
     pub cluster: String,
     pub instance: String,
     pub endpoint: String,
     pub schedule: SnapshotSchedule,
     pub policy: RetentionPolicy,
-    pub timeout: Duration,
     pub check_every: Duration,
 }
 
@@ -43,7 +57,7 @@ fn taken_ms(o: &ObjectInfo) -> u64 {
 impl SnapshotWriter {
     /// The cluster's snapshots in the store (every page), oldest first.
     async fn snapshots(&self) -> Result<Vec<ObjectInfo>, crate::store::StoreError> {
-        let all = list_all(&self.store, &SnapshotName::prefix(&self.cluster)).await?;
+        let all = list_all(&*self.store, &SnapshotName::prefix(&self.cluster)).await?;
         Ok(all
             .into_iter()
             .filter(|o| SnapshotName::parse(&o.name).is_some())
@@ -86,22 +100,21 @@ impl SnapshotWriter {
     /// Takes one snapshot now and applies retention after it.
     pub async fn snapshot_now(
         &self,
-        status: &InstanceStatus,
+        input: &WriterInput,
         reason: &str,
         s: &mut SnapshotStatus,
     ) -> bool {
-        let Some(state) = &status.state else {
+        let Some((incarnation, token)) = &input.naming else {
             return false;
         };
         let req = SnapshotRequest {
             endpoint: self.endpoint.clone(),
             cluster: self.cluster.clone(),
-            incarnation: state.incarnation,
-            token: state.cluster_token.clone(),
+            incarnation: *incarnation,
+            token: token.clone(),
             instance: self.instance.clone(),
-            timeout: self.timeout,
         };
-        match take::take(&self.store, &req).await {
+        match take::take(&*self.store, &self.access, &req).await {
             Ok(t) => {
                 tracing::info!(name = %t.name, size = t.object.size, reason, "snapshot stored");
                 s.taken += 1;
@@ -149,9 +162,14 @@ impl SnapshotWriter {
     }
 
     /// Runs until `stop` turns true; then takes a final snapshot when
-    /// `final_snapshot_due` says so (the leader, or a voter whose departure
-    /// leaves no healthy quorum).
-    pub async fn run(self, status: watch::Sender<InstanceStatus>, mut stop: watch::Receiver<bool>) {
+    /// `WriterFacts::final_due` says so (the leader, or a voter whose
+    /// departure leaves no healthy quorum).
+    pub async fn run(
+        self,
+        input: watch::Receiver<WriterInput>,
+        status: watch::Sender<InstanceStatus>,
+        mut stop: watch::Receiver<bool>,
+    ) {
         let mut s = SnapshotStatus::default();
         let mut last = self.refresh(&mut s).await;
         status.send_modify(|st| st.snapshots = Some(s.clone()));
@@ -162,43 +180,29 @@ impl SnapshotWriter {
                 _ = stop.wait_for(|v| *v) => break,
                 _ = tick.tick() => {}
             }
-            let current = status.borrow().clone();
-            let (is_writer, revision) = match &current.member {
-                Some(m) if current.ready => (m.is_leader(), m.revision),
-                _ => (false, 0),
-            };
-            if is_writer {
+            let current = input.borrow().clone();
+            let writes = current.facts.writes();
+            if writes {
                 last = self.refresh(&mut s).await.or(last);
                 if s.stored == 0 {
                     last = None;
                 }
             }
-            if let Some(reason) =
-                snapshot_due(now_unix_ms(), is_writer, revision, last, self.schedule)
-            {
+            if let Some(reason) = snapshot_due(
+                now_unix_ms(),
+                writes,
+                current.facts.revision(),
+                last,
+                self.schedule,
+            ) {
                 if self.snapshot_now(&current, &reason, &mut s).await {
                     last = self.refresh(&mut s).await;
                 }
             }
             status.send_modify(|st| st.snapshots = Some(s.clone()));
         }
-        let current = status.borrow().clone();
-        let Some(me) = current.member.as_ref().filter(|_| current.process.running) else {
-            return;
-        };
-        let voters: Vec<_> = current.members.iter().filter(|m| !m.learner).collect();
-        let healthy_others = voters
-            .iter()
-            .filter(|m| m.name != self.instance && m.healthy)
-            .count();
-        let is_voter = !me.is_learner;
-        let due = recovery::snapshot_schedule::final_snapshot_due(
-            current.ready && me.is_leader(),
-            is_voter,
-            voters.len(),
-            healthy_others,
-        );
-        if let Some(reason) = due {
+        let current = input.borrow().clone();
+        if let Some(reason) = current.facts.final_due() {
             self.snapshot_now(&current, &reason, &mut s).await;
             status.send_modify(|st| st.snapshots = Some(s.clone()));
         }

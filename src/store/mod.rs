@@ -1,6 +1,9 @@
 //! Object stores: where snapshots and the record of truth
-//! (`incarnations/<n>`) live. One trait; a directory store now, S3 behind the
-//! same trait.
+//! (`incarnations/<n>`) live. One dyn-safe trait ([`ObjectStore`], held as
+//! `Arc<dyn ObjectStore>`), built by one factory ([`from_config`]); the
+//! directory store ([`dir`]) and an in-memory store for tests
+//! ([`memory`]) implement it, and the contract tests run over both. Nothing
+//! outside this module names a concrete store.
 //!
 //! Guarantees every store gives:
 //! - an object is visible only once it is complete (half-written objects are
@@ -12,9 +15,14 @@
 //! - `create_if_absent` is atomic: of several concurrent creators of one
 //!   name, exactly one wins and the others read the winner's content.
 
+#[cfg(test)]
+mod contract;
 pub mod dir;
+pub mod memory;
 
+use crate::config::{Config, SnapshotStoreKind};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use tokio::io::AsyncRead;
 
 /// Facts about one stored object.
@@ -59,20 +67,25 @@ pub enum StoreError {
     },
     #[error("store metadata of {name:?} is unreadable: {message}")]
     Metadata { name: String, message: String },
+    #[error("the store is unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// A reader over an object's content.
 pub type ObjectReader = Box<dyn AsyncRead + Send + Unpin>;
 
-/// An object store.
-#[allow(async_fn_in_trait)]
-pub trait ObjectStore {
+/// An object store. Dyn-safe; every future is `Send`.
+#[async_trait::async_trait]
+pub trait ObjectStore: Send + Sync {
+    /// Where the store is, for logs and errors (`dir:/var/lib/eco/store`).
+    fn describe(&self) -> String;
+
     /// Stores `content` under `name`, replacing any object of that name once
     /// complete. Returns the stored object's info, sha256 included.
-    async fn put<R: AsyncRead + Unpin + Send>(
+    async fn put(
         &self,
         name: &str,
-        content: R,
+        content: &mut (dyn AsyncRead + Unpin + Send),
         metadata: BTreeMap<String, String>,
     ) -> Result<ObjectInfo, StoreError>;
 
@@ -96,9 +109,22 @@ pub trait ObjectStore {
     ) -> Result<CreateOutcome, StoreError>;
 }
 
+/// The store the config names: `None` when `snapshot.store = "none"`. A
+/// store that is configured but cannot be built is an error, never "no
+/// store" (that would silently turn quorum-loss recovery off).
+pub fn from_config(config: &Config) -> Result<Option<Arc<dyn ObjectStore>>, StoreError> {
+    match (config.snapshot.store, &config.snapshot.dir) {
+        (SnapshotStoreKind::None, _) => Ok(None),
+        (SnapshotStoreKind::Dir, Some(d)) => Ok(Some(Arc::new(dir::DirStore::new(d.path.clone())))),
+        (SnapshotStoreKind::Dir, None) => Err(StoreError::Unavailable(
+            "snapshot.store = \"dir\" needs [snapshot.dir] path".into(),
+        )),
+    }
+}
+
 /// Every object under `prefix`, following all pages.
-pub async fn list_all<S: ObjectStore>(
-    store: &S,
+pub async fn list_all(
+    store: &dyn ObjectStore,
     prefix: &str,
 ) -> Result<Vec<ObjectInfo>, StoreError> {
     let mut all = Vec::new();

@@ -1,31 +1,28 @@
-//! One instance on a turmoil host: the real `gossip` node and the real
-//! `recovery::fenced::Protocol`, glued together the way the daemon does it
-//! (`src/daemon/fencing.rs`; the peer facts come from the daemon's own
-//! `eco::fencing::facts::peer_facts`): every pass feeds the
-//! group, `V_n`, the store (every 2 s), one detector sample (its own etcd
-//! probe and gossip's view) and a tick; protocol messages travel as
-//! addressed gossip messages (postcard); effects run in order against the
-//! shared [`World`].
+//! One instance on a turmoil host: the real `gossip` node and the daemon's
+//! own quorum-loss driver (`eco::quorum_loss::driver::Driver`), whose host
+//! ([`SimIo`]) is the shared [`World`]: the simulated etcd, store, state
+//! file and provider. Every pass (`PASS`, the daemon's
+//! `etcd.probe_interval`) publishes this instance's PeerState as the
+//! daemon does and runs the driver's pass; protocol messages go to the
+//! driver as they arrive. The invariants are checked before each effect
+//! runs.
 
 use super::world::{Shared, World};
 use crate::sim_transport::SimSocket;
-use eco::fencing::facts::{FROZEN_PHASE, LeaderSightings, peer_facts};
+use eco::quorum_loss::driver::{Driver, QuorumLossHost};
 use gossip::{DataFacts, EtcdFacts, Event, Gossip, GossipConfig, Keyring, PeerState};
 use recovery::fenced::coordinator::Stage;
 use recovery::fenced::{
-    Effect, EffectKind, Envelope, Input, InstanceId, Millis, Observation, Probe, Protocol, decode,
-    encode,
+    AlertKind, CreateResult, Effect, EffectKind, GroupFacts, Incarnation, InstanceId, LocalData,
+    Millis, PersistedState, Probe, Protocol, SeedPlan, SeedRecord, StoreFacts, decode, encode,
 };
-use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 pub const PORT: u16 = 7946;
 const KEY: [u8; 32] = [0x3c; 32];
-/// The daemon's `etcd.probe_interval`: one protocol pass.
+/// The daemon's `etcd.probe_interval`: one pass.
 pub const PASS: Duration = Duration::from_millis(250);
-/// How often the store is listed for the protocol.
-const STORE_REFRESH: Millis = 2_000;
 
 fn now_ms() -> Millis {
     turmoil::sim_elapsed().map_or(0, |d| d.as_millis() as Millis)
@@ -56,20 +53,142 @@ fn peer_state(w: &World, i: usize, frozen: bool) -> PeerState {
             incarnation: has_state.then_some(s.etcd.incarnation),
             revision: None,
         },
-        phase: if frozen { FROZEN_PHASE } else { "running" }.into(),
+        phase: if frozen { "frozen" } else { "running" }.into(),
+        frozen,
         ..Default::default()
     }
 }
 
-struct Instance {
+/// The driver's host on a turmoil host: instance `i` of the [`World`].
+pub struct SimIo {
     i: usize,
     id: InstanceId,
     shared: Shared,
     gossip: Gossip,
-    protocol: Protocol,
-    sightings: LeaderSightings,
-    store_read_at: Option<Millis>,
-    published: Option<PeerState>,
+}
+
+impl SimIo {
+    fn world(&self) -> std::sync::MutexGuard<'_, World> {
+        lock(&self.shared)
+    }
+
+    fn log(&self, what: &str, reason: &str) {
+        let mut w = self.world();
+        let text = format!("t={} ms: {} {what}: {reason}", w.now, self.id);
+        w.log.push(text);
+    }
+}
+
+impl QuorumLossHost for SimIo {
+    fn gossip(&self) -> &Gossip {
+        &self.gossip
+    }
+
+    /// The provider: present instances not terminated; terminated ones are
+    /// certified gone.
+    fn group(&self) -> GroupFacts {
+        self.world().group()
+    }
+
+    fn membership(&self) -> Option<(Incarnation, Vec<InstanceId>)> {
+        let w = self.world();
+        let e = &w.slots[self.i].etcd;
+        (e.incarnation > 0).then(|| (e.incarnation, e.voters.clone()))
+    }
+
+    fn probe(&self) -> Probe {
+        self.world().probe(self.i)
+    }
+
+    fn local_incarnation(&self) -> Incarnation {
+        self.world().slots[self.i].etcd.incarnation
+    }
+
+    fn etcd_running(&self) -> bool {
+        let w = self.world();
+        w.runs(self.i, w.slots[self.i].etcd.incarnation)
+    }
+
+    fn random(&mut self) -> u64 {
+        self.world().random()
+    }
+
+    async fn store_facts(&mut self) -> StoreFacts {
+        self.world().store_facts()
+    }
+
+    fn before_effect(&mut self, effect: &Effect) {
+        let mut w = self.world();
+        match &effect.kind {
+            EffectKind::Persist(state) => w.check_persist(self.i, state),
+            EffectKind::Send(env) => w.check_send(self.i, env),
+            _ => {}
+        }
+    }
+
+    fn after_input(&mut self, protocol: &Protocol) {
+        let proposing = protocol
+            .round()
+            .is_some_and(|r| matches!(r.stage, Stage::Accepting { .. }));
+        self.world().slots[self.i].proposing = proposing;
+    }
+
+    async fn persist(&mut self, state: &PersistedState) -> anyhow::Result<()> {
+        self.world().slots[self.i].disk = Some(encode(state)?);
+        Ok(())
+    }
+
+    async fn freeze(&mut self, reason: &str) -> anyhow::Result<()> {
+        self.log("freezes", reason);
+        self.world().slots[self.i].etcd.frozen = true;
+        Ok(())
+    }
+
+    fn unfreeze(&mut self, reason: &str) {
+        self.log("unfreezes", reason);
+        self.world().slots[self.i].etcd.frozen = false;
+    }
+
+    async fn read_local_data(&mut self) -> LocalData {
+        self.world().slots[self.i].etcd.local_data()
+    }
+
+    async fn create_record(&mut self, record: &SeedRecord) -> CreateResult {
+        self.world().create_record(self.i, record)
+    }
+
+    async fn seed(&mut self, plan: &SeedPlan) -> anyhow::Result<Incarnation> {
+        let mut w = self.world();
+        // The daemon retries a seed it cannot do forever; so does the driver.
+        let k = w.seed(self.i, plan).ok_or_else(|| {
+            anyhow::anyhow!("this instance does not hold the WAL the record names")
+        })?;
+        w.seed_completed(self.i, k);
+        Ok(k)
+    }
+
+    async fn join(&mut self, record: &SeedRecord) -> anyhow::Result<()> {
+        self.log("joins", &format!("incarnation {}", record.incarnation));
+        self.world().join(self.i, record);
+        Ok(())
+    }
+
+    fn alert(&mut self, kind: &AlertKind, reason: &str) {
+        let mut w = self.world();
+        if !w.alerts.contains(kind) {
+            w.alerts.push(kind.clone());
+        }
+        w.note(format!("{} alerts {kind:?}: {reason}", self.id));
+    }
+
+    fn data_loss(&mut self, incarnation: Incarnation, skipped: &[InstanceId], _reason: &str) {
+        let mut w = self.world();
+        w.data_loss_fired = true;
+        w.note(format!(
+            "{} accepts data loss for incarnation {incarnation}, skipping {skipped:?}",
+            self.id
+        ));
+    }
 }
 
 /// The software of host `i`: runs until the driver crashes it.
@@ -109,190 +228,33 @@ pub async fn run(i: usize, shared: Shared, hosts: Vec<String>) -> turmoil::Resul
         persisted.as_ref().is_some_and(|p| p.frozen),
     );
     let (gossip, mut events) = Gossip::start(SimSocket(socket), config, state)?;
-    let protocol = Protocol::new(id.clone(), boot, cfg, persisted);
-    let mut me = Instance {
+    let mut driver = Driver::new(Protocol::new(id.clone(), boot, cfg, persisted));
+    let mut io = SimIo {
         i,
         id,
         shared,
         gossip,
-        protocol,
-        sightings: LeaderSightings::default(),
-        store_read_at: None,
-        published: None,
     };
-    let start = me.protocol.start(now);
-    me.execute_all(now, start);
+    let mut published: Option<PeerState> = None;
     let mut tick = tokio::time::interval(PASS);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             biased;
             event = events.recv() => match event {
-                Some(Event::Message { from, bytes }) => me.message(&from, &bytes),
+                Some(Event::Message { from, bytes }) => {
+                    driver.message(&mut io, now_ms(), &from, &bytes).await;
+                }
                 Some(_) => {}
                 None => return Err("the gossip node stopped".into()),
             },
-            _ = tick.tick() => me.pass(),
-        }
-    }
-}
-
-impl Instance {
-    /// A protocol message from gossip; the envelope must name the sender.
-    fn message(&mut self, from: &str, bytes: &[u8]) {
-        let Ok(env) = postcard::from_bytes::<Envelope>(bytes) else {
-            return;
-        };
-        if env.from != from {
-            return;
-        }
-        self.feed(now_ms(), Input::Message(env));
-    }
-
-    /// One protocol pass (the daemon's `fence_pass`).
-    fn pass(&mut self) {
-        let now = now_ms();
-        let mut inputs = Vec::new();
-        let (probe, state) = {
-            let w = lock(&self.shared);
-            let voters = self.protocol.state().voters.clone();
-            let group = w.group(&voters);
-            inputs.push(Input::Group(group));
-            let e = &w.slots[self.i].etcd;
-            if !self.protocol.is_frozen() && !e.voters.is_empty() && e.incarnation > 0 {
-                inputs.push(Input::Membership {
-                    incarnation: e.incarnation,
-                    voters: e.voters.clone(),
-                });
-            }
-            if self
-                .store_read_at
-                .is_none_or(|at| now >= at + STORE_REFRESH)
-            {
-                self.store_read_at = Some(now);
-                inputs.push(Input::Store(w.store_facts()));
-            }
-            (
-                w.probe(self.i),
-                peer_state(&w, self.i, self.protocol.is_frozen()),
-            )
-        };
-        if self.published.as_ref() != Some(&state) {
-            let _ = self.gossip.set_state(state.clone());
-            self.published = Some(state);
-        }
-        let view = self.gossip.view();
-        let mut peers = peer_facts(&view, tokio::time::Instant::now(), now, &mut self.sightings);
-        if let Some(own) = peers.get_mut(&self.id) {
-            own.last_heard = now;
-            if probe == Probe::Leader {
-                own.leader_seen_at = Some(now);
-            }
-        }
-        let gone = {
-            let w = lock(&self.shared);
-            w.group(&self.protocol.state().voters).certified_gone
-        };
-        inputs.push(Input::Observe(Observation {
-            at: now,
-            probe: Some(probe),
-            peers,
-            certified_gone: gone,
-        }));
-        let random = lock(&self.shared).random();
-        inputs.push(Input::Tick { random });
-        for input in inputs {
-            self.feed(now, input);
-        }
-    }
-
-    fn feed(&mut self, now: Millis, input: Input) {
-        let effects = self.protocol.handle(now, input);
-        self.execute_all(now, effects);
-        let proposing = self
-            .protocol
-            .round()
-            .is_some_and(|r| matches!(r.stage, Stage::Accepting { .. }));
-        lock(&self.shared).slots[self.i].proposing = proposing;
-    }
-
-    /// Effects in order; an answer is handled at once and its effects run
-    /// next (the daemon's `fence_feed`).
-    fn execute_all(&mut self, now: Millis, effects: Vec<Effect>) {
-        let mut queue: VecDeque<Effect> = effects.into();
-        while let Some(effect) = queue.pop_front() {
-            if let Some(next) = self.execute(effect) {
-                queue.extend(self.protocol.handle(now, next));
-            }
-        }
-    }
-
-    fn execute(&mut self, effect: Effect) -> Option<Input> {
-        let i = self.i;
-        let mut w = lock(&self.shared);
-        match effect.kind {
-            EffectKind::Persist(state) => {
-                w.check_persist(i, &state);
-                w.slots[i].disk = encode(&state).ok();
-                None
-            }
-            EffectKind::Send(env) => {
-                w.check_send(i, &env);
-                drop(w);
-                if let Ok(bytes) = postcard::to_stdvec(&env) {
-                    let _ = self.gossip.send(&env.to, bytes);
+            _ = tick.tick() => {
+                let state = peer_state(&io.world(), i, driver.protocol().is_frozen());
+                if published.as_ref() != Some(&state) {
+                    io.gossip.set_state(state.clone())?;
+                    published = Some(state);
                 }
-                None
-            }
-            EffectKind::Freeze => {
-                let text = format!("t={} ms: {} freezes: {}", w.now, self.id, effect.reason);
-                w.log.push(text);
-                w.slots[i].etcd.frozen = true;
-                None
-            }
-            EffectKind::Unfreeze => {
-                let text = format!("t={} ms: {} unfreezes: {}", w.now, self.id, effect.reason);
-                w.log.push(text);
-                w.slots[i].etcd.frozen = false;
-                None
-            }
-            EffectKind::ReadLocalData => Some(Input::LocalData(w.slots[i].etcd.local_data())),
-            EffectKind::WakeAt(_) => None,
-            EffectKind::CreateRecord(record) => {
-                Some(Input::CreateResult(w.create_record(i, &record)))
-            }
-            EffectKind::Seed(plan) => {
-                let k = w.seed(i, &plan)?;
-                w.seed_completed(i, k);
-                Some(Input::SeedCompleted { incarnation: k })
-            }
-            EffectKind::Join(record) => {
-                let text = format!(
-                    "t={} ms: {} joins incarnation {}",
-                    w.now, self.id, record.incarnation
-                );
-                w.log.push(text);
-                w.join(i, &record);
-                None
-            }
-            EffectKind::Alert(kind) => {
-                let text = format!("{} alerts {kind:?}: {}", self.id, effect.reason);
-                if !w.alerts.contains(&kind) {
-                    w.alerts.push(kind);
-                }
-                w.note(text);
-                None
-            }
-            EffectKind::DataLoss {
-                incarnation,
-                skipped,
-            } => {
-                w.data_loss_fired = true;
-                w.note(format!(
-                    "{} accepts data loss for incarnation {incarnation}, skipping {skipped:?}",
-                    self.id
-                ));
-                None
+                driver.pass(&mut io, now_ms()).await;
             }
         }
     }

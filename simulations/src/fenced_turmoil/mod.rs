@@ -407,7 +407,7 @@ impl Driver<'_> {
             let now = self.now();
             lock(&self.shared).tick_clusters(now);
             self.targeted(now);
-            if lock(&self.shared).violations.len() >= 5 {
+            if lock(&self.shared).inv.violations.len() >= 5 {
                 return false;
             }
             if self.healed && self.targeted_restart.is_none() {
@@ -478,7 +478,7 @@ pub fn replay(seed: u64, nodes: usize, faults: &Faults) -> (Outcome, String) {
     let outcome = Outcome {
         seed,
         nodes,
-        violations: w.violations.clone(),
+        violations: w.inv.violations.clone(),
         notes: w.notes.clone(),
         recoveries: w.records.keys().copied().filter(|k| *k > 1).collect(),
         live,
@@ -503,7 +503,11 @@ pub fn replay(seed: u64, nodes: usize, faults: &Faults) -> (Outcome, String) {
             r.incarnation, r.value, r.ballot, r.data_loss
         );
     }
-    let _ = writeln!(text, "seeded (incarnation -> seeder, at ms): {:?}", w.seeds);
+    let _ = writeln!(
+        text,
+        "seeded (incarnation -> seeder, at ms): {:?}",
+        w.inv.seeds
+    );
     for (k, c) in &w.clusters {
         let _ = writeln!(
             text,
@@ -526,7 +530,7 @@ pub fn replay(seed: u64, nodes: usize, faults: &Faults) -> (Outcome, String) {
         let _ = writeln!(text, "  {line}");
     }
     let _ = writeln!(text, "notes: {:#?}", w.notes);
-    let _ = writeln!(text, "violations: {:#?}", w.violations);
+    let _ = writeln!(text, "violations: {:#?}", w.inv.violations);
     (outcome, text)
 }
 

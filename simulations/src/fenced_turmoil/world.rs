@@ -12,6 +12,7 @@
 //! turmoil runs one host at a time, so the order of access is
 //! deterministic.
 
+use recovery::fenced::harness::invariants::Invariants;
 use recovery::fenced::harness::rng::Rng;
 use recovery::fenced::ids::majority;
 use recovery::fenced::{
@@ -121,8 +122,6 @@ pub struct Slot {
     /// The protocol's state file (`recovery::fenced::encode`).
     pub disk: Option<Vec<u8>>,
     pub boots: u64,
-    /// Highest ballot promised per target since the disk was last lost.
-    pub promised: BTreeMap<Incarnation, Ballot>,
     /// Its protocol coordinates a round that has proposed (stage
     /// accepting): the target of the driver's proposer crash.
     pub proposing: bool,
@@ -171,17 +170,14 @@ pub struct World {
     /// Acknowledged writes lost by seeds (with no surviving holder).
     pub lost_writes: u64,
     pub writes: u64,
-    /// Seeds executed: incarnation → (seeder, time).
-    pub seeds: BTreeMap<Incarnation, (InstanceId, Millis)>,
-    pub violations: Vec<String>,
+    /// The invariants (one set, shared with the pure harness), with the
+    /// seeds executed and the violations found.
+    pub inv: Invariants,
     /// Things worth knowing that are not violations (data lost beyond the
     /// fault tolerance, alerts).
     pub notes: Vec<String>,
     pub alerts: Vec<AlertKind>,
     pub data_loss_fired: bool,
-    /// Acceptances per target: (instance, ballot, value).
-    pub accepts: BTreeMap<Incarnation, Vec<(InstanceId, Ballot, SeedValue)>>,
-    pub chosen: BTreeMap<Incarnation, SeedValue>,
     /// Leader changes, records, seeds, crashes: the run's story.
     pub log: Vec<String>,
     last_write: Millis,
@@ -211,7 +207,6 @@ impl World {
                 etcd: SimEtcd::at(cluster_id(FIRST), FIRST, 0, voters.clone()),
                 disk: encode(&state).ok(),
                 boots: 0,
-                promised: BTreeMap::new(),
                 proposing: false,
             });
         }
@@ -225,7 +220,6 @@ impl World {
                 etcd: SimEtcd::default(),
                 disk: None,
                 boots: 0,
-                promised: BTreeMap::new(),
                 proposing: false,
             });
         }
@@ -279,13 +273,10 @@ impl World {
             base: BTreeMap::from([(FIRST, 0)]),
             lost_writes: 0,
             writes: 0,
-            seeds: BTreeMap::new(),
-            violations: Vec::new(),
+            inv: Invariants::default(),
             notes: Vec::new(),
             alerts: Vec::new(),
             data_loss_fired: false,
-            accepts: BTreeMap::new(),
-            chosen: BTreeMap::new(),
             log: Vec::new(),
             last_write: 0,
             last_snapshot: 0,
@@ -295,10 +286,7 @@ impl World {
     }
 
     pub fn violation(&mut self, text: String) {
-        let text = format!("t={} ms: {text}", self.now);
-        if !self.violations.contains(&text) && self.violations.len() < 20 {
-            self.violations.push(text);
-        }
+        self.inv.violation(self.now, text);
     }
 
     pub fn note(&mut self, text: String) {
@@ -337,22 +325,19 @@ impl World {
         }
     }
 
-    /// The provider's group: present instances not terminated.
-    pub fn group(&self, voters: &[InstanceId]) -> GroupFacts {
-        let instances: BTreeSet<InstanceId> = self
-            .slots
-            .iter()
-            .filter(|s| s.present && !s.terminated)
-            .map(|s| s.id.clone())
-            .collect();
-        let certified_gone = voters
-            .iter()
-            .filter(|v| !instances.contains(*v))
-            .cloned()
-            .collect();
+    /// The provider's group: present instances not terminated; the
+    /// terminated ones are certified gone (positive evidence).
+    pub fn group(&self) -> GroupFacts {
+        let ids = |terminated: bool| {
+            self.slots
+                .iter()
+                .filter(|s| s.present && s.terminated == terminated)
+                .map(|s| s.id.clone())
+                .collect::<BTreeSet<InstanceId>>()
+        };
         GroupFacts {
-            instances,
-            certified_gone,
+            instances: ids(false),
+            certified_gone: ids(true),
         }
     }
 
@@ -567,12 +552,10 @@ impl World {
         if wipe {
             s.disk = None;
             s.etcd = SimEtcd::default();
-            s.promised.clear();
-            // An acceptor with amnesia: its past acceptances no longer count.
+            // An acceptor with amnesia: its past promises and acceptances
+            // no longer count.
             let id = s.id.clone();
-            for list in self.accepts.values_mut() {
-                list.retain(|(n, _, _)| *n != id);
-            }
+            self.inv.disk_lost(&id);
         }
     }
 
@@ -707,10 +690,8 @@ impl World {
         if let (Some(l), true) = (leader, newer_record) {
             if c.leader.is_none() || write {
                 let newest = self.records.keys().max().copied().unwrap_or(k);
-                self.violation(format!(
-                    "incarnation {k} has a leader ({}) and accepts writes although the record of incarnation {newest} exists",
-                    self.slots[l].id
-                ));
+                let leader = self.slots[l].id.clone();
+                self.inv.stale_leader(self.now, k, &leader, newest);
             }
         }
         let Some(l) = leader else {

@@ -1,0 +1,60 @@
+//! What this instance is and what it talks to, fixed at start: the
+//! configuration, its identity and etcd URLs, the etcd binaries, how it
+//! reaches etcd members, the store, the provider, and the quorum-loss
+//! protocol's timings.
+
+use crate::config::Config;
+use crate::etcd::access::EtcdAccess;
+use crate::etcd::binaries::EtcdBinaries;
+use crate::etcd::flags;
+use crate::provider::{Host, Identity, Provider};
+use crate::store::ObjectStore;
+use recovery::fenced::ProtocolConfig;
+use std::sync::Arc;
+
+pub(super) struct Ctx {
+    pub config: Config,
+    pub me: Identity,
+    /// This instance's advertised client and peer URLs.
+    pub client_url: String,
+    pub peer_url: String,
+    pub binaries: EtcdBinaries,
+    pub access: EtcdAccess,
+    pub store: Option<Arc<dyn ObjectStore>>,
+    pub provider: Arc<dyn Provider>,
+    /// The quorum-loss protocol's timings (also the one freshness of peer
+    /// facts formation reads).
+    pub protocol: ProtocolConfig,
+}
+
+impl Ctx {
+    pub fn cluster(&self) -> &str {
+        &self.config.cluster.name
+    }
+
+    pub fn id(&self) -> &str {
+        &self.me.id
+    }
+
+    /// The store, or why `what` cannot be done without one.
+    pub fn store_for(&self, what: &str) -> anyhow::Result<&dyn ObjectStore> {
+        self.store.as_deref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "{what} needs the snapshot store (snapshot.store), which is not configured"
+            )
+        })
+    }
+
+    pub fn client_url_of(&self, host: &Host) -> String {
+        flags::client_url(&self.config.etcd, host)
+    }
+
+    pub fn peer_url_of(&self, host: &Host) -> String {
+        flags::peer_url(&self.config.etcd, host)
+    }
+
+    /// How many moved-aside data directories are kept.
+    pub fn keep_moved_aside(&self) -> usize {
+        self.config.etcd.keep_moved_aside as usize
+    }
+}

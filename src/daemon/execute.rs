@@ -1,0 +1,189 @@
+//! Executing the steady-state planner's actions. Every etcd call has the
+//! access point's timeout; etcd's "not now" answers (another learner, a
+//! learner not in sync, an unsafe change) come back as waits.
+
+use super::Daemon;
+use crate::cluster_view::Seen;
+use crate::etcd::flags::InitialClusterState;
+use crate::etcd::members::{self, MembershipError};
+use crate::record;
+use crate::snapshot::take::{self, SnapshotRequest};
+use crate::state_file::LocalState;
+use anyhow::Context;
+use recovery::planner::{Action, Step};
+
+/// A snapshot before a risky change gets this many call timeouts per call.
+const TRANSFER_TIMEOUTS: u32 = 5;
+
+impl Daemon {
+    pub(super) async fn execute(&mut self, step: &Step, seen: &Seen) -> anyhow::Result<()> {
+        match &step.action {
+            Action::Nothing | Action::Wait => Ok(()),
+            Action::StartEtcd { initial_cluster } => {
+                let token = self
+                    .durable
+                    .state()
+                    .map(|s| s.cluster_token.clone())
+                    .context("no state: cannot start etcd")?;
+                self.etcd
+                    .start(
+                        &self.ctx,
+                        &token,
+                        initial_cluster.clone(),
+                        InitialClusterState::Existing,
+                    )
+                    .await
+            }
+            Action::StopEtcd => self.etcd.stop().await,
+            Action::MoveDataAside { why } => {
+                self.etcd.stop().await?;
+                self.etcd.move_aside(why, self.ctx.keep_moved_aside())?;
+                Ok(())
+            }
+            Action::RecordMemberId { member_id } => match self.durable.state() {
+                Some(_) => self.durable.record_member_id(*member_id),
+                None => {
+                    let state = self.state_of_cluster(*member_id, Vec::new()).await?;
+                    self.durable.persist(state)
+                }
+            },
+            Action::JoinAsLearner { peer_url } => self.join_as_learner(peer_url, seen).await,
+            Action::Promote { member_id, name } => {
+                let mut client = self.ctx.access.connect(&self.ctx.client_url).await?;
+                members::promote(&mut client, *member_id, self.ctx.access.call_timeout()).await?;
+                tracing::info!(member_id = format!("{member_id:x}"), %name, "promoted a learner to voter");
+                Ok(())
+            }
+            Action::RemoveMember { member_id, name } => {
+                let endpoint = seen
+                    .healthy_endpoint()
+                    .context("no healthy member to remove the member through")?;
+                self.snapshot_before(&endpoint, &format!("removing member {name}"))
+                    .await;
+                let mut client = self.ctx.access.connect(&endpoint).await?;
+                match members::remove(&mut client, *member_id, self.ctx.access.call_timeout()).await
+                {
+                    Ok(()) | Err(MembershipError::NotFound(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                tracing::warn!(member_id = format!("{member_id:x}"), %name, "removed a member");
+                Ok(())
+            }
+        }
+    }
+
+    /// Adds this instance as a learner and starts etcd with the member list
+    /// the add returns.
+    async fn join_as_learner(&mut self, peer_url: &str, seen: &Seen) -> anyhow::Result<()> {
+        // The group may have changed since the last refresh (this instance
+        // may just have been removed from it): read it again before adding
+        // a member.
+        let group = self.ctx.provider.discover().await?;
+        let still_in_group = group.me().is_some();
+        self.group.group = group;
+        if !still_in_group {
+            tracing::info!("this instance left the group; not joining");
+            return Ok(());
+        }
+        let endpoint = seen
+            .healthy_endpoint()
+            .context("no healthy member to add this instance through")?;
+        // Know the cluster's identity before changing membership.
+        let (incarnation, token) = self.cluster_identity().await?;
+        let mut client = self.ctx.access.connect(&endpoint).await?;
+        let (added, list) =
+            members::add_learner(&mut client, peer_url, self.ctx.access.call_timeout()).await?;
+        let voters = list
+            .iter()
+            .filter(|m| !m.is_learner && !m.name.is_empty())
+            .map(|m| m.name.clone())
+            .collect();
+        let mut state = LocalState::new(
+            self.ctx.cluster(),
+            self.ctx.id(),
+            incarnation,
+            token.clone(),
+            voters,
+        );
+        state.member_id = Some(added.id);
+        self.durable.persist(state)?;
+        let me = self.ctx.id().to_string();
+        let initial: Vec<(String, String)> = list
+            .iter()
+            .flat_map(|m| {
+                let name = if m.id == added.id {
+                    me.clone()
+                } else {
+                    m.name.clone()
+                };
+                m.peer_urls.iter().map(move |u| (name.clone(), u.clone()))
+            })
+            .filter(|(name, _)| !name.is_empty())
+            .collect();
+        tracing::info!(
+            member_id = format!("{:x}", added.id),
+            "added as a learner; starting etcd"
+        );
+        self.etcd
+            .start(&self.ctx, &token, initial, InitialClusterState::Existing)
+            .await
+    }
+
+    /// The incarnation and token of the cluster to join: the store's newest
+    /// record (the record of truth), else this instance's state.
+    async fn cluster_identity(&self) -> anyhow::Result<(u64, String)> {
+        if let Some(store) = self.ctx.store.as_deref() {
+            if let Some(r) = record::newest(store, self.ctx.cluster()).await? {
+                return Ok((r.incarnation, r.token));
+            }
+        }
+        if let Some(s) = self.durable.state() {
+            return Ok((s.incarnation, s.cluster_token.clone()));
+        }
+        anyhow::bail!(
+            "the cluster's incarnation is unknown: joining needs the snapshot store (the record of truth) configured and holding a record of this cluster"
+        )
+    }
+
+    /// A state of the cluster this instance joins, for member `member_id`.
+    async fn state_of_cluster(
+        &self,
+        member_id: u64,
+        voters: Vec<String>,
+    ) -> anyhow::Result<LocalState> {
+        let (incarnation, token) = self.cluster_identity().await?;
+        let mut state = LocalState::new(
+            self.ctx.cluster(),
+            self.ctx.id(),
+            incarnation,
+            token,
+            voters,
+        );
+        state.member_id = Some(member_id);
+        Ok(state)
+    }
+
+    /// A snapshot into the store before a risky membership change (DESIGN
+    /// §8). A failure is logged and does not block the change: removals
+    /// keep the cluster healthy, and the periodic snapshots go on.
+    async fn snapshot_before(&self, endpoint: &str, what: &str) {
+        let (Some(store), Some(state)) = (self.ctx.store.as_deref(), self.durable.state()) else {
+            return;
+        };
+        let access = self
+            .ctx
+            .access
+            .with_call_timeout(self.ctx.access.call_timeout() * TRANSFER_TIMEOUTS);
+        let request = SnapshotRequest {
+            endpoint: endpoint.to_string(),
+            cluster: self.ctx.cluster().to_string(),
+            incarnation: state.incarnation,
+            token: state.cluster_token.clone(),
+            instance: self.ctx.id().to_string(),
+        };
+        match take::take(store, &access, &request).await {
+            Ok(t) => tracing::info!(snapshot = %t.name, "snapshot before {what}"),
+            Err(e) => tracing::warn!(error = %e, "no snapshot before {what}; going on"),
+        }
+    }
+}

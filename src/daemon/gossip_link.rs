@@ -1,0 +1,114 @@
+//! This instance's gossip node: its keys (`gossip.key_file`, else
+//! `ECO_GOSSIP_KEYS`), its addresses, its seeds (the group's instances,
+//! re-resolved on every group refresh: a DNS host's address may change),
+//! and the last PeerState it published (published again only when it
+//! changed).
+
+use super::context::Ctx;
+use crate::provider::{Group, Host};
+use anyhow::Context;
+use gossip::{Event, Gossip, GossipConfig, Keyring, PeerState};
+use std::net::SocketAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+pub(super) struct GossipLink {
+    pub node: Gossip,
+    events: Option<UnboundedReceiver<Event>>,
+    published: Option<PeerState>,
+    port: u16,
+}
+
+/// Gossip keys from `gossip.key_file`, else `ECO_GOSSIP_KEYS` (hex keys
+/// separated by commas or newlines); `None` when neither is set.
+fn keys(ctx: &Ctx) -> anyhow::Result<Option<Keyring>> {
+    let text = match &ctx.config.gossip.key_file {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read gossip.key_file {}", path.display()))?,
+        None => match std::env::var("ECO_GOSSIP_KEYS") {
+            Ok(v) => v.replace(',', "\n"),
+            Err(_) => return Ok(None),
+        },
+    };
+    Ok(Some(
+        Keyring::parse(&text, ctx.cluster()).context("gossip keys")?,
+    ))
+}
+
+/// The socket addresses of `hosts` on `port`; a name that does not resolve
+/// now is left out (it is unknown, and tried again next refresh).
+async fn addresses<'a>(hosts: impl Iterator<Item = &'a Host>, port: u16) -> Vec<SocketAddr> {
+    let mut out = Vec::new();
+    for host in hosts {
+        match host {
+            Host::Ip(ip) => out.push(SocketAddr::new(*ip, port)),
+            Host::Name(name) => match tokio::net::lookup_host((name.as_str(), port)).await {
+                Ok(found) => out.extend(found),
+                Err(e) => tracing::debug!(%name, error = %e, "a gossip seed does not resolve now"),
+            },
+        }
+    }
+    out
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64
+}
+
+impl GossipLink {
+    /// Starts the node, or `None` without gossip keys.
+    pub async fn start(ctx: &Ctx, group: &Group) -> anyhow::Result<Option<Self>> {
+        let Some(keys) = keys(ctx)? else {
+            if group.instances.len() > 1 {
+                tracing::warn!(
+                    "no gossip keys (gossip.key_file or ECO_GOSSIP_KEYS): this instance cannot take part in forming a cluster"
+                );
+            }
+            return Ok(None);
+        };
+        let port = ctx.config.gossip.port as u16;
+        let bind = ctx
+            .config
+            .gossip
+            .bind
+            .unwrap_or_else(|| SocketAddr::new(ctx.me.bind, port));
+        let seeds = addresses(group.instances.iter().map(|i| &i.host), port).await;
+        let mut config = GossipConfig::lan(ctx.cluster(), ctx.id(), keys, seeds, unix_ms());
+        config.advertise = addresses(std::iter::once(&ctx.me.host), port)
+            .await
+            .into_iter()
+            .next();
+        let (node, events) = Gossip::bind(bind, config, PeerState::default())
+            .await
+            .context("cannot start gossip (gossip.bind / gossip.port)")?;
+        tracing::info!(%bind, "gossip started");
+        Ok(Some(Self {
+            node,
+            events: Some(events),
+            published: None,
+            port,
+        }))
+    }
+
+    /// The node's events, for the daemon's loop (taken once).
+    pub fn take_events(&mut self) -> Option<UnboundedReceiver<Event>> {
+        self.events.take()
+    }
+
+    /// The group's instances become the seeds.
+    pub async fn set_seeds(&self, group: &Group) {
+        let seeds = addresses(group.instances.iter().map(|i| &i.host), self.port).await;
+        let _ = self.node.set_seeds(seeds);
+    }
+
+    /// Publishes `state` if it differs from the last one published.
+    pub fn publish(&mut self, state: PeerState) {
+        if self.published.as_ref() != Some(&state) {
+            let _ = self.node.set_state(state.clone());
+            self.published = Some(state);
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The local etcd: its supervised process and its data directory. Every
+//! start goes through [`LocalEtcd::start`] (a leftover etcd of ours is
+//! killed, the ports checked, the command line derived by `etcd/flags.rs`).
+
+use super::context::Ctx;
+use crate::data_dir::{self, DataState};
+use crate::etcd::flags::{self, InitialClusterState, LaunchSpec};
+use crate::etcd::supervisor::{self, Backoff, ProcessSpec, ProcessStatus, Supervisor};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub(super) struct LocalEtcd {
+    supervisor: Supervisor,
+    data_dir: PathBuf,
+    pid_file: PathBuf,
+}
+
+impl LocalEtcd {
+    /// `pid_file` sits beside the state file.
+    pub fn new(ctx: &Ctx, pid_file: PathBuf) -> anyhow::Result<Self> {
+        let e = &ctx.config.etcd;
+        let supervisor = Supervisor::new(Backoff {
+            initial: e.restart_backoff_initial.get(),
+            max: e.restart_backoff_max.get(),
+            stable_after: Duration::from_secs(60),
+            stop_timeout: e.stop_timeout.get(),
+        })?;
+        Ok(Self {
+            supervisor,
+            data_dir: e.data_dir.clone(),
+            pid_file,
+        })
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    pub fn process(&self) -> ProcessStatus {
+        self.supervisor.status().borrow().clone()
+    }
+
+    /// The process runs, or a restart is pending.
+    pub fn running(&self) -> bool {
+        let p = self.supervisor.status().borrow().clone();
+        p.running || p.restart_in_ms.is_some()
+    }
+
+    pub fn watch(&self) -> watch::Receiver<ProcessStatus> {
+        self.supervisor.status()
+    }
+
+    /// What the data directory holds now.
+    pub fn data(&self) -> anyhow::Result<DataState> {
+        Ok(data_dir::inspect(&self.data_dir)?)
+    }
+
+    /// Renames the data directory aside (never deletes it), keeping the
+    /// newest `keep` moved-aside copies.
+    pub fn move_aside(&self, why: &str, keep: usize) -> anyhow::Result<Option<PathBuf>> {
+        Ok(data_dir::move_aside(&self.data_dir, why, keep)?)
+    }
+
+    /// Starts etcd under `token` with this `--initial-cluster`.
+    pub async fn start(
+        &self,
+        ctx: &Ctx,
+        token: &str,
+        initial_cluster: Vec<(String, String)>,
+        state: InitialClusterState,
+    ) -> anyhow::Result<()> {
+        supervisor::kill_leftover(&self.pid_file, &self.data_dir).await;
+        if !self.supervisor.status().borrow().running {
+            let e = &ctx.config.etcd;
+            crate::preflight::ports_free(
+                ctx.me.bind,
+                &[
+                    ("etcd.client_port", e.client_port),
+                    ("etcd.peer_port", e.peer_port),
+                    ("etcd.metrics_port", e.metrics_port),
+                ],
+            )?;
+        }
+        let spec = LaunchSpec {
+            name: ctx.id().to_string(),
+            data_dir: self.data_dir.clone(),
+            host: ctx.me.host.clone(),
+            bind: ctx.me.bind,
+            initial_cluster,
+            initial_state: state,
+            token: token.to_string(),
+        };
+        self.supervisor
+            .start(ProcessSpec {
+                binary: ctx.binaries.etcd.clone(),
+                args: flags::etcd_args(&ctx.config.etcd, &spec),
+                instance_id: ctx.id().to_string(),
+                log_file: ctx.config.etcd.log_file.clone(),
+                pid_file: self.pid_file.clone(),
+                data_dir: self.data_dir.clone(),
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Starts etcd alone, as a new one-member cluster under `token`.
+    pub async fn start_alone(&self, ctx: &Ctx, token: &str) -> anyhow::Result<()> {
+        let own = vec![(ctx.id().to_string(), ctx.peer_url.clone())];
+        self.start(ctx, token, own, InitialClusterState::New).await
+    }
+
+    /// Stops etcd and keeps it stopped.
+    pub async fn stop(&self) -> anyhow::Result<()> {
+        Ok(self.supervisor.stop().await?)
+    }
+
+    /// Ends the supervision (etcd must be stopped first).
+    pub fn shutdown(self) {
+        self.supervisor.shutdown();
+    }
+}

@@ -1,0 +1,332 @@
+//! `eco run`: gather what this instance knows, decide with pure code, act.
+//!
+//! Wiring (this file): the provider and the store from the config (one
+//! factory each), the etcd binaries, the durable state, the HTTP API, the
+//! gossip node, the etcd supervisor, the quorum-loss driver (with gossip
+//! keys and a store). Then the start (`start.rs`: the pure start decision,
+//! carried out), and the loop: a pass every `etcd.probe_interval`
+//! (`pass.rs`: observe → decide → dispatch), protocol messages as they
+//! arrive, the group refreshed every `provider.static.refresh_interval`,
+//! the snapshot writer beside it. SIGTERM/SIGINT: final snapshot (if this
+//! instance writes them), etcd stopped, exit 0.
+//!
+//! One job per file:
+//! - `context.rs`: what this instance is and what it talks to;
+//! - `local_etcd.rs`: the supervised etcd and its data directory;
+//! - `durable.rs`: the state file and the protocol's state file;
+//! - `gossip_link.rs`: the gossip node, its keys and seeds;
+//! - `start.rs`: the start decision, carried out;
+//! - `observe.rs`: a pass's facts, and the provider's answers;
+//! - `pass.rs`: one pass;
+//! - `quorum_loss.rs`: the daemon as the quorum-loss driver's host;
+//! - `first_incarnation.rs`: bootstrap of a group of one, and formation;
+//! - `seeding.rs`: the one seeding executor (incarnation 1 and n+1);
+//! - `steady_state.rs`: the planner's pass and the upkeep of `V_n`;
+//! - `execute.rs`: the planner's actions;
+//! - `publish.rs`: `/status`, the gossip PeerState, the writer's facts;
+//! - `signals.rs`: SIGTERM and SIGINT.
+
+mod context;
+mod durable;
+mod execute;
+mod first_incarnation;
+mod gossip_link;
+mod local_etcd;
+mod observe;
+mod pass;
+mod publish;
+mod quorum_loss;
+mod seeding;
+mod signals;
+mod start;
+mod steady_state;
+
+use crate::cluster_view::ClusterView;
+use crate::config::Config;
+use crate::etcd::access::EtcdAccess;
+use crate::etcd::{binaries, flags};
+use crate::metrics::Metrics;
+use crate::provider::Provider;
+use crate::quorum_loss::driver::Driver;
+use crate::record::VotersRecord;
+use crate::snapshot::writer::{SnapshotWriter, WriterInput};
+use crate::status::{InstanceStatus, NextAction, Phase};
+use anyhow::Context;
+use context::Ctx;
+use durable::Durable;
+use gossip_link::GossipLink;
+use local_etcd::LocalEtcd;
+use observe::{GroupView, NewestRecord};
+use recovery::fenced::{Protocol, ProtocolConfig};
+use recovery::retention::RetentionPolicy;
+use recovery::snapshot_schedule::SnapshotSchedule;
+use signals::Signals;
+use start::Begun;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tracing::Instrument;
+
+/// How the daemon ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Stopped by SIGTERM/SIGINT after stopping etcd.
+    Signalled,
+}
+
+/// Everything the running daemon holds, by job.
+struct Daemon {
+    ctx: Ctx,
+    etcd: LocalEtcd,
+    durable: Durable,
+    view: ClusterView,
+    group: GroupView,
+    newest: NewestRecord,
+    gossip: Option<GossipLink>,
+    /// The quorum-loss protocol (with gossip keys and a store).
+    quorum_loss: Option<Driver>,
+    /// The last problem of the quorum-loss side worth a human's eye.
+    problem: Option<String>,
+    /// The start was refused, with the reason.
+    refused: Option<String>,
+    status: watch::Sender<InstanceStatus>,
+    writer: watch::Sender<WriterInput>,
+    voters_written: Option<VotersRecord>,
+    started: Instant,
+}
+
+/// Runs the daemon for the instance `provider` resolved (built by
+/// `provider::from_config`).
+pub async fn run(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<Exit> {
+    let span = tracing::info_span!("eco", instance = %provider.identity().id);
+    run_as(config, provider).instrument(span).await
+}
+
+async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<Exit> {
+    let me = provider.identity().clone();
+    let group = provider
+        .discover()
+        .await
+        .context("cannot discover the group")?;
+    let binaries = binaries::find(&config.etcd)
+        .await
+        .context("cannot use etcd")?;
+    tracing::info!(etcd = %binaries.etcd.display(), version = %binaries.version, etcdutl = ?binaries.etcdutl, "found etcd");
+    crate::data_dir::prepare_parent(&config.etcd.data_dir)?;
+    let durable = Durable::load(&config.etcd.data_dir, &config.cluster.name, &me.id)?;
+    let store = crate::store::from_config(&config).context("cannot set up the snapshot store")?;
+    let protocol = ProtocolConfig::for_timeout(
+        config.recovery.quorum_loss_timeout.get().as_millis() as u64,
+        config
+            .recovery
+            .accept_loss_after
+            .map(|d| d.get().as_millis() as u64),
+    );
+    let ctx = Ctx {
+        client_url: flags::client_url(&config.etcd, &me.host),
+        peer_url: flags::peer_url(&config.etcd, &me.host),
+        access: EtcdAccess::from_config(&config.etcd),
+        config,
+        me,
+        binaries,
+        store,
+        provider,
+        protocol,
+    };
+    let (status, status_rx) = watch::channel(InstanceStatus {
+        instance_id: ctx.id().to_string(),
+        cluster: ctx.cluster().to_string(),
+        eco_version: crate::version::VERSION.to_string(),
+        etcd_version: ctx.binaries.version.to_string(),
+        client_url: ctx.client_url.clone(),
+        peer_url: ctx.peer_url.clone(),
+        phase: Phase::Starting,
+        next: NextAction {
+            action: "start".into(),
+            reason: "deciding how to start".into(),
+        },
+        ready: false,
+        process: Default::default(),
+        member: None,
+        probe_error: None,
+        group: Some(group.clone()),
+        state: durable.state().cloned(),
+        snapshots: None,
+        gossip: Vec::new(),
+        members: Vec::new(),
+        recovery: None,
+    });
+    let metrics = Arc::new(Metrics::new(ctx.id(), &ctx.binaries.version.to_string()));
+    let (api_stop, mut api_stopped) = watch::channel(false);
+    let api_bind = ctx
+        .config
+        .api
+        .bind
+        .unwrap_or_else(|| SocketAddr::new(ctx.me.bind, ctx.config.api.port as u16));
+    let api = crate::api::serve(api_bind, status_rx, metrics.clone(), async move {
+        let _ = api_stopped.wait_for(|s| *s).await;
+    })
+    .await?;
+    tracing::info!(%api_bind, "serving /healthz, /readyz, /metrics and /status");
+    let mut signals = Signals::new()?;
+    let gossip = GossipLink::start(&ctx, &group).await?;
+    if let Some(g) = &gossip {
+        metrics.watch_gossip(g.node.metrics());
+    }
+    let quorum_loss = match (&gossip, &ctx.store) {
+        (Some(_), Some(_)) => Some(Driver::new(Protocol::new(
+            ctx.id(),
+            rand::random(),
+            ctx.protocol.clone(),
+            durable.protocol_state()?,
+        ))),
+        _ => {
+            if group.instances.len() > 1 {
+                tracing::warn!(
+                    "quorum-loss recovery needs gossip keys and a snapshot store; without them a lost quorum waits for a human"
+                );
+            }
+            None
+        }
+    };
+    let (writer, writer_input) = watch::channel(WriterInput::default());
+    let mut d = Daemon {
+        etcd: LocalEtcd::new(&ctx, durable.pid_file())?,
+        view: ClusterView::new(ctx.access.clone()),
+        ctx,
+        durable,
+        group: GroupView {
+            group,
+            departed: Default::default(),
+        },
+        newest: NewestRecord::default(),
+        gossip,
+        quorum_loss,
+        problem: None,
+        refused: None,
+        status,
+        writer,
+        voters_written: None,
+        started: Instant::now(),
+    };
+    // The provider's certified-gone answer is known before the first pass.
+    d.refresh_group().await;
+    let result = match d.begin(&mut signals).await {
+        Ok(Begun::Running) => d.run_with_writer(&mut signals, writer_input).await,
+        Ok(Begun::Signalled) => Ok(Exit::Signalled),
+        Err(e) => Err(e),
+    };
+    d.status.send_modify(|s| s.ready = false);
+    tracing::info!("stopping etcd");
+    d.etcd.stop().await?;
+    if let Some(g) = d.gossip.take() {
+        g.node.shutdown().await;
+    }
+    d.etcd.shutdown();
+    let _ = api_stop.send(true);
+    let _ = api.await;
+    result
+}
+
+impl Daemon {
+    /// The loop, with the snapshot writer beside it (when a store is
+    /// configured); on a signal, the writer's final snapshot comes before
+    /// etcd stops.
+    async fn run_with_writer(
+        &mut self,
+        signals: &mut Signals,
+        writer_input: watch::Receiver<WriterInput>,
+    ) -> anyhow::Result<Exit> {
+        let (writer_stop, writer_stopped) = watch::channel(false);
+        let writer = self.ctx.store.clone().map(|store| {
+            let c = &self.ctx.config;
+            tokio::spawn(
+                SnapshotWriter {
+                    store,
+                    access: self.ctx.access.clone(),
+                    cluster: c.cluster.name.clone(),
+                    instance: self.ctx.id().to_string(),
+                    endpoint: self.ctx.client_url.clone(),
+                    schedule: SnapshotSchedule {
+                        interval_ms: c.snapshot.interval.get().as_millis() as u64,
+                        max_age_ms: c.snapshot.max_age.get().as_millis() as u64,
+                    },
+                    policy: RetentionPolicy {
+                        keep_last: c.snapshot.keep_last,
+                        keep_hourly: c.snapshot.keep_hourly,
+                        keep_daily: c.snapshot.keep_daily,
+                    },
+                    check_every: c.etcd.probe_interval.get().max(Duration::from_secs(1)),
+                }
+                .run(writer_input, self.status.clone(), writer_stopped),
+            )
+        });
+        let result = self.run_loop(signals).await;
+        self.set_phase(Phase::Stopping);
+        self.show_next(
+            "stop",
+            "eco is shutting down: final snapshot if this instance writes them, then etcd is stopped",
+        );
+        if let Some(task) = writer {
+            let _ = writer_stop.send(true);
+            let limit = self.ctx.config.etcd.call_timeout.get() * 10;
+            if tokio::time::timeout(limit, task).await.is_err() {
+                tracing::error!(
+                    ?limit,
+                    "the final snapshot did not finish in time; stopping etcd anyway"
+                );
+            }
+        }
+        result
+    }
+
+    async fn run_loop(&mut self, signals: &mut Signals) -> anyhow::Result<Exit> {
+        let mut tick = tokio::time::interval(self.ctx.config.etcd.probe_interval.get());
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let refresh = self
+            .ctx
+            .config
+            .provider
+            .static_group
+            .as_ref()
+            .map(|s| s.refresh_interval.get());
+        let mut group_tick = tokio::time::interval(refresh.unwrap_or(Duration::from_secs(5)));
+        group_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut process = self.etcd.watch();
+        let mut events = self.gossip.as_mut().and_then(GossipLink::take_events);
+        loop {
+            tokio::select! {
+                _ = signals.recv() => return Ok(Exit::Signalled),
+                Some(event) = async {
+                    match events.as_mut() {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if let gossip::Event::Message { from, bytes } = event {
+                        self.quorum_loss_message(&from, &bytes).await;
+                    }
+                }
+                changed = process.changed() => {
+                    if changed.is_err() {
+                        anyhow::bail!("the etcd supervisor stopped unexpectedly");
+                    }
+                    let p = process.borrow_and_update().clone();
+                    self.status.send_modify(|s| {
+                        if !p.running {
+                            s.ready = false;
+                        }
+                        s.process = p;
+                    });
+                }
+                _ = tick.tick() => {
+                    if let Err(e) = self.pass().await {
+                        tracing::warn!(error = %format!("{e:#}"), "this pass did not finish; planning again next tick");
+                    }
+                }
+                _ = group_tick.tick() => self.refresh_group().await,
+            }
+        }
+    }
+}

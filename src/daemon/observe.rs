@@ -1,0 +1,134 @@
+//! Gathering one pass's facts: the etcd process, the own member's Status,
+//! the member list and every member's health (`ClusterView`), the data
+//! directory, and the newest incarnation the store records; and, on its
+//! own tick, the provider's group and the instances it certifies gone.
+//! Facts only: nothing here decides.
+
+use super::Daemon;
+use crate::cluster_view::Seen;
+use crate::data_dir::DataState;
+use crate::etcd::probe::MemberStatus;
+use crate::etcd::supervisor::ProcessStatus;
+use crate::provider::Group;
+use crate::record;
+use crate::store::ObjectStore;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// How long the store's newest incarnation is trusted before it is read
+/// again.
+const NEWEST_RECORD_FRESH: Duration = Duration::from_secs(10);
+
+/// One pass's facts.
+pub(super) struct Observed {
+    /// Milliseconds since the daemon started (the decisions' clock).
+    pub now_ms: u64,
+    pub process: ProcessStatus,
+    /// The process runs or a restart is pending.
+    pub running: bool,
+    /// The own member's Status, `None` when it did not answer (or etcd is
+    /// not running).
+    pub local: Option<MemberStatus>,
+    pub cluster: Seen,
+    pub data: DataState,
+    /// The newest incarnation the store records, `None` when unknown.
+    pub newest_recorded: Option<u64>,
+}
+
+/// The provider's last answers.
+pub(super) struct GroupView {
+    pub group: Group,
+    /// Of the instances asked about (`V_n`), those the provider certifies
+    /// gone.
+    pub departed: BTreeSet<String>,
+}
+
+/// The store's newest incarnation, read at most every
+/// [`NEWEST_RECORD_FRESH`]; the last known value while the store does not
+/// answer.
+#[derive(Default)]
+pub(super) struct NewestRecord {
+    read: Option<(Option<u64>, Instant)>,
+}
+
+impl NewestRecord {
+    pub async fn get(&mut self, store: Option<&dyn ObjectStore>, cluster: &str) -> Option<u64> {
+        let fresh = self
+            .read
+            .is_some_and(|(_, at)| at.elapsed() < NEWEST_RECORD_FRESH);
+        if let (false, Some(store)) = (fresh, store) {
+            if let Ok(r) = record::newest(store, cluster).await {
+                self.read = Some((r.map(|r| r.incarnation), Instant::now()));
+            }
+        }
+        self.read.and_then(|(n, _)| n)
+    }
+}
+
+impl Daemon {
+    pub(super) async fn observe(&mut self) -> anyhow::Result<Observed> {
+        let process = self.etcd.process();
+        let running = self.etcd.running();
+        let local = if process.running {
+            self.view.local(&self.ctx.client_url).await
+        } else {
+            None
+        };
+        let newest_recorded = self
+            .newest
+            .get(self.ctx.store.as_deref(), &self.ctx.config.cluster.name)
+            .await;
+        let mut candidates = Vec::new();
+        if process.running {
+            candidates.push(self.ctx.client_url.clone());
+        }
+        for i in self
+            .group
+            .group
+            .instances
+            .iter()
+            .filter(|i| i.id != self.ctx.me.id)
+        {
+            candidates.push(self.ctx.client_url_of(&i.host));
+        }
+        let cluster = self.view.observe(&candidates).await;
+        Ok(Observed {
+            now_ms: self.started.elapsed().as_millis() as u64,
+            process,
+            running,
+            local,
+            cluster,
+            data: self.etcd.data()?,
+            newest_recorded,
+        })
+    }
+
+    /// Asks the provider for the group and for which members of `V_n` (as
+    /// the state file and the protocol know it) are certified gone; the
+    /// gossip seeds follow the group. An error keeps the last answers.
+    pub(super) async fn refresh_group(&mut self) {
+        match self.ctx.provider.discover().await {
+            Ok(group) => {
+                if let Some(g) = &self.gossip {
+                    g.set_seeds(&group).await;
+                }
+                self.group.group = group;
+            }
+            Err(e) => tracing::error!(error = %e, "cannot refresh the group"),
+        }
+        let mut watched: BTreeSet<String> = self
+            .durable
+            .state()
+            .map(|s| s.voting_members.iter().cloned().collect())
+            .unwrap_or_default();
+        if let Some(d) = &self.quorum_loss {
+            watched.extend(d.protocol().state().voters.iter().cloned());
+        }
+        match self.ctx.provider.departed(&watched).await {
+            Ok(departed) => self.group.departed = departed,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot ask the provider which instances are gone")
+            }
+        }
+    }
+}

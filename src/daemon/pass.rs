@@ -1,0 +1,66 @@
+//! One pass of the daemon, every `etcd.probe_interval`: observe → decide →
+//! dispatch. The quorum-loss driver runs first (it may freeze, seed or join
+//! this very pass); then the pure `recovery::pass::decide` says who decides
+//! now, whether the instance is ready, and its phase; the outputs
+//! (`/status`, gossip, the snapshot writer's facts) are published; and the
+//! decider chosen acts.
+
+use super::Daemon;
+use super::observe::Observed;
+use recovery::pass::{self, Decider, LocalMember, PassFacts, Ready};
+
+impl Daemon {
+    pub(super) async fn pass(&mut self) -> anyhow::Result<()> {
+        let seen = self.observe().await?;
+        if self.refused.is_none() {
+            self.drive_quorum_loss(&seen).await;
+        }
+        let ready = pass::decide(&self.pass_facts(&seen));
+        if let Some(why) = &ready.stale {
+            tracing::warn!(reason = %why, "not ready");
+        }
+        self.publish(&seen, &ready);
+        self.dispatch(&seen, &ready).await
+    }
+
+    fn pass_facts(&self, seen: &Observed) -> PassFacts {
+        let local_incarnation = self.durable.incarnation();
+        PassFacts {
+            refused: self.refused.clone(),
+            hold: self
+                .quorum_loss
+                .as_ref()
+                .and_then(|d| d.hold(local_incarnation)),
+            protocol_acted: self.quorum_loss.as_ref().is_some_and(|d| d.acted()),
+            etcd_running: seen.running,
+            local: seen.local.as_ref().map(|m| LocalMember {
+                has_leader: m.has_leader(),
+                is_leader: m.is_leader(),
+            }),
+            members_answer: seen.cluster.members.is_some(),
+            data: seen.data,
+            group_size: self.group.group.instances.len(),
+            state: self.durable.state().map(|s| s.summary()),
+            newest_recorded: seen.newest_recorded,
+        }
+    }
+
+    async fn dispatch(&mut self, seen: &Observed, ready: &Ready) -> anyhow::Result<()> {
+        match &ready.decider {
+            Decider::Refused { reason } => {
+                self.show_next("wait for a human", reason);
+                Ok(())
+            }
+            Decider::QuorumLoss { reason } => {
+                let reason = match &self.problem {
+                    Some(problem) => format!("{reason}; {problem}"),
+                    None => reason.clone(),
+                };
+                self.show_next(self.held_action(), &reason);
+                Ok(())
+            }
+            Decider::Formation => self.form().await,
+            Decider::Planner => self.steady_state(seen).await,
+        }
+    }
+}

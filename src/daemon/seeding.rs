@@ -1,0 +1,258 @@
+//! The one seeding executor, for incarnation 1 (a group of one,
+//! formation) and for incarnation n+1 (quorum-loss recovery): it asks
+//! `recovery::seeding::plan` for the steps still to do, from what is on
+//! disk and running now, and runs them in order. A failure ends the run;
+//! the caller tries again later and the plan resumes where it stopped.
+//!
+//! Files beside the data directory: `seed-<k>.source` (the replay marker:
+//! the name of the stored snapshot a WAL replay produced), `replay-<k>`
+//! and `replay-<k>.log` (the replay's copy of the data directory and its
+//! log, removed once done), `seed-<k>.db` (a snapshot fetched for restore,
+//! removed once restored).
+
+use super::context::Ctx;
+use super::durable::Durable;
+use super::local_etcd::LocalEtcd;
+use crate::cluster_view::ClusterView;
+use crate::etcd::probe::MemberStatus;
+use crate::quorum_loss::replay::{self, ReplayRequest};
+use crate::snapshot::restore::{self, RestoreRequest};
+use crate::snapshot::take::{self, SnapshotRequest};
+use crate::state_file::LocalState;
+use anyhow::Context;
+use recovery::seeding::{self, SeedFrom, SeedStep, SeedingFacts, StateAt};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long a seeded etcd may take to lead.
+const LEADER_WITHIN: Duration = Duration::from_secs(60);
+/// How long a WAL replay may take to lead with its WAL applied.
+const REPLAY_WITHIN: Duration = Duration::from_secs(120);
+/// How long a restore may take.
+const RESTORE_WITHIN: Duration = Duration::from_secs(300);
+/// Snapshot transfers get this many call timeouts per call.
+const TRANSFER_TIMEOUTS: u32 = 5;
+
+/// What to seed.
+#[derive(Clone, Debug)]
+pub(super) struct Target {
+    pub incarnation: u64,
+    pub token: String,
+    pub from: SeedFrom,
+}
+
+/// The parts of the daemon a seeding uses.
+pub(super) struct Seeding<'a> {
+    pub ctx: &'a Ctx,
+    pub etcd: &'a LocalEtcd,
+    pub durable: &'a mut Durable,
+    pub view: &'a mut ClusterView,
+}
+
+impl Seeding<'_> {
+    fn beside(&self, name: String) -> PathBuf {
+        self.etcd.data_dir().with_file_name(name)
+    }
+
+    fn marker(&self, k: u64) -> PathBuf {
+        self.beside(format!("seed-{k}.source"))
+    }
+
+    /// The replay marker's snapshot name, if a replay stored one.
+    fn replayed(&self, k: u64) -> Option<String> {
+        std::fs::read_to_string(self.marker(k))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    }
+
+    /// Runs the plan's steps from where the seeding stands.
+    pub async fn run(&mut self, t: &Target) -> anyhow::Result<()> {
+        let replayed = self.replayed(t.incarnation);
+        let state = self.durable.state().cloned();
+        let facts = SeedingFacts {
+            incarnation: t.incarnation,
+            token: &t.token,
+            from: &t.from,
+            state: state.as_ref().map(|s| StateAt {
+                incarnation: s.incarnation,
+                token: &s.cluster_token,
+            }),
+            data: self.etcd.data()?,
+            replayed: replayed.as_deref(),
+            etcd_running: self.etcd.running(),
+        };
+        let steps = seeding::plan(&facts)
+            .map_err(|why| anyhow::anyhow!("cannot seed incarnation {}: {why}", t.incarnation))?;
+        tracing::info!(incarnation = t.incarnation, ?steps, "seeding");
+        let mut leader = None;
+        for step in steps {
+            self.step(t, &step, &mut leader)
+                .await
+                .with_context(|| format!("seeding incarnation {}: {step:?}", t.incarnation))?;
+        }
+        Ok(())
+    }
+
+    async fn step(
+        &mut self,
+        t: &Target,
+        step: &SeedStep,
+        leader: &mut Option<MemberStatus>,
+    ) -> anyhow::Result<()> {
+        let k = t.incarnation;
+        match step {
+            SeedStep::StopEtcd => self.etcd.stop().await,
+            SeedStep::ReplayWal { commit_index } => self.replay(k, *commit_index).await,
+            SeedStep::MoveDataAside { why } => {
+                let moved = self.etcd.move_aside(why, self.ctx.keep_moved_aside())?;
+                tracing::warn!(?moved, "data directory moved aside");
+                Ok(())
+            }
+            SeedStep::Restore { name } => self.restore(name, t).await,
+            SeedStep::RestoreReplayed => {
+                let name = self
+                    .replayed(k)
+                    .context("the replay marker names no snapshot")?;
+                self.restore(&name, t).await
+            }
+            SeedStep::RecordState => {
+                let id = self.ctx.id().to_string();
+                self.durable.persist(LocalState::new(
+                    self.ctx.cluster(),
+                    &id,
+                    k,
+                    t.token.clone(),
+                    vec![id.clone()],
+                ))
+            }
+            SeedStep::ForgetReplay => match std::fs::remove_file(self.marker(k)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+                _ => Ok(()),
+            },
+            SeedStep::StartEtcd => self.etcd.start_alone(self.ctx, &t.token).await,
+            SeedStep::AwaitLeader => {
+                *leader = Some(self.await_leader().await?);
+                Ok(())
+            }
+            SeedStep::RecordMemberId => {
+                let m = leader.as_ref().context("no leader awaited")?;
+                self.durable.record_member_id(m.member_id)
+            }
+            SeedStep::SnapshotSeeded => {
+                let taken = self
+                    .snapshot(self.ctx.client_url.clone(), k, t.token.clone())
+                    .await
+                    .context("snapshotting the seeded cluster")?;
+                tracing::warn!(snapshot = %taken, "the seeded incarnation is in the store");
+                Ok(())
+            }
+        }
+    }
+
+    /// Replays the old incarnation's WAL to `commit_index` on a loopback
+    /// copy, stores a snapshot of it (as the old incarnation), and writes
+    /// the replay marker.
+    async fn replay(&mut self, k: u64, commit_index: u64) -> anyhow::Result<()> {
+        let old = self
+            .durable
+            .state()
+            .cloned()
+            .context("no state file: there is no WAL of this instance to replay")?;
+        let replayed = replay::start(&ReplayRequest {
+            etcd: self.ctx.binaries.etcd.clone(),
+            data_dir: self.etcd.data_dir().to_path_buf(),
+            scratch: self.beside(format!("replay-{k}")),
+            name: self.ctx.id().to_string(),
+            commit_index,
+            limit: REPLAY_WITHIN,
+            access: self.ctx.access.clone(),
+        })
+        .await?;
+        tracing::info!(
+            raft_index = replayed.status.raft_index,
+            revision = replayed.status.revision,
+            "WAL replayed to its commit index; snapshotting it into the store"
+        );
+        let taken = self
+            .snapshot(
+                replayed.endpoint().to_string(),
+                old.incarnation,
+                old.cluster_token.clone(),
+            )
+            .await;
+        replayed.finish().await?;
+        let name = taken?;
+        crate::atomic_file::write_atomic(&self.marker(k), name.as_bytes())?;
+        Ok(())
+    }
+
+    /// Fetches `name` from the store (sha256 verified) and restores it into
+    /// the empty data directory under the target's token.
+    async fn restore(&mut self, name: &str, t: &Target) -> anyhow::Result<()> {
+        let store = self.ctx.store_for("restoring a snapshot")?;
+        let file = self.beside(format!("seed-{}.db", t.incarnation));
+        restore::fetch_verified(store, name, &file).await?;
+        let done = restore::restore_file(
+            &file,
+            &RestoreRequest {
+                data_dir: self.etcd.data_dir().to_path_buf(),
+                name: self.ctx.id().to_string(),
+                peer_url: self.ctx.peer_url.clone(),
+                token: t.token.clone(),
+                etcdutl: self.ctx.binaries.etcdutl.clone(),
+                etcdctl: self.ctx.binaries.etcdctl.clone(),
+                timeout: RESTORE_WITHIN,
+            },
+        )
+        .await;
+        let _ = tokio::fs::remove_file(&file).await;
+        done?;
+        tracing::warn!(snapshot = %name, incarnation = t.incarnation, "restored under the new token");
+        Ok(())
+    }
+
+    /// Waits until the local member leads (bounded).
+    async fn await_leader(&mut self) -> anyhow::Result<MemberStatus> {
+        let started = Instant::now();
+        loop {
+            if let Some(m) = self.view.local(&self.ctx.client_url).await {
+                if m.has_leader() {
+                    return Ok(m);
+                }
+            }
+            if started.elapsed() > LEADER_WITHIN {
+                anyhow::bail!("the seeded etcd has no leader after {LEADER_WITHIN:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// A snapshot of the member at `endpoint` into the store, named for
+    /// `incarnation` and `token`; its object name.
+    async fn snapshot(
+        &self,
+        endpoint: String,
+        incarnation: u64,
+        token: String,
+    ) -> anyhow::Result<String> {
+        let store = self.ctx.store_for("snapshotting")?;
+        let access = self
+            .ctx
+            .access
+            .with_call_timeout(self.ctx.access.call_timeout() * TRANSFER_TIMEOUTS);
+        let taken = take::take(
+            store,
+            &access,
+            &SnapshotRequest {
+                endpoint,
+                cluster: self.ctx.cluster().to_string(),
+                incarnation,
+                token,
+                instance: self.ctx.id().to_string(),
+            },
+        )
+        .await?;
+        Ok(taken.name.to_string())
+    }
+}

@@ -1,0 +1,104 @@
+//! The start: the pure start decision (`recovery::startup`) from what is on
+//! disk, in the store and in the quorum-loss protocol's state; data of a
+//! stale incarnation is moved aside (with its state file) and the decision
+//! taken again; then the decision is carried out.
+
+use super::Daemon;
+use super::first_incarnation::Bootstrapped;
+use super::signals::Signals;
+use crate::etcd::flags::InitialClusterState;
+use crate::record;
+use anyhow::Context;
+use recovery::pass::Phase;
+use recovery::startup::{self, StartDecision, StartFacts};
+
+/// How the start ended.
+pub(super) enum Begun {
+    /// The daemon's loop runs (etcd started, joining, held or refused).
+    Running,
+    /// A signal came during a bootstrap.
+    Signalled,
+}
+
+impl Daemon {
+    /// The start decision, after moving a stale incarnation aside.
+    async fn decide_start(&mut self) -> anyhow::Result<StartDecision> {
+        // At most twice: once the stale data and state are aside, there is
+        // no state left to be stale.
+        for _ in 0..2 {
+            let held = self
+                .durable
+                .protocol_state()?
+                .is_some_and(|p| p.frozen || p.seed_pending);
+            let newest_recorded = match (self.durable.state(), self.ctx.store.as_deref(), held) {
+                (Some(_), Some(store), false) => record::newest(store, self.ctx.cluster())
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|r| r.incarnation),
+                _ => None,
+            };
+            let decision = startup::decide(&StartFacts {
+                state: self.durable.state().map(|s| s.summary()),
+                data: self.etcd.data()?,
+                group_size: self.group.group.instances.len(),
+                held,
+                newest_recorded,
+            });
+            let StartDecision::DiscardStale { reason } = decision else {
+                return Ok(decision);
+            };
+            tracing::warn!(%reason, "stale incarnation");
+            self.etcd
+                .move_aside("stale-incarnation", self.ctx.keep_moved_aside())?;
+            self.durable.move_aside()?;
+        }
+        anyhow::bail!("the start decision kept finding a stale incarnation")
+    }
+
+    /// Decides how to start and does it.
+    pub(super) async fn begin(&mut self, signals: &mut Signals) -> anyhow::Result<Begun> {
+        let decision = self.decide_start().await?;
+        tracing::info!(decision = ?decision, "start decision");
+        self.show_next("start", decision.reason());
+        match decision {
+            StartDecision::Refuse { reason } => self.refuse(reason),
+            StartDecision::Bootstrap { reason } => {
+                tracing::info!(%reason, "bootstrapping");
+                match self.bootstrap(signals).await? {
+                    Bootstrapped::Started => {}
+                    Bootstrapped::Refused(reason) => self.refuse(reason),
+                    Bootstrapped::Signalled => return Ok(Begun::Signalled),
+                }
+            }
+            StartDecision::Hold { reason } => tracing::warn!(%reason, "held"),
+            StartDecision::Resume { .. } => {
+                let token = self
+                    .durable
+                    .state()
+                    .map(|s| s.cluster_token.clone())
+                    .context("no state: cannot resume")?;
+                let own = vec![(self.ctx.id().to_string(), self.ctx.peer_url.clone())];
+                self.etcd
+                    .start(&self.ctx, &token, own, InitialClusterState::Existing)
+                    .await?;
+            }
+            StartDecision::Join { reason } => {
+                tracing::info!(%reason, "joining through the planner")
+            }
+            StartDecision::DiscardStale { reason } => {
+                anyhow::bail!("a stale incarnation is still here: {reason}")
+            }
+        }
+        Ok(Begun::Running)
+    }
+
+    /// etcd is not started; the instance stays up so `/status` and gossip
+    /// say why.
+    fn refuse(&mut self, reason: String) {
+        tracing::error!(%reason, "not starting etcd");
+        self.set_phase(Phase::Refused);
+        self.show_next("wait for a human", &reason);
+        self.refused = Some(reason);
+    }
+}

@@ -1,0 +1,120 @@
+//! The steady-state pass: the pure planner (`recovery::planner::plan`)
+//! decides from this pass's facts, its first step is shown as the next
+//! action, and the steps run in order (`execute.rs`); a "wait" answer from
+//! etcd ends the pass. Then `V_n` is kept where recovery reads it
+//! (`recovery::voters::upkeep`): in the state file, and — beside the
+//! leader — in the store's voters record.
+
+use super::Daemon;
+use super::observe::Observed;
+use crate::etcd::members::MembershipError;
+use crate::record;
+use recovery::planner::{self, Action, LocalFacts, Observation, PlannerConfig};
+use recovery::voters::{self, ListedMember, OwnMembership, VotersFacts};
+
+/// What `eco status` says for an action.
+pub(super) fn action_name(a: &Action) -> &'static str {
+    match a {
+        Action::StartEtcd { .. } => "start etcd",
+        Action::StopEtcd => "stop etcd",
+        Action::MoveDataAside { .. } => "move the data directory aside",
+        Action::JoinAsLearner { .. } => "join as a learner",
+        Action::Promote { .. } => "promote a learner",
+        Action::RemoveMember { .. } => "remove a member",
+        Action::RecordMemberId { .. } => "record the member id",
+        Action::Wait => "wait",
+        Action::Nothing => "keep etcd running",
+    }
+}
+
+impl Daemon {
+    pub(super) async fn steady_state(&mut self, seen: &Observed) -> anyhow::Result<()> {
+        let ctx = &self.ctx;
+        let observation = Observation {
+            now_ms: seen.now_ms,
+            local: LocalFacts {
+                instance_id: ctx.id().to_string(),
+                peer_url: ctx.peer_url.clone(),
+                recorded_member_id: self.durable.state().and_then(|s| s.member_id),
+                data: seen.data,
+                etcd_running: seen.running,
+                is_leader: seen.local.as_ref().is_some_and(|m| m.is_leader()),
+            },
+            group: self
+                .group
+                .group
+                .instances
+                .iter()
+                .map(|i| (i.id.clone(), ctx.peer_url_of(&i.host)))
+                .collect(),
+            desired_size: self.group.group.desired_size,
+            members: self.view.facts(&seen.cluster, seen.now_ms),
+            config: PlannerConfig {
+                unhealthy_member_ttl_ms: ctx.config.recovery.unhealthy_member_ttl.get().as_millis()
+                    as u64,
+                learner_timeout_ms: ctx.config.recovery.learner_timeout.get().as_millis() as u64,
+            },
+        };
+        let plan = planner::plan(&observation);
+        tracing::debug!(?plan, "planned");
+        if let Some(next) = plan.next() {
+            self.show_next(action_name(&next.action), &next.reason);
+        }
+        for step in &plan.steps {
+            if matches!(step.action, Action::Nothing | Action::Wait) {
+                continue;
+            }
+            tracing::info!(action = action_name(&step.action), reason = %step.reason, "acting");
+            if let Err(e) = self.execute(step, &seen.cluster).await {
+                let wait = e
+                    .downcast_ref::<MembershipError>()
+                    .is_some_and(|m| m.is_wait());
+                if wait {
+                    tracing::info!(reason = %e, "waiting");
+                    self.show_next("wait", &format!("{}: {e}", step.reason));
+                    return Ok(());
+                }
+                return Err(e.context(step.reason.clone()));
+            }
+        }
+        self.keep_voters(seen, observation.local.is_leader).await;
+        Ok(())
+    }
+
+    /// Keeps `V_n`: every member in its state file; the leader also in the
+    /// store's voters record.
+    async fn keep_voters(&mut self, seen: &Observed, is_leader: bool) {
+        let members: Option<Vec<ListedMember>> = seen.cluster.members.as_ref().map(|(list, _)| {
+            list.iter()
+                .map(|m| ListedMember {
+                    id: m.id,
+                    name: m.name.clone(),
+                    is_learner: m.is_learner,
+                })
+                .collect()
+        });
+        let upkeep = voters::upkeep(&VotersFacts {
+            members: members.as_deref(),
+            own: self.durable.state().map(|s| OwnMembership {
+                incarnation: s.incarnation,
+                member_id: s.member_id,
+                voters: &s.voting_members,
+            }),
+            is_leader,
+            raft_index: seen.cluster.raft_index(),
+            written: self.voters_written.as_ref(),
+        });
+        if let Some(v) = upkeep.record_locally {
+            if let Err(e) = self.durable.record_voters(v) {
+                tracing::warn!(error = %format!("{e:#}"), "cannot record the voting members");
+            }
+        }
+        let (Some(record), Some(store)) = (upkeep.write_to_store, self.ctx.store.as_deref()) else {
+            return;
+        };
+        match record::write_voters(store, self.ctx.cluster(), &record).await {
+            Ok(_) => self.voters_written = Some(record),
+            Err(e) => tracing::warn!(error = %e, "cannot write the voting members to the store"),
+        }
+    }
+}

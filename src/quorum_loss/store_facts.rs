@@ -1,0 +1,89 @@
+//! Reading the store for the protocol: every `incarnations/<n>` record
+//! with its current `V_n` (its `.voters` record), and the newest snapshot
+//! with its recorded position. A failed listing or read is `Failed`, never
+//! an empty listing.
+
+use super::facts;
+use crate::record;
+use crate::snapshot::name::SnapshotName;
+use crate::store::{ObjectStore, list_all};
+use recovery::fenced::{RecordListing, StoreFacts};
+
+pub async fn read(store: &dyn ObjectStore, cluster: &str) -> StoreFacts {
+    let records = match record::all(store, cluster).await {
+        Ok(all) => {
+            let mut out = Vec::new();
+            let mut failed = None;
+            for (n, r) in &all {
+                match record::voters(store, cluster, *n).await {
+                    Ok(v) => out.push(facts::seed_record(r, v.as_ref())),
+                    Err(e) => failed = Some(e.to_string()),
+                }
+            }
+            match failed {
+                Some(e) => RecordListing::Failed(e),
+                None => RecordListing::Complete(out),
+            }
+        }
+        Err(e) => RecordListing::Failed(e.to_string()),
+    };
+    let newest_snapshot = list_all(store, &SnapshotName::prefix(cluster))
+        .await
+        .ok()
+        .and_then(|objects| facts::newest_snapshot(&objects));
+    StoreFacts {
+        records,
+        newest_snapshot,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{IncarnationRecord, VotersRecord};
+    use crate::store::memory::MemoryStore;
+
+    #[tokio::test]
+    async fn records_carry_their_voters_and_a_failing_store_is_failed() {
+        let s = MemoryStore::with_page_size(1);
+        for n in 1..=2 {
+            record::create(
+                &s,
+                &IncarnationRecord {
+                    cluster: "c".into(),
+                    incarnation: n,
+                    seeder: "a".into(),
+                    token: format!("c-{n}-0"),
+                    source: "empty".into(),
+                    created_unix_ms: 1,
+                    seed: None,
+                },
+            )
+            .await
+            .unwrap();
+        }
+        record::write_voters(
+            &s,
+            "c",
+            &VotersRecord {
+                incarnation: 2,
+                raft_index: 4,
+                voters: vec!["a".into(), "b".into()],
+            },
+        )
+        .await
+        .unwrap();
+        let facts = read(&s, "c").await;
+        let RecordListing::Complete(records) = facts.records else {
+            panic!("complete");
+        };
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[1].voters, ["a", "b"]);
+        assert_eq!(facts.newest_snapshot, None);
+        s.set_failing(true);
+        assert!(matches!(
+            read(&s, "c").await.records,
+            RecordListing::Failed(_)
+        ));
+    }
+}
