@@ -4,17 +4,10 @@ use std::process::Command;
 use std::time::Duration;
 use testkit::config::ConfigBuilder;
 use testkit::eco_bin;
+use testkit::process::run_eco;
 
 fn eco(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(eco_bin!())
-        .args(args)
-        .output()
-        .expect("run eco");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    run_eco(&eco_bin!(), args)
 }
 
 #[test]

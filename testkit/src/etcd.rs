@@ -141,19 +141,40 @@ pub fn block_on<T>(f: impl Future<Output = Option<T>>) -> Option<T> {
     runtime()?.block_on(f)
 }
 
-/// A client of `endpoint`: connects within 500 ms, every call times out
-/// after 1 s, and the whole connection attempt after 2 s.
-pub async fn client(endpoint: &str) -> Option<etcd_client::Client> {
+/// The timeouts of an etcd client.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// To open the connection.
+    pub connect: Duration,
+    /// Of every call made through the client.
+    pub call: Duration,
+    /// Of the whole connection attempt.
+    pub attempt: Duration,
+}
+
+/// A client of `endpoint`, `None` when it cannot connect in time.
+pub async fn connect(endpoint: &str, t: Timeouts) -> Option<etcd_client::Client> {
     let opts = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(Duration::from_millis(500))
-        .with_timeout(Duration::from_millis(1000));
+        .with_connect_timeout(t.connect)
+        .with_timeout(t.call);
     tokio::time::timeout(
-        Duration::from_secs(2),
+        t.attempt,
         etcd_client::Client::connect([endpoint], Some(opts)),
     )
     .await
     .ok()?
     .ok()
+}
+
+/// A client of `endpoint`: connects within 500 ms, every call times out
+/// after 1 s, and the whole connection attempt after 2 s.
+pub async fn client(endpoint: &str) -> Option<etcd_client::Client> {
+    let t = Timeouts {
+        connect: Duration::from_millis(500),
+        call: Duration::from_millis(1000),
+        attempt: Duration::from_secs(2),
+    };
+    connect(endpoint, t).await
 }
 
 /// `(cluster id, value of key)` when etcd answers a linearizable read.
@@ -181,6 +202,17 @@ pub fn write(endpoint: &str, key: &str, value: &str) -> bool {
         Some(matches!(put, Ok(Ok(_))))
     })
     .unwrap_or(false)
+}
+
+/// The members of a member list as `(name, is_learner)`, sorted.
+pub fn names_and_roles(r: &etcd_client::MemberListResponse) -> Vec<(String, bool)> {
+    let mut v: Vec<(String, bool)> = r
+        .members()
+        .iter()
+        .map(|m| (m.name().to_string(), m.is_learner()))
+        .collect();
+    v.sort();
+    v
 }
 
 /// Waits until etcd serves reads; returns the cluster id.

@@ -8,11 +8,11 @@
 
 use crate::cluster::write_group_file;
 use crate::config::ConfigBuilder;
-use crate::process::{EcoRun, kill};
+use crate::process::{EcoRun, kill, run_eco};
 use crate::{etcd, wait_until};
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::Duration;
 
 pub struct Instance {
@@ -132,15 +132,7 @@ impl Instance {
 
     /// Runs `eco <args>`; returns (exit code, stdout, stderr).
     pub fn eco(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::new(&self.eco)
-            .args(args)
-            .output()
-            .expect("run eco");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into(),
-            String::from_utf8_lossy(&out.stderr).into(),
-        )
+        run_eco(&self.eco, args)
     }
 }
 

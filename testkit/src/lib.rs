@@ -33,7 +33,8 @@
 //! [`process`], [`etcd::bin_dir_of`], [`etcd::RawEtcd::command`]) return
 //! errors, since the harness reports a failed scenario and goes on. The
 //! helpers only tests use ([`instance::Instance`], [`etcd::bin_dir`],
-//! [`etcd::rt`], [`etcd::RawEtcd::start`] and its siblings) panic with a
+//! [`etcd::rt`], [`etcd::RawEtcd::start`] and its siblings,
+//! [`process::run_eco`]) panic with a
 //! message instead: in a test, that panic is the failure report, and
 //! every caller would unwrap anyway. Every wait is bounded in time (and so
 //! in count); every process is killed by its pid, never by name.

@@ -75,6 +75,20 @@ impl EcoRun<'_> {
     }
 }
 
+/// Runs `eco <args>` to its end; returns (exit code, stdout, stderr).
+///
+/// # Panics
+/// When `eco` cannot be run at all (a test helper: the test's failure
+/// report).
+pub fn run_eco(eco: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(eco).args(args).output().expect("run eco");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
 /// Polls `child` every 50 ms until it exits or `limit` passes; whether it
 /// exited (and was reaped).
 pub fn wait_exit(child: &mut Child, limit: Duration) -> bool {

@@ -34,6 +34,7 @@ use scenario::Scenario;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use testkit::cluster::{self, Cluster, Stopping};
+use testkit::etcd::Timeouts;
 
 /// The cluster's name (in the store: `<store>/chaos/...`).
 pub const CLUSTER: &str = "chaos";
@@ -400,15 +401,12 @@ fn wait_whole(
 async fn leader_of(c: &Cluster, group: &[String]) -> Option<String> {
     for id in group {
         let n = c.nodes.get(id)?;
-        let opts = etcd_client::ConnectOptions::new()
-            .with_connect_timeout(Duration::from_millis(500))
-            .with_timeout(Duration::from_secs(1));
-        let Ok(Ok(mut client)) = tokio::time::timeout(
-            Duration::from_secs(1),
-            etcd_client::Client::connect([n.endpoint()], Some(opts)),
-        )
-        .await
-        else {
+        let t = Timeouts {
+            connect: Duration::from_millis(500),
+            call: Duration::from_secs(1),
+            attempt: Duration::from_secs(1),
+        };
+        let Some(mut client) = testkit::etcd::connect(&n.endpoint(), t).await else {
             continue;
         };
         if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(1), client.status()).await {

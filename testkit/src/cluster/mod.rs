@@ -487,13 +487,7 @@ impl Cluster {
     pub fn members(&self) -> Option<(u64, Vec<(String, bool)>)> {
         let r = self.member_list()?;
         let cluster = r.header()?.cluster_id();
-        let mut v: Vec<(String, bool)> = r
-            .members()
-            .iter()
-            .map(|m| (m.name().to_string(), m.is_learner()))
-            .collect();
-        v.sort();
-        Some((cluster, v))
+        Some((cluster, etcd::names_and_roles(&r)))
     }
 
     /// The member list response of the first running node that answers
