@@ -4,8 +4,8 @@
 //! no filter on address pairs could tell instances apart. With
 //! [`super::Network::Namespaces`] every instance gets a namespace
 //! `ecoch<net>-<n>` with a veth `ecoch<net>v<n>` into the bridge
-//! `ecoch<net>` and the address 10.<net>.0.<n>; the harness (in the root
-//! namespace) reaches them through the bridge (10.<net>.0.254). A
+//! `ecoch<net>` and the address `10.<net>.0.<n>`; the harness (in the root
+//! namespace) reaches them through the bridge (`10.<net>.0.254`). A
 //! partition is an nftables table `bridge ecoch<net>` dropping the pairs'
 //! frames on the bridge, both directions, TCP and UDP; healing deletes the
 //! table. The cluster's `Drop` deletes the table, the namespaces and the
