@@ -1,15 +1,10 @@
 //! Bad input ends in one clear error naming the cause, and nothing in the
 //! data directory is lost.
 
-mod common;
-use common::*;
 use std::time::Duration;
-
-fn set(i: &Instance, from: &str, to: &str) {
-    let text = std::fs::read_to_string(&i.config).unwrap();
-    assert!(text.contains(from), "{from} not in config");
-    std::fs::write(&i.config, text.replace(from, to)).unwrap();
-}
+use testkit::etcd::{self, wait_serving, write};
+use testkit::instance::Instance;
+use testkit::{eco_bin, wait_until};
 
 fn last_error_line(i: &Instance) -> String {
     i.log()
@@ -22,13 +17,17 @@ fn last_error_line(i: &Instance) -> String {
 
 #[test]
 fn missing_etcd_binary() {
-    let mut i = Instance::new("127.0.3.1");
-    let bin = etcd_bin_dir();
-    set(
-        &i,
-        &format!("{}/etcd\"", bin.display()),
-        "/nonexistent/bin/etcd\"",
-    );
+    let mut i = Instance::new(eco_bin!(), "127.0.3.1");
+    let bin = etcd::bin_dir();
+    i.configure(|c| {
+        assert_eq!(
+            c.config().etcd.etcd_bin,
+            Some(bin.join("etcd")),
+            "{}/etcd not in config",
+            bin.display()
+        );
+        c.etcd_bin("/nonexistent/bin/etcd")
+    });
     i.start();
     assert_eq!(i.wait_exit(Duration::from_secs(10)), Some(1));
     let line = last_error_line(&i);
@@ -40,13 +39,16 @@ fn missing_etcd_binary() {
 
 #[test]
 fn unwritable_data_dir() {
-    let mut i = Instance::new("127.0.3.2");
+    let mut i = Instance::new(eco_bin!(), "127.0.3.2");
     std::fs::write(i.dir.path().join("blocker"), b"a file, not a directory").unwrap();
-    set(
-        &i,
-        "data_dir = \"data/etcd\"",
-        "data_dir = \"blocker/etcd\"",
-    );
+    i.configure(|c| {
+        assert_eq!(
+            c.config().etcd.data_dir,
+            std::path::Path::new("data/etcd"),
+            "data_dir = \"data/etcd\" not in config"
+        );
+        c.data_dir("blocker/etcd")
+    });
     i.start();
     assert_eq!(i.wait_exit(Duration::from_secs(10)), Some(1));
     let line = last_error_line(&i);
@@ -58,7 +60,7 @@ fn unwritable_data_dir() {
 
 #[test]
 fn port_in_use() {
-    let mut i = Instance::new("127.0.3.3");
+    let mut i = Instance::new(eco_bin!(), "127.0.3.3");
     let _held = std::net::TcpListener::bind("127.0.3.3:2380").unwrap();
     i.start();
     assert_eq!(i.wait_exit(Duration::from_secs(10)), Some(1));
@@ -71,7 +73,7 @@ fn port_in_use() {
 
 #[test]
 fn malformed_state_file_keeps_the_data() {
-    let mut i = Instance::new("127.0.3.4");
+    let mut i = Instance::new(eco_bin!(), "127.0.3.4");
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     assert!(write(&i.endpoint(), "precious", "yes"));
@@ -101,7 +103,7 @@ fn malformed_state_file_keeps_the_data() {
 
 #[test]
 fn malformed_group_file_at_start() {
-    let mut i = Instance::new("127.0.3.5");
+    let mut i = Instance::new(eco_bin!(), "127.0.3.5");
     std::fs::write(i.dir.path().join("group.toml"), "[[instance]\nid = ").unwrap();
     i.start();
     assert_eq!(i.wait_exit(Duration::from_secs(10)), Some(1));
@@ -114,7 +116,7 @@ fn malformed_group_file_at_start() {
 
 #[test]
 fn malformed_group_file_while_running_keeps_the_last_good_group() {
-    let mut i = Instance::new("127.0.3.6");
+    let mut i = Instance::new(eco_bin!(), "127.0.3.6");
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     std::fs::write(i.dir.path().join("group.toml"), "[[instance]\nbroken").unwrap();
@@ -136,7 +138,7 @@ fn malformed_group_file_while_running_keeps_the_last_good_group() {
 
 #[test]
 fn data_without_state_is_refused_not_overwritten() {
-    let mut i = Instance::new("127.0.3.7");
+    let mut i = Instance::new(eco_bin!(), "127.0.3.7");
     i.start();
     let cluster = wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     i.signal(libc::SIGTERM);

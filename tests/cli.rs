@@ -1,18 +1,13 @@
 //! The command line: config check and version.
 
-mod common;
 use std::process::Command;
+use std::time::Duration;
+use testkit::config::ConfigBuilder;
+use testkit::eco_bin;
+use testkit::process::run_eco;
 
 fn eco(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(common::eco_bin())
-        .args(args)
-        .output()
-        .expect("run eco");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    run_eco(&eco_bin!(), args)
 }
 
 #[test]
@@ -30,7 +25,13 @@ fn example_config_passes_check_and_prints_defaults() {
 fn unknown_key_exits_2_naming_key_and_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("eco.toml");
-    std::fs::write(&path, "[cluster]\nname = \"c\"\n[provider]\nkind = \"static\"\n[provider.static]\ngroup_file = \"g\"\n[etcd]\nclient_prot = 1\n").unwrap();
+    // A valid config plus one key eco does not know (the broken part).
+    let mut table = ConfigBuilder::eco_defaults("c", "g").to_table().unwrap();
+    table["etcd"]
+        .as_table_mut()
+        .unwrap()
+        .insert("client_prot".into(), 1.into());
+    std::fs::write(&path, toml::to_string(&table).unwrap()).unwrap();
     let (code, _, err) = eco(&["config", "check", path.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(
@@ -43,7 +44,11 @@ fn unknown_key_exits_2_naming_key_and_file() {
 fn invalid_values_exit_2_with_every_problem() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("eco.toml");
-    std::fs::write(&path, "[cluster]\nname = \"c\"\n[provider]\nkind = \"static\"\n[provider.static]\ngroup_file = \"g\"\n[etcd]\nclient_port = 0\nelection_timeout = \"100ms\"\n").unwrap();
+    ConfigBuilder::eco_defaults("c", "g")
+        .election_timeout(Duration::from_millis(100))
+        .edit(|c| c.etcd.client_port = 0)
+        .write(&path)
+        .unwrap();
     let (code, _, err) = eco(&["config", "check", path.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(
@@ -66,8 +71,8 @@ fn version_names_commit_and_supported_etcd() {
 fn run_without_instance_id_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("eco.toml");
-    std::fs::write(&path, "[cluster]\nname = \"c\"\n[provider]\nkind = \"static\"\n[provider.static]\ngroup_file = \"g\"\n").unwrap();
-    let out = Command::new(common::eco_bin())
+    ConfigBuilder::eco_defaults("c", "g").write(&path).unwrap();
+    let out = Command::new(eco_bin!())
         .args(["run", "--config", path.to_str().unwrap()])
         .env_remove("ECO_INSTANCE_ID")
         .output()

@@ -2,19 +2,19 @@
 //! order form exactly one cluster (one cluster id, all voters, exactly one
 //! incarnations/1 record whose V_1 matches the member list).
 
-mod common;
-use common::cluster::*;
-use common::*;
 use std::time::{Duration, Instant};
+use testkit::cluster::Cluster;
+use testkit::eco_bin;
+use testkit::wait_until;
 
 fn form(n: usize, net: u8, seed: u64) {
-    let mut c = Cluster::new();
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let ids: Vec<String> = (1..=n).map(|i| format!("eco-{i}")).collect();
     for (i, id) in ids.iter().enumerate() {
-        c.add(id, &format!("127.0.{net}.{}", i + 1));
+        c.add(id, &format!("127.0.{net}.{}", i + 1)).unwrap();
     }
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-    c.set_group(&refs);
+    c.set_group(&refs).unwrap();
     // A deterministic shuffle and small gaps between starts.
     let mut order = refs.clone();
     let mut x = seed;
@@ -26,7 +26,7 @@ fn form(n: usize, net: u8, seed: u64) {
     }
     let t = Instant::now();
     for id in &order {
-        c.start(id);
+        c.start(id).unwrap();
         std::thread::sleep(Duration::from_millis(150 + x % 200));
     }
     let cluster = c

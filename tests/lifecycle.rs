@@ -3,26 +3,29 @@
 //! the add-but-never-started crash point, and no second bootstrap — under a
 //! write load whose acknowledged writes must all survive.
 
-mod common;
-use common::cluster::*;
-use common::*;
 use std::time::{Duration, Instant};
+use testkit::cluster::Cluster;
+use testkit::eco_bin;
+use testkit::etcd::{client, read, rt};
+use testkit::ledger::{Ledger, lost_writes};
+use testkit::process::kill;
+use testkit::wait_until;
 
 #[test]
 fn grow_crash_wipe_depart_and_recover_without_losing_writes() {
-    let mut c = Cluster::new();
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     for (id, addr) in [
         ("eco-1", "127.0.7.1"),
         ("eco-2", "127.0.7.2"),
         ("eco-3", "127.0.7.3"),
         ("eco-4", "127.0.7.4"),
     ] {
-        c.add(id, addr);
+        c.add(id, addr).unwrap();
     }
 
     // A group of one bootstraps and records incarnation 1 in the store.
-    c.set_group(&["eco-1"]);
-    c.start("eco-1");
+    c.set_group(&["eco-1"]).unwrap();
+    c.start("eco-1").unwrap();
     let cluster = c
         .wait_voters(&["eco-1"], Duration::from_secs(30))
         .expect("one-member cluster");
@@ -33,9 +36,9 @@ fn grow_crash_wipe_depart_and_recover_without_losing_writes() {
 
     // Grow to three by editing the group file: learners join one at a time
     // and are promoted.
-    c.set_group(&["eco-1", "eco-2", "eco-3"]);
-    c.start("eco-2");
-    c.start("eco-3");
+    c.set_group(&["eco-1", "eco-2", "eco-3"]).unwrap();
+    c.start("eco-2").unwrap();
+    c.start("eco-3").unwrap();
     let grown = c
         .wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(60))
         .expect("three voters");
@@ -51,7 +54,7 @@ fn grow_crash_wipe_depart_and_recover_without_losing_writes() {
 
     // eco status lists every member with its role and health.
     let listed = wait_until(Duration::from_secs(10), || {
-        let out = std::process::Command::new(eco_bin())
+        let out = std::process::Command::new(eco_bin!())
             .args(["status", "--api", "127.0.7.2:2390"])
             .output()
             .ok()?;
@@ -108,10 +111,10 @@ fn grow_crash_wipe_depart_and_recover_without_losing_writes() {
 
     // One instance's data dir wiped, restarted with the same id: the stale
     // member is removed, re-added as a learner, promoted.
-    c.signal("eco-2", libc::SIGKILL);
+    c.stop("eco-2", libc::SIGKILL).unwrap();
     let t = Instant::now();
     std::fs::remove_dir_all(c.nodes["eco-2"].data_dir()).unwrap();
-    c.start("eco-2");
+    c.start("eco-2").unwrap();
     let wiped = wait_until(Duration::from_secs(60), || {
         c.wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_millis(100))?;
         c.nodes["eco-2"]
@@ -124,18 +127,18 @@ fn grow_crash_wipe_depart_and_recover_without_losing_writes() {
 
     // eco-3 leaves the group: its member is removed; eco-3 stops its etcd
     // and moves its data aside.
-    c.set_group(&["eco-1", "eco-2"]);
+    c.set_group(&["eco-1", "eco-2"]).unwrap();
     c.wait_voters(&["eco-1", "eco-2"], Duration::from_secs(30))
         .expect("departed member removed");
     wait_until(Duration::from_secs(15), || {
         c.etcd_pids("eco-3").is_empty().then_some(())
     })
     .expect("eco-3 stopped etcd");
-    c.signal("eco-3", libc::SIGTERM);
+    c.stop("eco-3", libc::SIGTERM).unwrap();
 
     // The crash point between "add learner" and "start etcd": the member is
     // added by hand, then eco-4 starts and must start it, not add another.
-    c.set_group(&["eco-1", "eco-2", "eco-4"]);
+    c.set_group(&["eco-1", "eco-2", "eco-4"]).unwrap();
     // Let every running instance re-read the group (refresh: 300ms) first,
     // or the leader rightly removes a member no instance of its group owns.
     std::thread::sleep(Duration::from_secs(1));
@@ -151,7 +154,7 @@ fn grow_crash_wipe_depart_and_recover_without_losing_writes() {
         })
     });
     assert!(added.is_some(), "learner added by hand");
-    c.start("eco-4");
+    c.start("eco-4").unwrap();
     c.wait_voters(&["eco-1", "eco-2", "eco-4"], Duration::from_secs(60))
         .expect("eco-4 started as the added member");
     assert!(
@@ -174,19 +177,15 @@ fn grow_crash_wipe_depart_and_recover_without_losing_writes() {
 
     // A second group pointed at the same store and cluster name, with no
     // state: it must not bootstrap a second cluster.
-    let mut other = Cluster::new();
-    other.add("eco-9", "127.0.7.9");
-    std::fs::remove_dir_all(other.root.path().join("eco-9")).ok();
-    other.add("eco-9", "127.0.7.9");
-    let text = std::fs::read_to_string(&other.nodes["eco-9"].config)
-        .unwrap()
-        .replace(
-            "path = \"../store\"",
-            &format!("path = \"{}\"", c.store().display()),
-        );
-    std::fs::write(&other.nodes["eco-9"].config, text).unwrap();
-    other.set_group(&["eco-9"]);
-    other.start("eco-9");
+    let mut other = Cluster::integration(eco_bin!()).expect("cluster");
+    other.add("eco-9", "127.0.7.9").unwrap();
+    std::fs::remove_dir_all(other.root().join("eco-9")).ok();
+    other.add("eco-9", "127.0.7.9").unwrap();
+    other
+        .configure("eco-9", |config| config.dir_store(c.store()))
+        .unwrap();
+    other.set_group(&["eco-9"]).unwrap();
+    other.start("eco-9").unwrap();
     let refused = wait_until(Duration::from_secs(15), || {
         other.nodes["eco-9"]
             .log()

@@ -1,29 +1,20 @@
 //! etcd membership calls against real etcd: learners, promotion, removal,
 //! and etcd's refusals classified as waits.
 
-mod common;
-use common::*;
 use eco::etcd::members::{self, MembershipError};
-use std::process::{Command, Stdio};
 use std::time::Duration;
+use testkit::etcd::{RawEtcd, client, rt, wait_serving};
 
 fn start_learner(dir: &std::path::Path, name: &str, addr: &str, initial_cluster: &str) -> RawEtcd {
-    let child = Command::new(etcd_bin_dir().join("etcd"))
-        .arg(format!("--name={name}"))
-        .arg(format!("--data-dir={}", dir.join(name).display()))
-        .arg(format!("--listen-client-urls=http://{addr}:2379"))
-        .arg(format!("--advertise-client-urls=http://{addr}:2379"))
-        .arg(format!("--listen-peer-urls=http://{addr}:2380"))
-        .arg(format!("--initial-advertise-peer-urls=http://{addr}:2380"))
-        .arg(format!("--initial-cluster={initial_cluster}"))
-        .arg("--initial-cluster-state=existing")
-        .arg("--listen-metrics-urls=http://127.0.0.1:0")
-        .args(["--heartbeat-interval=50", "--election-timeout=250"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start learner etcd");
-    RawEtcd(child)
+    RawEtcd::start_with(
+        &dir.join(name),
+        name,
+        addr,
+        &[
+            format!("--initial-cluster={initial_cluster}"),
+            "--initial-cluster-state=existing".into(),
+        ],
+    )
 }
 
 #[test]

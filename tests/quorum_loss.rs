@@ -9,14 +9,17 @@
 //!   disks: a rejoin, not a reseed (same cluster id, no record 2), nothing
 //!   lost.
 
-mod common;
-use common::cluster::*;
-use common::*;
 use std::time::{Duration, Instant};
+use testkit::cluster::Cluster;
+use testkit::eco_bin;
+use testkit::etcd::write;
+use testkit::ledger::{Ledger, lost_writes};
+use testkit::process::kill;
+use testkit::wait_until;
 
 fn kill_node(c: &mut Cluster, id: &str) {
     let etcd = c.etcd_pids(id);
-    c.signal(id, libc::SIGKILL);
+    c.stop(id, libc::SIGKILL).unwrap();
     for pid in etcd {
         kill(pid, libc::SIGKILL);
     }
@@ -36,11 +39,11 @@ fn record_exists(c: &Cluster, n: u64) -> bool {
 
 fn three(c: &mut Cluster, base: &str) -> u64 {
     for (i, id) in ["eco-1", "eco-2", "eco-3"].iter().enumerate() {
-        c.add(id, &format!("{base}.{}", i + 1));
+        c.add(id, &format!("{base}.{}", i + 1)).unwrap();
     }
-    c.set_group(&["eco-1", "eco-2", "eco-3"]);
+    c.set_group(&["eco-1", "eco-2", "eco-3"]).unwrap();
     for id in ["eco-1", "eco-2", "eco-3"] {
-        c.start(id);
+        c.start(id).unwrap();
     }
     c.wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
         .expect("three voters")
@@ -48,7 +51,7 @@ fn three(c: &mut Cluster, base: &str) -> u64 {
 
 #[test]
 fn two_of_three_replaced_empty_reseeds_from_the_survivor_with_every_acknowledged_write() {
-    let mut c = Cluster::new();
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let old_cluster = three(&mut c, "127.0.11");
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
     std::thread::sleep(Duration::from_secs(3));
@@ -57,11 +60,11 @@ fn two_of_three_replaced_empty_reseeds_from_the_survivor_with_every_acknowledged
     kill_node(&mut c, "eco-2");
     kill_node(&mut c, "eco-3");
     let lost_at = Instant::now();
-    c.add("eco-4", "127.0.11.4");
-    c.add("eco-5", "127.0.11.5");
-    c.set_group(&["eco-1", "eco-4", "eco-5"]);
-    c.start("eco-4");
-    c.start("eco-5");
+    c.add("eco-4", "127.0.11.4").unwrap();
+    c.add("eco-5", "127.0.11.5").unwrap();
+    c.set_group(&["eco-1", "eco-4", "eco-5"]).unwrap();
+    c.start("eco-4").unwrap();
+    c.start("eco-5").unwrap();
 
     // Writable again, through the survivor (the seeder).
     let writable = wait_until(Duration::from_secs(90), || {
@@ -123,7 +126,7 @@ fn two_of_three_replaced_empty_reseeds_from_the_survivor_with_every_acknowledged
 
 #[test]
 fn everything_killed_and_restarted_with_disks_rejoins_without_a_reseed() {
-    let mut c = Cluster::new();
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let cluster = three(&mut c, "127.0.12");
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
     std::thread::sleep(Duration::from_secs(3));
@@ -132,7 +135,7 @@ fn everything_killed_and_restarted_with_disks_rejoins_without_a_reseed() {
     }
     let (acked, _) = ledger.finish();
     for id in ["eco-1", "eco-2", "eco-3"] {
-        c.start(id);
+        c.start(id).unwrap();
     }
     let again = c
         .wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
@@ -153,14 +156,14 @@ fn everything_killed_and_restarted_with_disks_rejoins_without_a_reseed() {
 
 #[test]
 fn all_stopped_wiped_and_replaced_restores_the_final_snapshot_with_nothing_lost() {
-    let mut c = Cluster::new();
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let old_cluster = three(&mut c, "127.0.13");
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
     std::thread::sleep(Duration::from_secs(3));
     let (acked, _) = ledger.finish();
     // SIGTERM: the instance beside the leader takes a final snapshot.
     for id in ["eco-1", "eco-2", "eco-3"] {
-        c.signal(id, libc::SIGTERM);
+        c.stop(id, libc::SIGTERM).unwrap();
     }
     for id in ["eco-1", "eco-2", "eco-3"] {
         assert!(c.etcd_pids(id).is_empty(), "SIGTERM stops etcd of {id}");
@@ -172,11 +175,11 @@ fn all_stopped_wiped_and_replaced_restores_the_final_snapshot_with_nothing_lost(
         ("eco-5", "127.0.13.5"),
         ("eco-6", "127.0.13.6"),
     ] {
-        c.add(id, address);
+        c.add(id, address).unwrap();
     }
-    c.set_group(&["eco-4", "eco-5", "eco-6"]);
+    c.set_group(&["eco-4", "eco-5", "eco-6"]).unwrap();
     for id in ["eco-4", "eco-5", "eco-6"] {
-        c.start(id);
+        c.start(id).unwrap();
     }
     let new_cluster = c
         .wait_voters(&["eco-4", "eco-5", "eco-6"], Duration::from_secs(120))
@@ -201,18 +204,18 @@ fn all_stopped_wiped_and_replaced_restores_the_final_snapshot_with_nothing_lost(
 fn replace_all(c: &mut Cluster, base: &str) -> Instant {
     let at = Instant::now();
     for (i, id) in ["eco-4", "eco-5", "eco-6"].iter().enumerate() {
-        c.add(id, &format!("{base}.{}", i + 4));
+        c.add(id, &format!("{base}.{}", i + 4)).unwrap();
     }
-    c.set_group(&["eco-4", "eco-5", "eco-6"]);
+    c.set_group(&["eco-4", "eco-5", "eco-6"]).unwrap();
     for id in ["eco-4", "eco-5", "eco-6"] {
-        c.start(id);
+        c.start(id).unwrap();
     }
     at
 }
 
 fn snapshot_now(c: &Cluster, id: &str) {
     let n = &c.nodes[id];
-    let out = std::process::Command::new(eco_bin())
+    let out = std::process::Command::new(eco_bin!())
         .args(["snapshot", "now", "--config"])
         .arg(&n.config)
         .args(["--instance-id", id])
@@ -230,7 +233,7 @@ fn snapshot_now(c: &Cluster, id: &str) {
 /// after it may be lost (the documented residual) and are counted.
 #[test]
 fn all_killed_and_wiped_restores_the_newest_snapshot_losing_only_later_writes() {
-    let mut c = Cluster::new();
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     three(&mut c, "127.0.14");
     let endpoints = c.endpoints(&["eco-1", "eco-2", "eco-3"]);
     let before = Ledger::with_prefix(endpoints.clone(), 20_000, "before");
@@ -268,7 +271,7 @@ fn all_killed_and_wiped_restores_the_newest_snapshot_losing_only_later_writes() 
 /// snapshot: never an empty seed; the replacements wait and say why.
 #[test]
 fn no_data_and_no_snapshot_anywhere_never_seeds_empty_and_says_why() {
-    let mut c = Cluster::new();
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     three(&mut c, "127.0.15");
     for id in ["eco-1", "eco-2", "eco-3"] {
         kill_node(&mut c, id);
@@ -281,7 +284,7 @@ fn no_data_and_no_snapshot_anywhere_never_seeds_empty_and_says_why() {
     replace_all(&mut c, "127.0.15");
     let api = format!("{}:2390", c.nodes["eco-4"].address);
     let why = wait_until(Duration::from_secs(60), || {
-        let out = std::process::Command::new(eco_bin())
+        let out = std::process::Command::new(eco_bin!())
             .args(["status", "--json", "--api", &api])
             .output()
             .ok()?;
@@ -303,14 +306,14 @@ fn no_data_and_no_snapshot_anywhere_never_seeds_empty_and_says_why() {
 /// two survivors both report, the more advanced WAL seeds, nothing lost.
 #[test]
 fn three_of_five_replaced_empty_comes_back_with_every_acknowledged_write() {
-    let mut c = Cluster::new();
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let five = ["eco-1", "eco-2", "eco-3", "eco-4", "eco-5"];
     for (i, id) in five.iter().enumerate() {
-        c.add(id, &format!("127.0.16.{}", i + 1));
+        c.add(id, &format!("127.0.16.{}", i + 1)).unwrap();
     }
-    c.set_group(&five);
+    c.set_group(&five).unwrap();
     for id in five {
-        c.start(id);
+        c.start(id).unwrap();
     }
     c.wait_voters(&five, Duration::from_secs(120))
         .expect("five voters");
@@ -325,12 +328,12 @@ fn three_of_five_replaced_empty_comes_back_with_every_acknowledged_write() {
         ("eco-7", "127.0.16.7"),
         ("eco-8", "127.0.16.8"),
     ] {
-        c.add(id, address);
+        c.add(id, address).unwrap();
     }
     let now = ["eco-1", "eco-2", "eco-6", "eco-7", "eco-8"];
-    c.set_group(&now);
+    c.set_group(&now).unwrap();
     for id in ["eco-6", "eco-7", "eco-8"] {
-        c.start(id);
+        c.start(id).unwrap();
     }
     c.wait_voters(&now, Duration::from_secs(150))
         .expect("five voters again");

@@ -2,10 +2,13 @@
 //! fewer voters than a quorum of the voters at any sampled moment, one
 //! membership change at a time; and etcd kill -9 of the leader.
 
-mod common;
-use common::cluster::*;
-use common::*;
 use std::time::{Duration, Instant};
+use testkit::cluster::Cluster;
+use testkit::eco_bin;
+use testkit::etcd::{client, rt};
+use testkit::ledger::{Ledger, lost_writes};
+use testkit::process::kill;
+use testkit::wait_until;
 
 type Sample = Vec<(u64, String, bool)>;
 
@@ -111,19 +114,19 @@ fn changes_are_counted_per_member_id() {
 
 #[test]
 fn resize_3_5_3_and_leader_crash() {
-    let mut c = Cluster::new();
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let ids = ["eco-1", "eco-2", "eco-3", "eco-4", "eco-5"];
     for (n, id) in ids.iter().enumerate() {
-        c.add(id, &format!("127.0.8.{}", n + 1));
+        c.add(id, &format!("127.0.8.{}", n + 1)).unwrap();
     }
-    c.set_group(&ids[..1]);
-    c.start("eco-1");
+    c.set_group(&ids[..1]).unwrap();
+    c.start("eco-1").unwrap();
     c.wait_voters(&ids[..1], Duration::from_secs(30))
         .expect("seed");
-    c.set_group(&ids[..3]);
+    c.set_group(&ids[..3]).unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    c.start("eco-2");
-    c.start("eco-3");
+    c.start("eco-2").unwrap();
+    c.start("eco-3").unwrap();
     let cluster = c
         .wait_voters(&ids[..3], Duration::from_secs(60))
         .expect("three voters");
@@ -162,10 +165,10 @@ fn resize_3_5_3_and_leader_crash() {
 
     // 3 -> 5.
     let t = Instant::now();
-    c.set_group(&ids);
+    c.set_group(&ids).unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    c.start("eco-4");
-    c.start("eco-5");
+    c.start("eco-4").unwrap();
+    c.start("eco-5").unwrap();
     let samples = sample_until(&c, Duration::from_secs(90), &ids);
     check_samples(&samples);
     assert_eq!(c.wait_voters(&ids, Duration::from_secs(30)), Some(cluster));
@@ -174,7 +177,7 @@ fn resize_3_5_3_and_leader_crash() {
     // 5 -> 3: two instances leave the group; their members are removed one
     // at a time.
     let t = Instant::now();
-    c.set_group(&ids[..3]);
+    c.set_group(&ids[..3]).unwrap();
     let samples = sample_until(&c, Duration::from_secs(60), &ids[..3]);
     check_samples(&samples);
     eprintln!("resize 5 -> 3: {:?}", t.elapsed());
@@ -197,7 +200,7 @@ fn resize_3_5_3_and_leader_crash() {
             c.etcd_pids(id).is_empty().then_some(())
         })
         .expect("departed etcd stopped");
-        c.signal(id, libc::SIGTERM);
+        c.stop(id, libc::SIGTERM).unwrap();
     }
     assert_eq!(
         c.wait_voters(&ids[..3], Duration::from_secs(30)),

@@ -1,12 +1,14 @@
 //! One managed instance, end to end, on real etcd.
 
-mod common;
-use common::*;
 use std::time::{Duration, Instant};
+use testkit::etcd::{read, rt, wait_serving, write};
+use testkit::instance::Instance;
+use testkit::process::kill;
+use testkit::{eco_bin, wait_until};
 
 #[test]
 fn bootstraps_serves_and_survives_an_etcd_crash() {
-    let mut i = Instance::new("127.0.2.1");
+    let mut i = Instance::new(eco_bin!(), "127.0.2.1");
     i.start();
     let cluster = wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("cluster serving");
     assert!(write(&i.endpoint(), "k1", "v1"));
@@ -36,7 +38,7 @@ fn bootstraps_serves_and_survives_an_etcd_crash() {
 
 #[test]
 fn sigterm_stops_etcd_and_a_restart_resumes_the_same_cluster() {
-    let mut i = Instance::new("127.0.2.2");
+    let mut i = Instance::new(eco_bin!(), "127.0.2.2");
     i.start();
     let cluster = wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     assert!(write(&i.endpoint(), "k", "kept"));
@@ -69,7 +71,7 @@ fn sigterm_stops_etcd_and_a_restart_resumes_the_same_cluster() {
 
 #[test]
 fn killing_eco_with_sigkill_leaves_no_etcd_behind() {
-    let mut i = Instance::new("127.0.2.3");
+    let mut i = Instance::new(eco_bin!(), "127.0.2.3");
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     assert_eq!(i.etcd_pids().len(), 1);
@@ -91,11 +93,11 @@ fn killing_eco_with_sigkill_leaves_no_etcd_behind() {
 
 #[test]
 fn status_says_what_happens_next_and_why_and_metrics_count_crashes() {
-    let mut i = Instance::new("127.0.2.4");
+    let mut i = Instance::new(eco_bin!(), "127.0.2.4");
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     let status = |json: bool| {
-        let mut cmd = std::process::Command::new(eco_bin());
+        let mut cmd = std::process::Command::new(eco_bin!());
         cmd.args(["status", "--config"])
             .arg(&i.config)
             .args(["--instance-id", "eco-1"]);
@@ -159,7 +161,7 @@ fn status_says_what_happens_next_and_why_and_metrics_count_crashes() {
 
 #[test]
 fn data_of_an_older_incarnation_is_moved_aside_never_started() {
-    let mut i = Instance::new("127.0.2.5").with_dir_store();
+    let mut i = Instance::new(eco_bin!(), "127.0.2.5").with_dir_store();
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     assert!(i.store_dir().join("it/incarnations/0000000001").is_file());

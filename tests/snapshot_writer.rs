@@ -1,9 +1,10 @@
 //! The periodic snapshot writer on real etcd: schedule, retention, store
 //! wipe alert, final snapshot on SIGTERM.
 
-mod common;
-use common::*;
 use std::time::Duration;
+use testkit::etcd::{dump, wait_serving, write};
+use testkit::instance::Instance;
+use testkit::{eco_bin, wait_until};
 
 fn stored(i: &Instance) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(i.store_dir().join("it/snapshots"))
@@ -20,7 +21,7 @@ fn stored(i: &Instance) -> Vec<String> {
 }
 
 fn status(i: &Instance) -> serde_json::Value {
-    let out = std::process::Command::new(eco_bin())
+    let out = std::process::Command::new(eco_bin!())
         .args(["status", "--json", "--api", &format!("{}:2390", i.address)])
         .output()
         .expect("eco status");
@@ -29,12 +30,12 @@ fn status(i: &Instance) -> serde_json::Value {
 
 #[test]
 fn schedule_retention_wipe_alert_and_final_snapshot() {
-    let mut i = Instance::new("127.0.6.1").with_dir_store();
-    let text = std::fs::read_to_string(&i.config).unwrap().replace(
-        "store = \"dir\"\n",
-        "store = \"dir\"\ninterval = \"10s\"\nmax_age = \"1h\"\nkeep_last = 2\nkeep_hourly = 0\nkeep_daily = 0\n",
-    );
-    std::fs::write(&i.config, text).unwrap();
+    let mut i = Instance::new(eco_bin!(), "127.0.6.1").with_dir_store();
+    i.configure(|c| {
+        c.snapshot_interval(Duration::from_secs(10))
+            .snapshot_max_age(Duration::from_secs(3600))
+            .retention(2, 0, 0)
+    });
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
 

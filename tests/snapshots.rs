@@ -1,8 +1,9 @@
 //! Snapshots and restore on real etcd.
 
-mod common;
-use common::*;
 use std::time::Duration;
+use testkit::eco_bin;
+use testkit::etcd::{self, RawEtcd, dump, wait_serving, write};
+use testkit::instance::Instance;
 
 fn hash(kvs: &[(String, String)]) -> String {
     use sha2::Digest;
@@ -34,7 +35,7 @@ fn snapshot_objects(store: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn snapshot_now_list_and_restore_gives_equal_data() {
-    let mut i = Instance::new("127.0.5.1").with_dir_store();
+    let mut i = Instance::new(eco_bin!(), "127.0.5.1").with_dir_store();
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     for n in 0..200 {
@@ -136,7 +137,7 @@ fn snapshot_now_list_and_restore_gives_equal_data() {
 
 #[test]
 fn corrupted_snapshots_are_refused() {
-    let mut i = Instance::new("127.0.5.3").with_dir_store();
+    let mut i = Instance::new(eco_bin!(), "127.0.5.3").with_dir_store();
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     assert!(write(&i.endpoint(), "k", "v"));
@@ -173,7 +174,7 @@ fn corrupted_snapshots_are_refused() {
         "--peer-url",
         "http://127.0.5.4:2380",
         "--etcd-bin-dir",
-        etcd_bin_dir().to_str().unwrap(),
+        etcd::bin_dir().to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(target.join("member/wal").is_dir());
@@ -214,7 +215,7 @@ fn corrupted_snapshots_are_refused() {
         "--peer-url",
         "http://127.0.5.4:2380",
         "--etcd-bin-dir",
-        etcd_bin_dir().to_str().unwrap(),
+        etcd::bin_dir().to_str().unwrap(),
     ]);
     assert_eq!(code, 1);
     assert!(
@@ -234,7 +235,7 @@ fn corrupted_snapshots_are_refused() {
         "--peer-url",
         "http://127.0.5.4:2380",
         "--etcd-bin-dir",
-        etcd_bin_dir().to_str().unwrap(),
+        etcd::bin_dir().to_str().unwrap(),
     ]);
     assert_eq!(code, 1, "{err}");
 }
@@ -244,7 +245,7 @@ fn corrupted_snapshots_are_refused() {
 /// setting wins over "newest" — and the record says so.
 #[test]
 fn bootstrap_from_seeds_a_new_cluster_from_the_named_snapshot() {
-    let mut i = Instance::new("127.0.5.5").with_dir_store();
+    let mut i = Instance::new(eco_bin!(), "127.0.5.5").with_dir_store();
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
     let cfg = i.config.to_str().unwrap().to_string();
@@ -281,12 +282,7 @@ fn bootstrap_from_seeds_a_new_cluster_from_the_named_snapshot() {
     std::fs::remove_file(i.state_file()).expect("wipe state");
     let _ = std::fs::remove_file(i.data_dir().with_file_name("eco-recovery.state"));
     std::fs::remove_dir_all(i.store_dir().join("it/incarnations")).expect("wipe records");
-    let mut text = std::fs::read_to_string(&i.config).expect("config");
-    text = text.replace(
-        "[recovery]\n",
-        &format!("[recovery]\nbootstrap_from = \"{first}\"\n"),
-    );
-    std::fs::write(&i.config, text).expect("config");
+    i.configure(|c| c.bootstrap_from(&first));
     i.start();
     wait_serving(&i.endpoint(), Duration::from_secs(30)).expect("serving again");
     let (_, kvs) = dump(&i.endpoint()).expect("dump");

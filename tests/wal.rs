@@ -1,35 +1,25 @@
 //! Reading a real etcd's write-ahead log after `kill -9`.
 
-mod common;
-use common::*;
 use eco::etcd::wal;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
+use testkit::etcd::{self, RawEtcd, client, rt, wait_serving};
+use testkit::wait_until;
 
 /// A new one-member etcd on `address` with a snapshot every 100 applied
 /// entries (so the WAL has snapshot records among the entries and hard
 /// states); killed when dropped, whatever happens.
 fn start_etcd(data_dir: &Path, address: &str) -> RawEtcd {
-    let child = Command::new(etcd_bin_dir().join("etcd"))
-        .arg("--name=wal-1")
-        .arg(format!("--data-dir={}", data_dir.display()))
-        .arg(format!("--listen-client-urls=http://{address}:2379"))
-        .arg(format!("--advertise-client-urls=http://{address}:2379"))
-        .arg(format!("--listen-peer-urls=http://{address}:2380"))
-        .arg(format!(
-            "--initial-advertise-peer-urls=http://{address}:2380"
-        ))
-        .arg(format!("--initial-cluster=wal-1=http://{address}:2380"))
-        .arg("--initial-cluster-token=wal-test")
-        .arg("--listen-metrics-urls=http://127.0.0.1:0")
-        .args(["--heartbeat-interval=50", "--election-timeout=250"])
-        .arg("--snapshot-count=100")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start etcd");
-    RawEtcd(child)
+    RawEtcd::start_with(
+        data_dir,
+        "wal-1",
+        address,
+        &[
+            format!("--initial-cluster=wal-1=http://{address}:2380"),
+            "--initial-cluster-token=wal-test".into(),
+            "--snapshot-count=100".into(),
+        ],
+    )
 }
 
 /// What etcd says about itself after all writes were acknowledged.
@@ -93,7 +83,7 @@ fn write_and_ask(endpoint: &str, count: usize, size: usize) -> Said {
 fn kill_9(etcd: &mut RawEtcd, data_dir: &Path) {
     etcd.0.kill().expect("kill -9 etcd");
     wait_until(Duration::from_secs(20), || etcd.0.try_wait().ok().flatten()).expect("etcd exits");
-    assert!(etcd_pids_on(data_dir).is_empty());
+    assert!(etcd::pids_on(data_dir).is_empty());
 }
 
 fn count_files(dir: &Path, ext: &str) -> usize {

@@ -356,10 +356,7 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         etcd_bin_dir,
         eco_bin,
     } = args;
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let root = testkit::workspace_root();
     let scenarios = match chaos::parse_scenarios(&names) {
         Ok(s) => s,
         Err(e) => {
@@ -381,7 +378,8 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         );
         return 2;
     }
-    let etcd_bin_dir = etcd_bin_dir.unwrap_or_else(|| root.join(".tools/etcd-3.5/bin"));
+    let etcd_bin_dir =
+        etcd_bin_dir.unwrap_or_else(|| testkit::etcd::bin_dir_of(testkit::etcd::DEFAULT_VERSION));
     let work = out
         .clone()
         .unwrap_or_else(|| root.join("target/chaos"))

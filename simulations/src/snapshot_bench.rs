@@ -11,10 +11,13 @@
 
 use anyhow::{Context, bail};
 use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use testkit::cluster::write_group_file;
+use testkit::config::ConfigBuilder;
+use testkit::etcd::RawEtcd;
+use testkit::process::die_with_parent;
 
 /// Loopback address of the benchmark's etcd (and of instance `eco-1`).
 pub const ADDRESS: &str = "127.0.20.1";
@@ -61,11 +64,6 @@ pub struct BenchResult {
     pub goals_met: bool,
 }
 
-fn repo_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest).to_path_buf()
-}
-
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
@@ -80,20 +78,9 @@ fn max(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::NAN, f64::max)
 }
 
-/// Children die with the benchmark, whatever kills it.
-fn die_with_parent(cmd: &mut Command) -> &mut Command {
-    // SAFETY: prctl is async-signal-safe and touches no Rust state.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        })
-    }
-}
-
 /// The benchmark's etcd, killed on drop.
 struct Etcd {
-    child: Child,
+    etcd: RawEtcd,
     log: PathBuf,
 }
 
@@ -107,16 +94,9 @@ impl Etcd {
         let out =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone().context("etcd log")?;
+        // Children die with the benchmark, whatever kills it.
         let child = die_with_parent(
-            Command::new(bin_dir.join("etcd"))
-                .arg("--name=bench")
-                .arg(format!("--data-dir={}", data_dir.display()))
-                .arg(format!("--listen-client-urls=http://{ADDRESS}:2379"))
-                .arg(format!("--advertise-client-urls=http://{ADDRESS}:2379"))
-                .arg(format!("--listen-peer-urls=http://{ADDRESS}:2380"))
-                .arg(format!(
-                    "--initial-advertise-peer-urls=http://{ADDRESS}:2380"
-                ))
+            RawEtcd::command(bin_dir, data_dir, "bench", ADDRESS)
                 .arg(format!("--initial-cluster=bench=http://{ADDRESS}:2380"))
                 .arg(format!("--initial-cluster-token={TOKEN}"))
                 .arg(format!("--quota-backend-bytes={}", 8u64 << 30))
@@ -126,7 +106,10 @@ impl Etcd {
         )
         .spawn()
         .with_context(|| format!("starting {}", bin_dir.join("etcd").display()))?;
-        Ok(Self { child, log })
+        Ok(Self {
+            etcd: RawEtcd(child),
+            log,
+        })
     }
 
     fn log_tail(&self) -> String {
@@ -136,17 +119,10 @@ impl Etcd {
     }
 
     fn check_running(&mut self) -> anyhow::Result<()> {
-        if let Ok(Some(status)) = self.child.try_wait() {
+        if let Ok(Some(status)) = self.etcd.0.try_wait() {
             bail!("etcd exited ({status}); its log ends:\n{}", self.log_tail());
         }
         Ok(())
-    }
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -359,11 +335,8 @@ fn db_files(dir: &Path) -> Vec<(PathBuf, u64)> {
 }
 
 fn write_eco_config(dir: &Path, bin_dir: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::write(
-        dir.join("group.toml"),
-        format!("[[instance]]\nid = \"{INSTANCE}\"\naddress = \"{ADDRESS}\"\n"),
-    )
-    .context("writing the group file")?;
+    write_group_file(&dir.join("group.toml"), &[(INSTANCE, ADDRESS, None)])
+        .context("writing the group file")?;
     std::fs::create_dir_all(dir.join("data")).context("creating data/")?;
     std::fs::create_dir_all(dir.join("store")).context("creating store/")?;
     // The state file `eco snapshot now` reads (a plain etcd has none).
@@ -380,30 +353,14 @@ fn write_eco_config(dir: &Path, bin_dir: &Path) -> anyhow::Result<PathBuf> {
     )
     .context("writing the state file")?;
     let config = dir.join("eco.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"[cluster]
-name = "{CLUSTER}"
-[provider]
-kind = "static"
-[provider.static]
-group_file = "group.toml"
-[etcd]
-etcd_bin = "{etcd}"
-data_dir = "data/etcd"
-call_timeout = "30s"
-[snapshot]
-store = "dir"
-[snapshot.dir]
-path = "store"
-[log]
-level = "warn"
-"#,
-            etcd = bin_dir.join("etcd").display()
-        ),
-    )
-    .context("writing the eco config")?;
+    ConfigBuilder::eco_defaults(CLUSTER, "group.toml")
+        .etcd_bin_dir(bin_dir)
+        .data_dir("data/etcd")
+        .call_timeout(Duration::from_secs(30))
+        .dir_store("store")
+        .log_level("warn")
+        .write(&config)
+        .context("writing the eco config")?;
     Ok(config)
 }
 
@@ -411,11 +368,11 @@ pub fn run(opts: &Options) -> anyhow::Result<BenchResult> {
     if opts.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let root = repo_root();
+    let root = testkit::workspace_root();
     let bin_dir = opts
         .etcd_bin_dir
         .clone()
-        .unwrap_or_else(|| root.join(".tools/etcd-3.5/bin"));
+        .unwrap_or_else(|| testkit::etcd::bin_dir_of(testkit::etcd::DEFAULT_VERSION));
     for b in ["etcd", "etcdctl"] {
         if !bin_dir.join(b).exists() {
             bail!(

@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use testkit::etcd::Timeouts;
 
 pub const PREFIX: &str = "chaos/";
 
@@ -99,9 +100,11 @@ async fn write_loop(
     started: Instant,
     pause: Duration,
 ) {
-    let opts = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(Duration::from_millis(500))
-        .with_timeout(Duration::from_secs(1));
+    let timeouts = Timeouts {
+        connect: Duration::from_millis(500),
+        call: Duration::from_secs(1),
+        attempt: Duration::from_secs(1),
+    };
     let mut client: Option<etcd_client::Client> = None;
     // One endpoint at a time, the next one after a failure: a client
     // balancing over every endpoint keeps sending to dead ones and would
@@ -119,13 +122,7 @@ async fn write_loop(
                 .get(turn % endpoints.len().max(1))
                 .cloned()
                 .unwrap_or_default();
-            client = tokio::time::timeout(
-                Duration::from_secs(1),
-                etcd_client::Client::connect([endpoint], Some(opts.clone())),
-            )
-            .await
-            .ok()
-            .and_then(Result::ok);
+            client = testkit::etcd::connect(&endpoint, timeouts).await;
         }
         let key = format!("{PREFIX}{n:08}");
         let value = format!("value-{n}");

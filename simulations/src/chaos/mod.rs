@@ -15,10 +15,9 @@
 //! 0 when writes never stopped) and to full membership ([`observe`]).
 //!
 //! Partition scenarios run each instance in a network namespace of its own
-//! ([`cluster::Network::Namespaces`]) and need root, `ip` and `nft`; without
+//! ([`testkit::cluster::Network::Namespaces`]) and need root, `ip` and `nft`; without
 //! them they are reported as skipped, with the reason.
 
-pub mod cluster;
 pub mod load;
 pub mod medians;
 pub mod observe;
@@ -28,13 +27,17 @@ pub mod scenario;
 pub mod verify;
 
 use anyhow::Context;
-use cluster::Cluster;
 use load::Load;
 use observe::Observer;
 use outcome::{Mark, Outcome, Sample};
 use scenario::Scenario;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use testkit::cluster::{self, Cluster, Stopping};
+use testkit::etcd::Timeouts;
+
+/// The cluster's name (in the store: `<store>/chaos/...`).
+pub const CLUSTER: &str = "chaos";
 
 /// How to run the matrix.
 pub struct Options {
@@ -162,17 +165,28 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
     } else {
         cluster::Network::Loopback
     };
-    let mut c = Cluster::new(
-        root.clone(),
-        opts.eco.clone(),
-        opts.etcd_bin_dir.clone(),
-        net,
-        opts.quorum_loss_timeout_s,
+    let t = Duration::from_secs(opts.quorum_loss_timeout_s);
+    let mut c = Cluster::new(cluster::Options {
+        eco: opts.eco.clone(),
+        root: Some(root.clone()),
         network,
-    )?;
+        net,
+        config: Cluster::node_config(CLUSTER, &opts.etcd_bin_dir)
+            .snapshot_interval(Duration::from_secs(10))
+            .snapshot_max_age(Duration::from_secs(60))
+            .quorum_loss_timeout(t)
+            .unhealthy_member_ttl(t),
+        gossip_key: cluster::key_pattern(53, 7),
+        // eco (and so its etcd) dies with the harness, even on SIGKILL.
+        die_with_harness: true,
+        stopping: Stopping {
+            wait: Duration::from_secs(30),
+            force: true,
+        },
+    })?;
     let mut group = Vec::new();
     for _ in 0..opts.instances {
-        group.push(c.add(None)?);
+        group.push(c.add_next(None)?);
     }
     c.set_group(&group)?;
     for id in &group {
@@ -387,15 +401,12 @@ fn wait_whole(
 async fn leader_of(c: &Cluster, group: &[String]) -> Option<String> {
     for id in group {
         let n = c.nodes.get(id)?;
-        let opts = etcd_client::ConnectOptions::new()
-            .with_connect_timeout(Duration::from_millis(500))
-            .with_timeout(Duration::from_secs(1));
-        let Ok(Ok(mut client)) = tokio::time::timeout(
-            Duration::from_secs(1),
-            etcd_client::Client::connect([n.endpoint()], Some(opts)),
-        )
-        .await
-        else {
+        let t = Timeouts {
+            connect: Duration::from_millis(500),
+            call: Duration::from_secs(1),
+            attempt: Duration::from_secs(1),
+        };
+        let Some(mut client) = testkit::etcd::connect(&n.endpoint(), t).await else {
             continue;
         };
         if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(1), client.status()).await {

@@ -8,6 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use testkit::etcd::Timeouts;
 
 /// One observation.
 #[derive(Clone, Debug)]
@@ -116,16 +117,12 @@ async fn observe(targets: &[(String, String)], started: Instant) -> Seen {
 
 /// (cluster id, knows a leader, is a learner) of one member.
 pub async fn status(endpoint: &str) -> Option<(u64, bool, bool)> {
-    let opts = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(Duration::from_millis(300))
-        .with_timeout(Duration::from_millis(500));
-    let mut c = tokio::time::timeout(
-        Duration::from_millis(500),
-        etcd_client::Client::connect([endpoint], Some(opts)),
-    )
-    .await
-    .ok()?
-    .ok()?;
+    let t = Timeouts {
+        connect: Duration::from_millis(300),
+        call: Duration::from_millis(500),
+        attempt: Duration::from_millis(500),
+    };
+    let mut c = testkit::etcd::connect(endpoint, t).await?;
     let s = tokio::time::timeout(Duration::from_millis(500), c.status())
         .await
         .ok()?

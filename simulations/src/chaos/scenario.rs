@@ -1,8 +1,8 @@
 //! The failure matrix: names (fixed), and what each one does to the group.
 
-use super::cluster::{Cluster, snapshot_names};
 use anyhow::Context;
 use std::time::{Duration, Instant};
+use testkit::cluster::Cluster;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scenario {
@@ -84,7 +84,7 @@ impl Scenario {
     /// Why this scenario cannot run here, if it cannot.
     pub fn unsupported(self) -> Option<String> {
         if self.partitions() {
-            return super::cluster::partitions_unavailable();
+            return testkit::cluster::partitions_unavailable();
         }
         None
     }
@@ -114,8 +114,8 @@ fn replace(c: &mut Cluster, group: &[String], gone: &[String]) -> anyhow::Result
         .collect();
     let mut fresh = Vec::new();
     for id in gone {
-        let zone = c.nodes.get(id).map(|n| n.zone.clone());
-        fresh.push(c.add(zone.as_deref())?);
+        let zone = c.nodes.get(id).and_then(|n| n.zone.clone());
+        fresh.push(c.add_next(zone.as_deref())?);
     }
     now.extend(fresh.iter().cloned());
     c.set_group(&now)?;
@@ -209,11 +209,15 @@ pub fn inject(
             let zone = c
                 .nodes
                 .get(leader)
-                .map(|n| n.zone.clone())
+                .and_then(|n| n.zone.clone())
                 .unwrap_or_default();
             let lost: Vec<String> = group
                 .iter()
-                .filter(|id| c.nodes.get(*id).is_some_and(|n| n.zone == zone))
+                .filter(|id| {
+                    c.nodes
+                        .get(*id)
+                        .is_some_and(|n| n.zone.as_deref() == Some(zone.as_str()))
+                })
                 .cloned()
                 .collect();
             notes.push(format!("zone {zone}: {lost:?}"));
@@ -227,7 +231,7 @@ pub fn inject(
         Scenario::StoreOutage => {
             let store = c.store();
             let away = store.with_file_name("store.away");
-            let before = snapshot_names(&store).len();
+            let before = c.snapshot_names().len();
             std::fs::rename(&store, &away).context("store away")?;
             std::thread::sleep(Duration::from_secs(10));
             std::fs::rename(&away, &store).context("store back")?;
@@ -235,7 +239,7 @@ pub fn inject(
             let limit = Instant::now() + Duration::from_secs(30);
             let mut resumed = false;
             while Instant::now() < limit {
-                if snapshot_names(&store).len() > before
+                if c.snapshot_names().len() > before
                     || c.newest_snapshot_revision() > snapshot_revision
                 {
                     resumed = true;
@@ -248,14 +252,14 @@ pub fn inject(
                 "no new snapshot within 30 s of the store coming back"
             );
             anyhow::ensure!(
-                !snapshot_names(&store).is_empty(),
+                !c.snapshot_names().is_empty(),
                 "retention left the store without a snapshot"
             );
             steps.push((t(), "snapshots resumed".into()));
             group.to_vec()
         }
         Scenario::StoreWiped => {
-            let dir = c.store().join(super::cluster::CLUSTER).join("snapshots");
+            let dir = c.store().join(c.name()).join("snapshots");
             if dir.exists() {
                 std::fs::remove_dir_all(&dir).context("wipe the snapshots")?;
             }
@@ -263,7 +267,7 @@ pub fn inject(
             let mut alert = None;
             let mut again = false;
             while Instant::now() < limit && (alert.is_none() || !again) {
-                again = again || !snapshot_names(&c.store()).is_empty();
+                again = again || !c.snapshot_names().is_empty();
                 for id in group {
                     let api = c.nodes.get(id).map(|n| n.api()).unwrap_or_default();
                     if let Some(v) = super::observe::eco_status(&api) {
@@ -291,7 +295,7 @@ pub fn inject(
             steps.push((t(), format!("{cut} cut off")));
             // Longer than the quorum-loss timeout: the cut side must not
             // reseed, the majority must keep serving.
-            let hold = Duration::from_secs(c.quorum_loss_timeout_s * 2 + 5);
+            let hold = c.quorum_loss_timeout() * 2 + Duration::from_secs(5);
             std::thread::sleep(hold);
             notes.push(format!(
                 "records while cut: {:?} (must stay [1])",
@@ -327,8 +331,8 @@ pub fn inject(
             }
             let mut fresh = Vec::new();
             for id in &minority {
-                let zone = c.nodes.get(id).map(|n| n.zone.clone());
-                fresh.push(c.add(zone.as_deref())?);
+                let zone = c.nodes.get(id).and_then(|n| n.zone.clone());
+                fresh.push(c.add_next(zone.as_deref())?);
             }
             let mut cut_side = minority.clone();
             cut_side.extend(fresh.iter().cloned());
@@ -340,7 +344,7 @@ pub fn inject(
                 c.start(id)?;
             }
             steps.push((t(), format!("replaced on the cut side by {fresh:?}")));
-            let hold = Duration::from_secs(c.quorum_loss_timeout_s * 2 + 5);
+            let hold = c.quorum_loss_timeout() * 2 + Duration::from_secs(5);
             std::thread::sleep(hold);
             anyhow::ensure!(
                 c.records().len() == 1,

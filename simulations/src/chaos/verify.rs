@@ -6,17 +6,17 @@
 use super::load::{Acked, PREFIX};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
+use testkit::etcd::Timeouts;
 
 const CALL: Duration = Duration::from_secs(2);
 
 async fn connect(endpoint: &str) -> Option<etcd_client::Client> {
-    let opts = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(CALL)
-        .with_timeout(CALL);
-    tokio::time::timeout(CALL, etcd_client::Client::connect([endpoint], Some(opts)))
-        .await
-        .ok()?
-        .ok()
+    let t = Timeouts {
+        connect: CALL,
+        call: CALL,
+        attempt: CALL,
+    };
+    testkit::etcd::connect(endpoint, t).await
 }
 
 /// The member list (name, learner) sorted, as the first answering member
@@ -27,13 +27,7 @@ pub async fn members(endpoints: &[String]) -> Option<Vec<(String, bool)>> {
             continue;
         };
         if let Ok(Ok(r)) = tokio::time::timeout(CALL, c.member_list()).await {
-            let mut v: Vec<(String, bool)> = r
-                .members()
-                .iter()
-                .map(|m| (m.name().to_string(), m.is_learner()))
-                .collect();
-            v.sort();
-            return Some(v);
+            return Some(testkit::etcd::names_and_roles(&r));
         }
     }
     None

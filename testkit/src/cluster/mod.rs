@@ -1,0 +1,603 @@
+//! A process cluster: `eco run` instances on distinct addresses with the
+//! static provider, a shared group file (written atomically), a shared
+//! directory store and one gossip key, under one root directory:
+//!
+//! ```text
+//! <root>/group.toml  gossip.keys  store/  <id>/eco.toml  <id>/eco.log  <id>/data/
+//! ```
+//!
+//! The integration tests ([`Options::integration`]) run the debug `eco`
+//! on loopback addresses they choose, in a temporary directory, and check
+//! what eco does when an instance stops by itself. The chaos harness runs
+//! the binary it is given in a directory it keeps, with ids, zones (a, b,
+//! c in turn) and addresses from a block (`127.0.<net>.<n>`, or
+//! `10.<net>.0.<n>` in network namespaces for partitions, see [`netns`]),
+//! every eco dying with the harness (`PR_SET_PDEATHSIG`), and forces a
+//! stop that does not finish in time.
+//!
+//! Nothing is left behind: `Drop` kills every eco and every etcd on an
+//! instance's data directory by pid, and removes the namespaces.
+
+pub mod netns;
+
+pub use netns::{partitions_unavailable, remove_all_namespaces};
+
+use crate::config::ConfigBuilder;
+use crate::etcd::{self, block_on, client, read};
+use crate::process::{EcoRun, eco_lines, kill, wait_exit};
+use crate::wait_until;
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::Duration;
+
+const ZONES: [&str; 3] = ["a", "b", "c"];
+
+/// Where the instances live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Network {
+    /// Loopback addresses (no partitions possible).
+    Loopback,
+    /// One network namespace per instance on a bridge (partitions).
+    Namespaces,
+}
+
+/// How [`Cluster::stop`] ends an instance.
+#[derive(Clone, Copy, Debug)]
+pub struct Stopping {
+    /// How long to wait for eco to exit after the signal.
+    pub wait: Duration,
+    /// When eco has not exited by then, kill it (SIGKILL); and after a
+    /// SIGKILL (a machine crash) kill its etcd too. Without it an eco that
+    /// does not exit is left running (and killed on drop), and its etcd
+    /// is left to eco: what the integration tests check.
+    pub force: bool,
+}
+
+/// What a cluster is made of.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The `eco` binary.
+    pub eco: PathBuf,
+    /// Where the group file, gossip key, store and instance directories
+    /// go (kept); `None`: a new temporary directory, removed on drop.
+    pub root: Option<PathBuf>,
+    pub network: Network,
+    /// The address block of [`Cluster::add_next`]: `127.0.<net>.<n>` on
+    /// loopback, `10.<net>.0.<n>` in namespaces.
+    pub net: u8,
+    /// The instances' config, less what the cluster sets itself (the
+    /// group file, gossip key file and store are the shared ones);
+    /// [`Cluster::node_config`] is the usual start.
+    pub config: ConfigBuilder,
+    /// The group's gossip key (64 hex digits).
+    pub gossip_key: String,
+    /// Every eco dies with the thread that started it (see
+    /// [`crate::process::die_with_parent`]).
+    pub die_with_harness: bool,
+    pub stopping: Stopping,
+}
+
+impl Options {
+    /// The integration tests' cluster: `eco`, a temporary directory,
+    /// loopback, cluster `it` of [`Cluster::node_config`] with the etcd of
+    /// this test run and a snapshot every minute, eco left to exit by
+    /// itself within 20 s.
+    ///
+    /// # Panics
+    /// When this test run's etcd is missing (see [`etcd::bin_dir`]).
+    pub fn integration(eco: PathBuf) -> Self {
+        Self {
+            eco,
+            root: None,
+            network: Network::Loopback,
+            net: 0,
+            config: Cluster::node_config("it", &etcd::bin_dir())
+                .snapshot_interval(Duration::from_secs(60)),
+            gossip_key: key_pattern(37, 11),
+            die_with_harness: false,
+            stopping: Stopping {
+                wait: Duration::from_secs(20),
+                force: false,
+            },
+        }
+    }
+}
+
+/// A deterministic gossip key: byte `i` is `(i * step + offset) % 256`.
+pub fn key_pattern(step: usize, offset: usize) -> String {
+    (0..32)
+        .map(|i| format!("{:02x}", (i * step + offset) % 256))
+        .collect()
+}
+
+pub struct Node {
+    pub id: String,
+    pub address: String,
+    /// Written to the group file when set.
+    pub zone: Option<String>,
+    /// The instance's directory.
+    pub dir: PathBuf,
+    /// Its config file.
+    pub config: PathBuf,
+    /// What is in it.
+    pub settings: ConfigBuilder,
+    /// Its network namespace, if any.
+    pub netns: Option<String>,
+    pub process: Option<Child>,
+}
+
+impl Node {
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data/etcd")
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}:2379", self.address)
+    }
+
+    pub fn peer_url(&self) -> String {
+        format!("http://{}:2380", self.address)
+    }
+
+    /// eco's API address.
+    pub fn api(&self) -> String {
+        format!("{}:2390", self.address)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("eco.log")).unwrap_or_default()
+    }
+
+    pub fn etcd_pids(&self) -> Vec<i32> {
+        etcd::pids_on(&self.data_dir())
+    }
+}
+
+enum Root {
+    Temp(tempfile::TempDir),
+    Kept(PathBuf),
+}
+
+pub struct Cluster {
+    // Dropped after `Drop::drop` killed everything.
+    root: Root,
+    opts: Options,
+    /// Number of the next instance of [`Self::add_next`].
+    next: usize,
+    pub nodes: BTreeMap<String, Node>,
+    /// eco processes that did not exit when stopped (killed on drop).
+    strays: Vec<Child>,
+}
+
+impl Cluster {
+    /// The instances' config: the test timings of [`ConfigBuilder::new`]
+    /// with the group re-read every 300 ms, probes every 300 ms, calls
+    /// timing out after 2 s, learners given a minute, and etcd from
+    /// `etcd_bin_dir`.
+    pub fn node_config(name: &str, etcd_bin_dir: &Path) -> ConfigBuilder {
+        ConfigBuilder::new(name, "../group.toml")
+            .refresh_interval(Duration::from_millis(300))
+            .etcd_bin_dir(etcd_bin_dir)
+            .probe_interval(Duration::from_millis(300))
+            .call_timeout(Duration::from_secs(2))
+            .learner_timeout(Duration::from_secs(60))
+    }
+
+    /// The integration tests' cluster ([`Options::integration`]).
+    pub fn integration(eco: PathBuf) -> anyhow::Result<Self> {
+        Self::new(Options::integration(eco))
+    }
+
+    pub fn new(opts: Options) -> anyhow::Result<Self> {
+        let root = match &opts.root {
+            Some(dir) => Root::Kept(dir.clone()),
+            None => Root::Temp(
+                tempfile::Builder::new()
+                    .prefix("eco-cluster-")
+                    .tempdir()
+                    .context("temporary directory")?,
+            ),
+        };
+        let dir = match &root {
+            Root::Temp(t) => t.path().to_path_buf(),
+            Root::Kept(p) => p.clone(),
+        };
+        // The store must exist: a missing store is an error, never "empty".
+        std::fs::create_dir_all(dir.join("store")).context("store dir")?;
+        if opts.network == Network::Namespaces {
+            netns::add_bridge(opts.net)?;
+        }
+        std::fs::write(dir.join("gossip.keys"), format!("{}\n", opts.gossip_key))
+            .context("gossip keys")?;
+        Ok(Self {
+            root,
+            opts,
+            next: 1,
+            nodes: BTreeMap::new(),
+            strays: Vec::new(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        match &self.root {
+            Root::Temp(t) => t.path(),
+            Root::Kept(p) => p,
+        }
+    }
+
+    pub fn network(&self) -> Network {
+        self.opts.network
+    }
+
+    /// The cluster's name (in the store: `<store>/<name>/...`).
+    pub fn name(&self) -> &str {
+        &self.opts.config.config().cluster.name
+    }
+
+    /// The instances' `recovery.quorum_loss_timeout`.
+    pub fn quorum_loss_timeout(&self) -> Duration {
+        self.opts.config.config().recovery.quorum_loss_timeout.get()
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.root().join("store")
+    }
+
+    /// Declares instance `id` on the loopback `address` with a new, empty
+    /// directory (not yet in the group file, not started). Declaring an id
+    /// again replaces it.
+    pub fn add(&mut self, id: &str, address: &str) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.opts.network == Network::Loopback,
+            "instances with chosen addresses live on loopback"
+        );
+        self.declare(id, address.to_string(), None, None)
+    }
+
+    /// Declares a new instance `eco-<n>` (a new id, an empty disk, the next
+    /// address of the block) in `zone`, or in the next zone in turn.
+    pub fn add_next(&mut self, zone: Option<&str>) -> anyhow::Result<String> {
+        let n = self.next;
+        self.next += 1;
+        let id = format!("eco-{n}");
+        let zone = zone
+            .map(str::to_string)
+            .unwrap_or_else(|| ZONES[(n - 1) % ZONES.len()].to_string());
+        let net = self.opts.net;
+        let (address, ns) = match self.opts.network {
+            Network::Loopback => (format!("127.0.{net}.{n}"), None),
+            Network::Namespaces => {
+                let (ns, address) = netns::add_namespace(net, n)?;
+                (address, Some(ns))
+            }
+        };
+        self.declare(&id, address, Some(zone), ns)?;
+        Ok(id)
+    }
+
+    fn declare(
+        &mut self,
+        id: &str,
+        address: String,
+        zone: Option<String>,
+        netns: Option<String>,
+    ) -> anyhow::Result<()> {
+        let dir = self.root().join(id);
+        std::fs::create_dir_all(&dir).context("node dir")?;
+        let config = dir.join("eco.toml");
+        let settings = self
+            .opts
+            .config
+            .clone()
+            .group_file("../group.toml")
+            .gossip_key_file("../gossip.keys")
+            .dir_store("../store");
+        settings.write(&config)?;
+        self.nodes.insert(
+            id.to_string(),
+            Node {
+                id: id.into(),
+                address,
+                zone,
+                dir,
+                config,
+                settings,
+                netns,
+                process: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Changes the config file of `id` (eco reads it when it starts).
+    pub fn configure(
+        &mut self,
+        id: &str,
+        f: impl FnOnce(ConfigBuilder) -> ConfigBuilder,
+    ) -> anyhow::Result<()> {
+        let n = self.nodes.get_mut(id).context("unknown instance")?;
+        n.settings = f(n.settings.clone());
+        n.settings.write(&n.config)
+    }
+
+    /// Writes the group file with these instances (atomically).
+    pub fn set_group<S: AsRef<str>>(&self, ids: &[S]) -> anyhow::Result<()> {
+        let mut members = Vec::new();
+        for id in ids {
+            let n = self.nodes.get(id.as_ref()).context("unknown instance")?;
+            members.push((n.id.as_str(), n.address.as_str(), n.zone.as_deref()));
+        }
+        write_group_file(&self.root().join("group.toml"), &members)
+    }
+
+    /// Starts `eco run` for `id`; its output is appended to `<id>/eco.log`.
+    pub fn start(&mut self, id: &str) -> anyhow::Result<()> {
+        let n = self.nodes.get_mut(id).context("unknown instance")?;
+        let child = EcoRun {
+            eco: &self.opts.eco,
+            config: &n.config,
+            instance_id: id,
+            log: &n.dir.join("eco.log"),
+            netns: n.netns.as_deref(),
+            die_with_parent: self.opts.die_with_harness,
+        }
+        .spawn()
+        .context("spawn eco")?;
+        n.process = Some(child);
+        Ok(())
+    }
+
+    /// Signals the eco process of `id` and waits for it (bounded, see
+    /// [`Stopping`]).
+    pub fn stop(&mut self, id: &str, signal: i32) -> anyhow::Result<()> {
+        let Stopping { wait, force } = self.opts.stopping;
+        let n = self.nodes.get_mut(id).context("unknown instance")?;
+        let etcd = if force && signal == libc::SIGKILL {
+            n.etcd_pids()
+        } else {
+            Vec::new()
+        };
+        if let Some(mut c) = n.process.take() {
+            kill(c.id() as i32, signal);
+            if !wait_exit(&mut c, wait) {
+                if force {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                } else {
+                    self.strays.push(c);
+                }
+            }
+        }
+        for pid in etcd {
+            kill(pid, libc::SIGKILL);
+        }
+        Ok(())
+    }
+
+    /// `kill -9` of the etcd process of `id` only (eco's supervisor
+    /// restarts it).
+    pub fn kill_etcd(&self, id: &str) -> anyhow::Result<()> {
+        let pids = self.etcd_pids(id);
+        anyhow::ensure!(!pids.is_empty(), "no etcd running for the instance");
+        for pid in pids {
+            kill(pid, libc::SIGKILL);
+        }
+        Ok(())
+    }
+
+    /// Pids of the etcd processes on the data directory of `id`.
+    pub fn etcd_pids(&self, id: &str) -> Vec<i32> {
+        self.nodes.get(id).map(Node::etcd_pids).unwrap_or_default()
+    }
+
+    /// The disk of `id` is lost: its `data/` directory (etcd's data and
+    /// eco's state) goes. It must be stopped.
+    pub fn wipe(&self, id: &str) -> anyhow::Result<()> {
+        let n = self.nodes.get(id).context("unknown instance")?;
+        let data = n.dir.join("data");
+        if data.exists() {
+            std::fs::remove_dir_all(&data).context("wipe")?;
+        }
+        Ok(())
+    }
+
+    /// Ids of the instances whose eco was started and not stopped.
+    pub fn running(&self) -> Vec<String> {
+        self.nodes
+            .values()
+            .filter(|n| n.process.is_some())
+            .map(|n| n.id.clone())
+            .collect()
+    }
+
+    /// The etcd client URLs of these instances (unknown ids skipped).
+    pub fn endpoints<S: AsRef<str>>(&self, ids: &[S]) -> Vec<String> {
+        ids.iter()
+            .filter_map(|id| self.nodes.get(id.as_ref()))
+            .map(Node::endpoint)
+            .collect()
+    }
+
+    /// The last `lines` lines of eco's log of `id` (without etcd's).
+    pub fn log_tail(&self, id: &str, lines: usize) -> String {
+        let Some(n) = self.nodes.get(id) else {
+            return String::new();
+        };
+        let text = n.log();
+        let all = eco_lines(&text);
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Numbers of the incarnation records in the store.
+    pub fn records(&self) -> Vec<u64> {
+        let dir = self.store().join(self.name()).join("incarnations");
+        let mut out: Vec<u64> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Names of the snapshot objects in the store.
+    pub fn snapshot_names(&self) -> Vec<String> {
+        snapshot_names(&self.store(), self.name())
+    }
+
+    /// The newest stored snapshot's revision (from its name), if any.
+    pub fn newest_snapshot_revision(&self) -> Option<i64> {
+        self.snapshot_names()
+            .iter()
+            .filter_map(|n| {
+                let rev = n.split("-r").nth(1)?.get(..20)?;
+                rev.parse::<i64>().ok()
+            })
+            .max()
+    }
+
+    /// Cuts every instance of `a` from every instance of `b`, both
+    /// directions (replaces any earlier cut).
+    pub fn partition<S: AsRef<str>>(&self, a: &[S], b: &[S]) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.opts.network == Network::Namespaces,
+            "partitions need the namespaces network"
+        );
+        let addresses = |ids: &[S]| -> Vec<String> {
+            ids.iter()
+                .filter_map(|id| self.nodes.get(id.as_ref()))
+                .map(|n| n.address.clone())
+                .collect()
+        };
+        netns::cut(self.opts.net, &addresses(a), &addresses(b))
+    }
+
+    /// Removes every cut.
+    pub fn heal(&self) {
+        if self.opts.network == Network::Namespaces {
+            netns::heal(self.opts.net);
+        }
+    }
+
+    /// The member list as the first answering node sees it:
+    /// (name, is_learner) sorted, and the cluster id.
+    pub fn members(&self) -> Option<(u64, Vec<(String, bool)>)> {
+        let r = self.member_list()?;
+        let cluster = r.header()?.cluster_id();
+        Some((cluster, etcd::names_and_roles(&r)))
+    }
+
+    /// The member list response of the first running node that answers
+    /// (nodes in id order, so eco-1 while it runs).
+    fn member_list(&self) -> Option<etcd_client::MemberListResponse> {
+        self.nodes
+            .values()
+            .filter(|n| n.process.is_some())
+            .find_map(|n| {
+                block_on(async {
+                    let mut c = client(&n.endpoint()).await?;
+                    tokio::time::timeout(Duration::from_secs(2), c.member_list())
+                        .await
+                        .ok()?
+                        .ok()
+                })
+            })
+    }
+
+    /// The member list as eco-1 (or, if it is not running, the first
+    /// answering node) sees it, keyed by member id: `(id, name, learner)`.
+    /// Names are empty until a member has started, so changes are counted
+    /// per id, not per name.
+    pub fn member_ids(&self) -> Option<Vec<(u64, String, bool)>> {
+        let r = self.member_list()?;
+        let mut v: Vec<(u64, String, bool)> = r
+            .members()
+            .iter()
+            .map(|m| (m.id(), m.name().to_string(), m.is_learner()))
+            .collect();
+        v.sort();
+        Some(v)
+    }
+
+    /// Waits until the members are exactly `names`, all started voters, and
+    /// every one of them answers reads with the same cluster id.
+    pub fn wait_voters(&self, names: &[&str], limit: Duration) -> Option<u64> {
+        let want: Vec<(String, bool)> = names.iter().map(|n| (n.to_string(), false)).collect();
+        wait_until(limit, || {
+            let (cluster, members) = self.members()?;
+            if members != want {
+                return None;
+            }
+            for id in names {
+                let (c, _) = read(&self.nodes.get(*id)?.endpoint(), "health")?;
+                if c != cluster {
+                    return None;
+                }
+            }
+            Some(cluster)
+        })
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let wait = self.opts.stopping.wait;
+        for n in self.nodes.values_mut() {
+            if let Some(mut c) = n.process.take() {
+                let _ = c.kill();
+                wait_exit(&mut c, wait);
+            }
+            for pid in n.etcd_pids() {
+                kill(pid, libc::SIGKILL);
+            }
+        }
+        for c in &mut self.strays {
+            let _ = c.kill();
+            wait_exit(c, wait);
+        }
+        if self.opts.network == Network::Namespaces {
+            netns::remove_namespaces(self.opts.net);
+        }
+        if std::thread::panicking() {
+            for n in self.nodes.values() {
+                eprintln!("--- {} ---\n{}", n.id, eco_lines(&n.log()).join("\n"));
+            }
+        }
+    }
+}
+
+/// Writes a group file of `(id, address, zone)` instances atomically.
+pub fn write_group_file(path: &Path, members: &[(&str, &str, Option<&str>)]) -> anyhow::Result<()> {
+    let mut text = String::new();
+    for (id, address, zone) in members {
+        text.push_str(&format!(
+            "[[instance]]\nid = \"{id}\"\naddress = \"{address}\"\n"
+        ));
+        if let Some(zone) = zone {
+            text.push_str(&format!("zone = \"{zone}\"\n"));
+        }
+    }
+    let name = path
+        .file_name()
+        .context("a group file path names a file")?
+        .to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text).context("group file")?;
+    std::fs::rename(tmp, path).context("group file")?;
+    Ok(())
+}
+
+/// Snapshot object names of cluster `name` in the store directory.
+pub fn snapshot_names(store: &Path, name: &str) -> Vec<String> {
+    let dir = store.join(name).join("snapshots");
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| n.ends_with(".db") && !n.starts_with('.'))
+        .collect()
+}

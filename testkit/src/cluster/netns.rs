@@ -1,0 +1,192 @@
+//! Network namespaces for partitions (root, `ip` and `nft`).
+//!
+//! On loopback, etcd's outgoing connections all leave from 127.0.0.1, so
+//! no filter on address pairs could tell instances apart. With
+//! [`super::Network::Namespaces`] every instance gets a namespace
+//! `ecoch<net>-<n>` with a veth `ecoch<net>v<n>` into the bridge
+//! `ecoch<net>` and the address `10.<net>.0.<n>`; the harness (in the root
+//! namespace) reaches them through the bridge (`10.<net>.0.254`). A
+//! partition is an nftables table `bridge ecoch<net>` dropping the pairs'
+//! frames on the bridge, both directions, TCP and UDP; healing deletes the
+//! table. The cluster's `Drop` deletes the table, the namespaces and the
+//! bridge, and a new cluster first removes leftovers of the same names.
+
+use anyhow::Context;
+use std::process::{Command, Stdio};
+
+fn ip(args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("ip").args(args).output().context("run ip")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(())
+}
+
+fn nft(script: &str) -> anyhow::Result<()> {
+    let mut child = Command::new("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("run nft")?;
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        stdin.write_all(script.as_bytes()).context("nft input")?;
+    }
+    let out = child.wait_with_output().context("nft")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "nft: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(())
+}
+
+/// Why partitions cannot be made here, if they cannot.
+pub fn partitions_unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("partitions need root (network namespaces and nftables); run as root".into());
+    }
+    for tool in ["ip", "nft"] {
+        let found = Command::new(tool)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok();
+        if !found {
+            return Some(format!(
+                "partitions need `{tool}` (scripts/install-deps.sh installs iproute2 and nftables)"
+            ));
+        }
+    }
+    None
+}
+
+/// The bridge of block `net` (leftovers of the same names removed first).
+pub(super) fn add_bridge(net: u8) -> anyhow::Result<()> {
+    remove_namespaces(net);
+    let bridge = format!("ecoch{net}");
+    ip(&["link", "add", &bridge, "type", "bridge"])?;
+    ip(&["addr", "add", &format!("10.{net}.0.254/24"), "dev", &bridge])?;
+    ip(&["link", "set", &bridge, "up"])?;
+    Ok(())
+}
+
+/// The namespace of instance `n` of block `net`: its name and address.
+pub(super) fn add_namespace(net: u8, n: usize) -> anyhow::Result<(String, String)> {
+    let ns = format!("ecoch{net}-{n}");
+    let veth = format!("ecoch{net}v{n}");
+    ip(&["netns", "add", &ns])?;
+    ip(&[
+        "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+    ])?;
+    ip(&["link", "set", &veth, "master", &format!("ecoch{net}"), "up"])?;
+    let address = format!("10.{net}.0.{n}");
+    ip(&[
+        "-n",
+        &ns,
+        "addr",
+        "add",
+        &format!("{address}/24"),
+        "dev",
+        "eth0",
+    ])?;
+    ip(&["-n", &ns, "link", "set", "eth0", "up"])?;
+    ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+    Ok((ns, address))
+}
+
+/// Drops every frame between an address of `a` and one of `b`, both
+/// directions, on the bridge of block `net` (replaces any earlier cut).
+pub(super) fn cut(net: u8, a: &[String], b: &[String]) -> anyhow::Result<()> {
+    heal(net);
+    let mut rules = String::new();
+    for x in a {
+        for y in b {
+            rules.push_str(&format!(
+                "    ip saddr {x} ip daddr {y} drop\n    ip saddr {y} ip daddr {x} drop\n"
+            ));
+        }
+    }
+    nft(&format!(
+        "table bridge ecoch{net} {{\n  chain cut {{\n    type filter hook forward priority 0;\n{rules}  }}\n}}\n"
+    ))
+}
+
+/// Removes every cut of block `net`.
+pub(super) fn heal(net: u8) {
+    let _ = nft(&format!("delete table bridge ecoch{net}\n"));
+}
+
+/// Removes every namespace, bridge and nft table this harness may have
+/// made (any block): at start, for leftovers of a killed run, and on
+/// SIGINT/SIGTERM.
+pub fn remove_all_namespaces() {
+    let mut nets = std::collections::BTreeSet::new();
+    let names = |args: &[&str]| -> Vec<String> {
+        Command::new(args[0])
+            .args(&args[1..])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+            .unwrap_or_default()
+            .lines()
+            .flat_map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .collect()
+    };
+    for word in names(&["ip", "-br", "link"])
+        .into_iter()
+        .chain(names(&["ip", "netns", "list"]))
+        .chain(names(&["nft", "list", "tables"]))
+    {
+        let digits: String = word
+            .strip_prefix("ecoch")
+            .unwrap_or_default()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if let Ok(net) = digits.parse::<u8>() {
+            nets.insert(net);
+        }
+    }
+    for net in nets {
+        remove_namespaces(net);
+    }
+}
+
+/// Removes the namespaces, bridge and nft table of block `net` (leftovers
+/// of an interrupted run included).
+pub(super) fn remove_namespaces(net: u8) {
+    heal(net);
+    if let Ok(out) = Command::new("ip").args(["netns", "list"]).output() {
+        let prefix = format!("ecoch{net}-");
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some(name) = line
+                .split_whitespace()
+                .next()
+                .filter(|n| n.starts_with(&prefix))
+            {
+                let _ = ip(&["netns", "del", name]);
+            }
+        }
+    }
+    // The namespaces' veth ends in the root namespace (deleting one end
+    // deletes the pair; a namespace the kernel has not torn down yet would
+    // otherwise keep them).
+    if let Ok(out) = Command::new("ip").args(["-br", "link"]).output() {
+        let prefix = format!("ecoch{net}v");
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let name = line.split_whitespace().next().unwrap_or_default();
+            let name = name.split('@').next().unwrap_or_default();
+            if name.starts_with(&prefix) {
+                let _ = ip(&["link", "del", name]);
+            }
+        }
+    }
+    let _ = ip(&["link", "del", &format!("ecoch{net}")]);
+}

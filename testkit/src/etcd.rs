@@ -1,0 +1,245 @@
+//! Real etcd: where its binaries are, raw etcd processes (not managed by
+//! eco), client calls with timeouts, and the pids of the etcd processes
+//! on a data directory.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// The etcd version used when `ECO_TEST_ETCD_VERSION` is not set.
+pub const DEFAULT_VERSION: &str = "3.5";
+
+/// `.tools/etcd-<version>/bin` of the workspace, as
+/// scripts/install-deps.sh installs it (not checked).
+pub fn bin_dir_of(version: &str) -> PathBuf {
+    crate::workspace_root().join(format!(".tools/etcd-{version}/bin"))
+}
+
+/// The etcd version of this test run: `$ECO_TEST_ETCD_VERSION`, default
+/// [`DEFAULT_VERSION`].
+pub fn version() -> String {
+    std::env::var("ECO_TEST_ETCD_VERSION").unwrap_or_else(|_| DEFAULT_VERSION.into())
+}
+
+/// The etcd binaries for this test run:
+/// `.tools/etcd-$ECO_TEST_ETCD_VERSION/bin` (default 3.5).
+///
+/// # Panics
+/// When `etcd` is not there (a test cannot run without it).
+pub fn bin_dir() -> PathBuf {
+    let dir = bin_dir_of(&version());
+    assert!(
+        dir.join("etcd").exists(),
+        "{} is missing: run scripts/install-deps.sh (make test does)",
+        dir.display()
+    );
+    dir
+}
+
+/// Pids of processes whose command line has `--data-dir=<dir>`.
+pub fn pids_on(data_dir: &Path) -> Vec<i32> {
+    let needle = format!("--data-dir={}", data_dir.display());
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        // Zombies have an empty command line and are not running.
+        if cmdline.split(|b| *b == 0).any(|a| a == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// A raw etcd (not managed by eco); killed on drop.
+pub struct RawEtcd(pub Child);
+
+impl RawEtcd {
+    /// `etcd` from `bin_dir` as member `name` on `data_dir`, serving
+    /// clients on `<address>:2379` and peers on `<address>:2380`; the
+    /// caller adds the rest and spawns it.
+    pub fn command(bin_dir: &Path, data_dir: &Path, name: &str, address: &str) -> Command {
+        let mut c = Command::new(bin_dir.join("etcd"));
+        c.arg(format!("--name={name}"))
+            .arg(format!("--data-dir={}", data_dir.display()))
+            .arg(format!("--listen-client-urls=http://{address}:2379"))
+            .arg(format!("--advertise-client-urls=http://{address}:2379"))
+            .arg(format!("--listen-peer-urls=http://{address}:2380"))
+            .arg(format!(
+                "--initial-advertise-peer-urls=http://{address}:2380"
+            ));
+        c
+    }
+
+    /// A new one-member cluster (see [`Self::start_with`]).
+    pub fn start_new(data_dir: &Path, name: &str, address: &str) -> Self {
+        Self::start_with(
+            data_dir,
+            name,
+            address,
+            &[
+                format!("--initial-cluster={name}=http://{address}:2380"),
+                "--initial-cluster-token=raw-test".into(),
+            ],
+        )
+    }
+
+    /// etcd on an existing data dir (see [`Self::start_with`]).
+    pub fn start(data_dir: &Path, name: &str, address: &str) -> Self {
+        Self::start_with(data_dir, name, address, &[])
+    }
+
+    /// etcd of this test run with the tests' timings (heartbeat 50 ms,
+    /// election 250 ms), metrics on a free port, output discarded, and
+    /// `extra` flags.
+    ///
+    /// # Panics
+    /// When etcd cannot be started (the test's failure report).
+    pub fn start_with(data_dir: &Path, name: &str, address: &str, extra: &[String]) -> Self {
+        let child = Self::command(&bin_dir(), data_dir, name, address)
+            .arg("--listen-metrics-urls=http://127.0.0.1:0")
+            .args(["--heartbeat-interval=50", "--election-timeout=250"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start etcd");
+        Self(child)
+    }
+}
+
+impl Drop for RawEtcd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A tokio runtime for the async etcd client.
+///
+/// # Panics
+/// When the runtime cannot be built (the test's failure report).
+pub fn rt() -> tokio::runtime::Runtime {
+    runtime().expect("runtime")
+}
+
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+}
+
+/// Runs `f` to its end on a runtime of its own; `None` when no runtime
+/// can be built.
+pub fn block_on<T>(f: impl Future<Output = Option<T>>) -> Option<T> {
+    runtime()?.block_on(f)
+}
+
+/// The timeouts of an etcd client.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// To open the connection.
+    pub connect: Duration,
+    /// Of every call made through the client.
+    pub call: Duration,
+    /// Of the whole connection attempt.
+    pub attempt: Duration,
+}
+
+/// A client of `endpoint`, `None` when it cannot connect in time.
+pub async fn connect(endpoint: &str, t: Timeouts) -> Option<etcd_client::Client> {
+    let opts = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(t.connect)
+        .with_timeout(t.call);
+    tokio::time::timeout(
+        t.attempt,
+        etcd_client::Client::connect([endpoint], Some(opts)),
+    )
+    .await
+    .ok()?
+    .ok()
+}
+
+/// A client of `endpoint`: connects within 500 ms, every call times out
+/// after 1 s, and the whole connection attempt after 2 s.
+pub async fn client(endpoint: &str) -> Option<etcd_client::Client> {
+    let t = Timeouts {
+        connect: Duration::from_millis(500),
+        call: Duration::from_millis(1000),
+        attempt: Duration::from_secs(2),
+    };
+    connect(endpoint, t).await
+}
+
+/// `(cluster id, value of key)` when etcd answers a linearizable read.
+pub fn read(endpoint: &str, key: &str) -> Option<(u64, Option<String>)> {
+    block_on(async {
+        let mut c = client(endpoint).await?;
+        let r = tokio::time::timeout(Duration::from_secs(2), c.get(key, None))
+            .await
+            .ok()?
+            .ok()?;
+        let cluster = r.header()?.cluster_id();
+        let value = r
+            .kvs()
+            .first()
+            .map(|kv| String::from_utf8_lossy(kv.value()).to_string());
+        Some((cluster, value))
+    })
+}
+
+/// Whether etcd acknowledged the write within 2 s.
+pub fn write(endpoint: &str, key: &str, value: &str) -> bool {
+    block_on(async {
+        let mut c = client(endpoint).await?;
+        let put = tokio::time::timeout(Duration::from_secs(2), c.put(key, value, None)).await;
+        Some(matches!(put, Ok(Ok(_))))
+    })
+    .unwrap_or(false)
+}
+
+/// The members of a member list as `(name, is_learner)`, sorted.
+pub fn names_and_roles(r: &etcd_client::MemberListResponse) -> Vec<(String, bool)> {
+    let mut v: Vec<(String, bool)> = r
+        .members()
+        .iter()
+        .map(|m| (m.name().to_string(), m.is_learner()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Waits until etcd serves reads; returns the cluster id.
+pub fn wait_serving(endpoint: &str, limit: Duration) -> Option<u64> {
+    crate::wait_until(limit, || read(endpoint, "health-probe").map(|(c, _)| c))
+}
+
+/// Every key and value under "" with the revision, via a linearizable read.
+pub fn dump(endpoint: &str) -> Option<(i64, Vec<(String, String)>)> {
+    block_on(async {
+        let mut c = client(endpoint).await?;
+        let opts = etcd_client::GetOptions::new().with_all_keys();
+        let r = tokio::time::timeout(Duration::from_secs(5), c.get("", Some(opts)))
+            .await
+            .ok()?
+            .ok()?;
+        let rev = r.header()?.revision();
+        let kvs = r
+            .kvs()
+            .iter()
+            .map(|kv| {
+                (
+                    String::from_utf8_lossy(kv.key()).into(),
+                    String::from_utf8_lossy(kv.value()).into(),
+                )
+            })
+            .collect();
+        Some((rev, kvs))
+    })
+}

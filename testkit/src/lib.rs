@@ -1,0 +1,80 @@
+//! eco's test kit: **dev-only**, never published (`publish = false`), never
+//! a dependency of the `eco` binary or library. It holds the one copy of
+//! what the integration tests (`tests/`, a dev-dependency of `eco`) and
+//! the simulations (`simulations/`, the chaos harness and the snapshot
+//! benchmark) need to run eco and etcd for real:
+//!
+//! - [`config`]: one builder of [`eco::config::Config`] values, with the
+//!   fast timings the tests use, written with `toml::to_string` (a config
+//!   is built by its types, never by editing text);
+//! - [`etcd`]: the etcd binaries of the workspace
+//!   (`.tools/etcd-$ECO_TEST_ETCD_VERSION/bin`), raw etcd processes,
+//!   client helpers with timeouts, the pids of the etcd processes on a
+//!   data directory;
+//! - [`cluster`]: one process cluster of `eco run` instances with the
+//!   static provider (a shared group file written atomically, a shared
+//!   directory store, one gossip key), on loopback or in network
+//!   namespaces with nftables partitions, killed by pid when dropped;
+//! - [`instance`]: one eco instance alone in a temporary directory (a
+//!   group of one);
+//! - [`ledger`]: a write load that records every acknowledged write, and
+//!   the check that none of them was lost;
+//! - [`process`]: signals by pid, `PR_SET_PDEATHSIG`, starting `eco run`.
+//!
+//! What it does not do: it installs nothing (scripts/install-deps.sh puts
+//! etcd under `.tools/`), builds nothing (the caller names the `eco`
+//! binary: [`eco_bin!`] in integration tests, `--eco-bin` in the chaos
+//! harness), simulates nothing (every etcd and eco is a real process),
+//! never retries on its own beyond the bounded waits it documents, and
+//! reaches no address but loopback and the namespaces it made. It is not
+//! an API for eco's users.
+//!
+//! Failures: the parts the chaos harness uses ([`cluster`], [`config`],
+//! [`process`], [`etcd::bin_dir_of`], [`etcd::RawEtcd::command`]) return
+//! errors, since the harness reports a failed scenario and goes on. The
+//! helpers only tests use ([`instance::Instance`], [`etcd::bin_dir`],
+//! [`etcd::rt`], [`etcd::RawEtcd::start`] and its siblings,
+//! [`process::run_eco`]) panic with a
+//! message instead: in a test, that panic is the failure report, and
+//! every caller would unwrap anyway. Every wait is bounded in time (and so
+//! in count); every process is killed by its pid, never by name.
+
+pub mod cluster;
+pub mod config;
+pub mod etcd;
+pub mod instance;
+pub mod ledger;
+pub mod process;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The `eco` binary Cargo built for the calling integration test (the
+/// debug one under `cargo test`): `env!("CARGO_BIN_EXE_eco")`, expanded
+/// in the caller's crate, where Cargo sets it.
+#[macro_export]
+macro_rules! eco_bin {
+    () => {
+        ::std::path::PathBuf::from(env!("CARGO_BIN_EXE_eco"))
+    };
+}
+
+/// The workspace's root directory (where `.tools/` and `target/` are).
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// Polls `f` every 50 ms until it returns `Some` or `limit` passes.
+pub fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,110 @@
+//! Processes: signals by pid, children that die with the harness, and
+//! starting `eco run`.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Sends `signal` to `pid` (a process this harness started or found on
+/// its own data directory).
+pub fn kill(pid: i32, signal: i32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// The child gets `PR_SET_PDEATHSIG = SIGKILL`: it dies when the thread
+/// that spawned it ends, whatever ends it (SIGKILL of the harness
+/// included). Spawn from a thread that lives as long as the child should.
+pub fn die_with_parent(cmd: &mut Command) -> &mut Command {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// How to start one `eco run`.
+pub struct EcoRun<'a> {
+    /// The `eco` binary.
+    pub eco: &'a Path,
+    pub config: &'a Path,
+    pub instance_id: &'a str,
+    /// eco's output is appended to this file.
+    pub log: &'a Path,
+    /// Run inside this network namespace (`ip netns exec`).
+    pub netns: Option<&'a str>,
+    /// See [`die_with_parent`].
+    pub die_with_parent: bool,
+}
+
+impl EcoRun<'_> {
+    /// Starts `eco run --config <config> --instance-id <id>`, stdin closed,
+    /// stdout and stderr appended to the log.
+    pub fn spawn(&self) -> std::io::Result<Child> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log)?;
+        let mut command = match self.netns {
+            None => Command::new(self.eco),
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(self.eco);
+                c
+            }
+        };
+        command
+            .args(["run", "--config"])
+            .arg(self.config)
+            .arg("--instance-id")
+            .arg(self.instance_id)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        if self.die_with_parent {
+            die_with_parent(&mut command);
+        }
+        command.spawn()
+    }
+}
+
+/// Runs `eco <args>` to its end; returns (exit code, stdout, stderr).
+///
+/// # Panics
+/// When `eco` cannot be run at all (a test helper: the test's failure
+/// report).
+pub fn run_eco(eco: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(eco).args(args).output().expect("run eco");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// Polls `child` every 50 ms until it exits or `limit` passes; whether it
+/// exited (and was reaped).
+pub fn wait_exit(child: &mut Child, limit: Duration) -> bool {
+    let until = Instant::now() + limit;
+    loop {
+        if child.try_wait().ok().flatten().is_some() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// eco's log without the lines it relays from etcd.
+pub fn eco_lines(log: &str) -> Vec<&str> {
+    log.lines().filter(|l| !l.contains(" etcd:")).collect()
+}
