@@ -376,7 +376,7 @@ pub mod defaults {
         7
     }
     pub fn quorum_loss_timeout() -> ConfigDuration {
-        ConfigDuration::from_secs(60)
+        ConfigDuration::from_millis(recovery::fenced::DEFAULT_QUORUM_LOSS_TIMEOUT)
     }
     pub fn unhealthy_member_ttl() -> ConfigDuration {
         ConfigDuration::from_secs(5 * 60)

@@ -2,6 +2,7 @@
 //! Every problem names the key, says what is wrong and what is allowed.
 
 use super::{AutoCompactionMode, Config, ConfigDuration, ProviderKind, Scheme, SnapshotStoreKind};
+use recovery::fenced::{ProtocolConfig, Setting, WatchedTiming};
 use std::fmt;
 use std::time::Duration;
 
@@ -342,17 +343,21 @@ pub fn validate(c: &Config) -> Vec<Problem> {
     }
 
     let r = &c.recovery;
-    let min_loss = e.election_timeout.get() * 20;
-    if r.quorum_loss_timeout.get() < min_loss {
-        ck.fail(
-            "recovery.quorum_loss_timeout",
-            format!(
-                "{} is shorter than 20 election timeouts ({}); a slow election must never look like a lost quorum; allowed: at least {}",
-                r.quorum_loss_timeout,
-                e.election_timeout,
-                ConfigDuration(min_loss)
-            ),
-        );
+    // The quorum-loss protocol's own timing rules (one place: recovery).
+    let ms = |d: ConfigDuration| d.get().as_millis() as u64;
+    let protocol = ProtocolConfig::for_timeout(
+        ms(r.quorum_loss_timeout),
+        r.accept_loss_after.map(ms),
+    );
+    for problem in protocol.validate(WatchedTiming {
+        election_timeout: ms(e.election_timeout),
+        probe_interval: ms(e.probe_interval),
+    }) {
+        let key = match problem.setting {
+            Setting::QuorumLossTimeout => "recovery.quorum_loss_timeout",
+            Setting::AcceptLossAfter => "recovery.accept_loss_after",
+        };
+        ck.fail(key, problem.message);
     }
     if r.unhealthy_member_ttl.get() < e.election_timeout.get() * 10 {
         ck.fail(
@@ -365,14 +370,6 @@ pub fn validate(c: &Config) -> Vec<Problem> {
         r.learner_timeout,
         Duration::from_secs(1),
     );
-    if let Some(a) = r.accept_loss_after {
-        if a < r.quorum_loss_timeout {
-            ck.fail(
-                "recovery.accept_loss_after",
-                format!("{a} is below quorum_loss_timeout = {}; allowed: at least quorum_loss_timeout, or leave it unset (the safe default)", r.quorum_loss_timeout),
-            );
-        }
-    }
     if let Some(name) = &r.bootstrap_from {
         if name.trim().is_empty() {
             ck.fail(
@@ -565,6 +562,11 @@ mod tests {
                 "[recovery]\nquorum_loss_timeout = \"5s\"\n",
                 "recovery.quorum_loss_timeout",
                 "20 election timeouts",
+            ),
+            (
+                "[etcd]\nprobe_interval = \"30s\"\n",
+                "recovery.quorum_loss_timeout",
+                "the quorum-loss detector could never conclude",
             ),
             (
                 "[recovery]\nunhealthy_member_ttl = \"2s\"\n",

@@ -22,7 +22,9 @@ use recovery::fenced::{
 };
 use recovery::pass::Hold;
 use recovery::seeding::SeedFrom;
+use crate::status::{InstanceStatus, NextAction, Phase};
 use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
 
 /// The protocol's I/O, borrowed from the daemon for one pass or message.
 pub(super) struct QuorumLossIo<'a> {
@@ -36,6 +38,9 @@ pub(super) struct QuorumLossIo<'a> {
     /// The last problem worth a human's eye (alerts, failed seeds and
     /// joins), for `/status`.
     pub problem: &'a mut Option<String>,
+    /// `/status`, so a freeze or a seeding shows while it runs (output
+    /// only).
+    pub status: &'a watch::Sender<InstanceStatus>,
 }
 
 fn unix_ms() -> u64 {
@@ -95,7 +100,15 @@ impl QuorumLossHost for QuorumLossIo<'_> {
         self.durable.store_protocol(state)
     }
 
-    async fn freeze(&mut self, _reason: &str) -> anyhow::Result<()> {
+    async fn freeze(&mut self, reason: &str) -> anyhow::Result<()> {
+        self.status.send_modify(|s| {
+            s.phase = Phase::Frozen;
+            s.ready = false;
+            s.next = NextAction {
+                action: "stay frozen (promised in a recovery round)".into(),
+                reason: reason.into(),
+            };
+        });
         self.etcd.stop().await
     }
 
@@ -170,6 +183,14 @@ impl QuorumLossHost for QuorumLossIo<'_> {
                 token_suffix,
             } => (*incarnation, *token_suffix),
         };
+        self.status.send_modify(|s| {
+            s.phase = Phase::Seeding;
+            s.ready = false;
+            s.next = NextAction {
+                action: "seed the new incarnation".into(),
+                reason: format!("seeding incarnation {incarnation}: {plan:?}"),
+            };
+        });
         let target = Target {
             incarnation,
             token: facts::token(self.ctx.cluster(), incarnation, token_suffix),
@@ -264,6 +285,7 @@ impl Daemon {
             gossip,
             quorum_loss,
             problem,
+            status,
             ..
         } = self;
         let (driver, gossip) = (quorum_loss.as_mut()?, gossip.as_ref()?);
@@ -278,6 +300,7 @@ impl Daemon {
                 gossip: &gossip.node,
                 probe,
                 problem,
+                status,
             },
         ))
     }

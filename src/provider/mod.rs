@@ -16,7 +16,7 @@
 //!   stop waiting for a member that may hold the only copy of acknowledged
 //!   writes.
 //!
-//! The static provider ([`static_file`]) reads a file; cloud providers
+//! The static provider (`static_file.rs`) reads a file; cloud providers
 //! (AWS auto-scaling groups, Kubernetes StatefulSets) plug in behind the
 //! same trait.
 

@@ -51,10 +51,13 @@
 //! # What this module does not do
 //!
 //! Talk to anything: gossip, etcd, the store and the provider belong to the
-//! daemon, which fills [`Observation`], [`LocalData`], [`StoreFacts`],
-//! [`GroupFacts`] and executes [`Effect`]s. It does not replay WALs or
-//! restore snapshots ([`SeedPlan`] says what to do), nor rewrite `V_n` in
-//! steady state (the planner's job; fed back as [`Input::Membership`]).
+//! daemon's driver (`eco::quorum_loss::driver`, also run by the turmoil
+//! simulation), which fills [`Observation`], [`LocalData`], [`StoreFacts`],
+//! [`GroupFacts`] and executes [`Effect`]s, then pays what [`Owed`] says
+//! the state still owes. It does not replay WALs or restore snapshots
+//! ([`SeedPlan`] says what to do; `crate::seeding` lists the steps), nor
+//! keep `V_n` in steady state (`crate::voters` decides that; it is fed
+//! back as [`Input::Membership`]).
 //! Known limit: `Prepare` goes to `V_n` only, so data held by non-members
 //! (possible only after an abandoned incarnation) is not collected.
 
