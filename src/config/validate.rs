@@ -345,10 +345,8 @@ pub fn validate(c: &Config) -> Vec<Problem> {
     let r = &c.recovery;
     // The quorum-loss protocol's own timing rules (one place: recovery).
     let ms = |d: ConfigDuration| d.get().as_millis() as u64;
-    let protocol = ProtocolConfig::for_timeout(
-        ms(r.quorum_loss_timeout),
-        r.accept_loss_after.map(ms),
-    );
+    let protocol =
+        ProtocolConfig::for_timeout(ms(r.quorum_loss_timeout), r.accept_loss_after.map(ms));
     for problem in protocol.validate(WatchedTiming {
         election_timeout: ms(e.election_timeout),
         probe_interval: ms(e.probe_interval),

@@ -15,6 +15,7 @@ use crate::quorum_loss::facts;
 use crate::quorum_loss::store_facts;
 use crate::record;
 use crate::state_file::LocalState;
+use crate::status::{InstanceStatus, NextAction, Phase};
 use gossip::Gossip;
 use recovery::fenced::{
     AlertKind, CreateResult, GroupFacts, Incarnation, InstanceId, LocalData, PersistedState, Probe,
@@ -22,7 +23,6 @@ use recovery::fenced::{
 };
 use recovery::pass::Hold;
 use recovery::seeding::SeedFrom;
-use crate::status::{InstanceStatus, NextAction, Phase};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
