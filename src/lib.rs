@@ -50,3 +50,4 @@ pub mod status;
 pub mod status_client;
 pub mod store;
 pub mod version;
+pub mod wall_clock;

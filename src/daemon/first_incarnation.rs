@@ -28,12 +28,13 @@ use crate::record::{self, IncarnationRecord};
 use crate::snapshot::name::SnapshotName;
 use crate::state_file::LocalState;
 use crate::store::list_all;
+use crate::wall_clock::unix_ms;
 use anyhow::Context;
 use recovery::formation::{self, Formation, PeerFacts, RecordListing};
 use recovery::pass::Phase;
 use recovery::seeding::SeedFrom;
 use recovery::startup::{self, InitialSource, RecordSummary};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// How long a bootstrap waits between attempts while the store fails.
 const STORE_RETRY: Duration = Duration::from_secs(2);
@@ -46,13 +47,6 @@ pub(super) enum Bootstrapped {
     Refused(String),
     /// A signal came while waiting for the store.
     Signalled,
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64
 }
 
 impl Daemon {

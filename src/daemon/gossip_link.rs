@@ -6,10 +6,10 @@
 
 use super::context::Ctx;
 use crate::provider::{Group, Host};
+use crate::wall_clock::unix_ms;
 use anyhow::Context;
 use gossip::{Event, Gossip, GossipConfig, Keyring, PeerState};
 use std::net::SocketAddr;
-use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub(super) struct GossipLink {
@@ -49,13 +49,6 @@ async fn addresses<'a>(hosts: impl Iterator<Item = &'a Host>, port: u16) -> Vec<
         }
     }
     out
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64
 }
 
 impl GossipLink {

@@ -16,6 +16,7 @@ use crate::quorum_loss::store_facts;
 use crate::record;
 use crate::state_file::LocalState;
 use crate::status::{InstanceStatus, NextAction, Phase};
+use crate::wall_clock::unix_ms;
 use gossip::Gossip;
 use recovery::fenced::{
     AlertKind, CreateResult, GroupFacts, Incarnation, InstanceId, LocalData, PersistedState, Probe,
@@ -23,7 +24,6 @@ use recovery::fenced::{
 };
 use recovery::pass::Hold;
 use recovery::seeding::SeedFrom;
-use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
 /// The protocol's I/O, borrowed from the daemon for one pass or message.
@@ -41,13 +41,6 @@ pub(super) struct QuorumLossIo<'a> {
     /// `/status`, so a freeze or a seeding shows while it runs (output
     /// only).
     pub status: &'a watch::Sender<InstanceStatus>,
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64
 }
 
 impl QuorumLossHost for QuorumLossIo<'_> {

@@ -7,7 +7,6 @@ use crate::etcd::probe::{self, ProbeError};
 use crate::store::{ObjectInfo, ObjectStore, StoreError};
 use bytes::Bytes;
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::io::StreamReader;
@@ -114,10 +113,7 @@ pub async fn take(
         revision,
         token: req.token.clone(),
     };
-    let created = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis();
+    let created = crate::wall_clock::unix_ms();
     let metadata = BTreeMap::from([
         (meta::CLUSTER.to_string(), req.cluster.clone()),
         (meta::INCARNATION.to_string(), req.incarnation.to_string()),

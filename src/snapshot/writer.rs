@@ -11,11 +11,12 @@ use super::take::{self, SnapshotRequest, meta};
 use crate::etcd::access::EtcdAccess;
 use crate::status::{InstanceStatus, SnapshotStatus};
 use crate::store::{ObjectInfo, ObjectStore, list_all};
+use crate::wall_clock::unix_ms;
 use recovery::retention::{self, RetentionPolicy, SnapshotEntry};
 use recovery::snapshot_schedule::{LastSnapshot, SnapshotSchedule, WriterFacts, snapshot_due};
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// What the daemon's latest pass tells the writer.
@@ -38,13 +39,6 @@ pub struct SnapshotWriter {
     pub schedule: SnapshotSchedule,
     pub policy: RetentionPolicy,
     pub check_every: Duration,
-}
-
-fn now_unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64
 }
 
 fn taken_ms(o: &ObjectInfo) -> u64 {
@@ -150,7 +144,7 @@ impl SnapshotWriter {
             })
             .collect();
         let protected: HashSet<String> = HashSet::new();
-        for (name, why) in retention::to_delete(&entries, &protected, self.policy, now_unix_ms()) {
+        for (name, why) in retention::to_delete(&entries, &protected, self.policy, unix_ms()) {
             match self.store.delete(&name).await {
                 Ok(()) => tracing::info!(%name, %why, "retention deleted a snapshot"),
                 Err(e) => {
@@ -189,7 +183,7 @@ impl SnapshotWriter {
                 }
             }
             if let Some(reason) = snapshot_due(
-                now_unix_ms(),
+                unix_ms(),
                 writes,
                 current.facts.revision(),
                 last,
