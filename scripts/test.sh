@@ -25,7 +25,7 @@ step "tests (etcd 3.5)"
 ECO_TEST_ETCD_VERSION=3.5 cargo test --workspace --all-targets
 
 step "integration tests (etcd 3.4)"
-ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_input --test membership --test snapshots --test lifecycle --test resize --test formation --test wal --test quorum_loss
+ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_input --test membership --test snapshots --test lifecycle --test resize --test formation --test wal --test quorum_loss --test leaving
 
 step "chaos subset (real processes, the dev build of eco)"
 ./target/debug/simulations chaos --eco-bin target/debug/eco --out target/chaos-ci \

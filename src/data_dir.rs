@@ -2,9 +2,12 @@
 //!
 //! eco never deletes a live data directory. One that must go is renamed to
 //! `<data_dir>.moved-<UTC time>-<reason>` beside it so a human can still
-//! recover from it; only the oldest moved-aside copies beyond the configured
-//! number are deleted.
+//! recover from it. Which copies may be deleted later is decided by
+//! `recovery::moved_aside` (by age, never the newest copy holding data,
+//! never while the live directory holds none); [`prune`] lists and
+//! deletes.
 
+use recovery::moved_aside::{Copy, Retention};
 use std::path::{Path, PathBuf};
 
 const MOVED_MARK: &str = ".moved-";
@@ -72,9 +75,9 @@ pub fn prepare_parent(dir: &Path) -> Result<(), DataDirError> {
     Ok(())
 }
 
-/// Renames `dir` aside (if it exists) and prunes old moved-aside copies
-/// beyond `keep`. Returns where it went.
-pub fn move_aside(dir: &Path, reason: &str, keep: usize) -> Result<Option<PathBuf>, DataDirError> {
+/// Renames `dir` aside (if it exists); returns where it went. Nothing is
+/// deleted here.
+pub fn move_aside(dir: &Path, reason: &str) -> Result<Option<PathBuf>, DataDirError> {
     if !dir.exists() {
         return Ok(None);
     }
@@ -104,7 +107,6 @@ pub fn move_aside(dir: &Path, reason: &str, keep: usize) -> Result<Option<PathBu
         let _ = crate::atomic_file::sync_dir(parent);
     }
     tracing::warn!(from = %dir.display(), to = %to.display(), reason, "moved data directory aside");
-    prune(dir, keep.max(1));
     Ok(Some(to))
 }
 
@@ -126,19 +128,43 @@ pub fn moved_aside(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-fn prune(dir: &Path, keep: usize) {
-    let copies = moved_aside(dir);
-    let excess = copies.len().saturating_sub(keep);
-    for old in &copies[..excess] {
-        match std::fs::remove_dir_all(old) {
+/// Deletes the moved-aside copies of `dir` that `recovery::moved_aside`
+/// lets go under `retention`; returns those deleted.
+pub fn prune(dir: &Path, retention: Retention) -> Vec<PathBuf> {
+    let now_ms = crate::wall_clock::unix_ms();
+    let copies: Vec<Copy> = moved_aside(dir)
+        .iter()
+        .map(|p| {
+            let name = p.to_string_lossy().to_string();
+            let moved_ms = p
+                .file_name()
+                .and_then(|f| f.to_str())
+                .and_then(|f| f.split(MOVED_MARK).nth(1))
+                .and_then(parse_stamp);
+            Copy {
+                // A name without a readable time is as young as can be:
+                // kept.
+                age_ms: moved_ms.map_or(0, |at| now_ms.saturating_sub(at)),
+                holds_data: inspect(p).is_ok_and(|d| d == DataState::Present),
+                name,
+            }
+        })
+        .collect();
+    let live = inspect(dir).is_ok_and(|d| d == DataState::Present);
+    let mut deleted = Vec::new();
+    for (name, why) in recovery::moved_aside::to_delete(&copies, retention, live) {
+        let path = PathBuf::from(&name);
+        match std::fs::remove_dir_all(&path) {
             Ok(()) => {
-                tracing::info!(path = %old.display(), keep, "deleted the oldest moved-aside data directory")
+                tracing::info!(path = %name, %why, "deleted a moved-aside data directory");
+                deleted.push(path);
             }
             Err(e) => {
-                tracing::warn!(path = %old.display(), error = %e, "cannot delete an old moved-aside data directory")
+                tracing::warn!(path = %name, error = %e, "cannot delete a moved-aside data directory")
             }
         }
     }
+    deleted
 }
 
 /// `YYYYmmddTHHMMSS.mmmZ` in UTC, from the system clock.
@@ -156,6 +182,34 @@ fn chrono_like_stamp() -> String {
         rem % 60,
         now.subsec_millis()
     )
+}
+
+/// The Unix ms of a `YYYYmmddTHHMMSS.mmmZ` stamp at the start of `text`.
+fn parse_stamp(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    if b.len() < 20 || b[8] != b'T' || b[15] != b'.' || b[19] != b'Z' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<u64>().ok();
+    let (y, m, d) = (num(0..4)?, num(4..6)?, num(6..8)?);
+    let (h, min, sec, ms) = (num(9..11)?, num(11..13)?, num(13..15)?, num(16..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || h > 23 || min > 59 || sec > 60 {
+        return None;
+    }
+    let days = days_from_civil(y as i64, m as u32, d as u32);
+    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + min * 60 + sec;
+    Some(secs * 1000 + ms)
+}
+
+/// (year, month, day) to days since 1970-01-01, Howard Hinnant's algorithm.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Days since 1970-01-01 to (year, month, day), Howard Hinnant's algorithm.
@@ -198,25 +252,65 @@ mod tests {
     }
 
     #[test]
-    fn move_aside_keeps_data_and_bounds_copies() {
+    fn stamps_read_back_as_times() {
+        assert_eq!(parse_stamp("19700101T000000.000Z-x"), Some(0));
+        assert_eq!(
+            parse_stamp("20251122T010203.004Z-wiped"),
+            Some((20_414 * 86_400 + 3723) * 1000 + 4)
+        );
+        assert_eq!(parse_stamp("2025-11-22-garbage"), None);
+        assert_eq!(parse_stamp("20251322T010203.004Z"), None);
+        let stamp = chrono_like_stamp();
+        let back = parse_stamp(&stamp).unwrap();
+        assert!(
+            crate::wall_clock::unix_ms().abs_diff(back) < 5_000,
+            "{stamp}"
+        );
+    }
+
+    #[test]
+    fn a_loop_of_moves_keeps_every_copy_and_old_ones_go_by_age() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("etcd");
-        for i in 0..4 {
+        let retention = Retention {
+            keep: 2,
+            min_age_ms: 3_600_000,
+        };
+        // The real data first, then a loop of empty moves.
+        std::fs::create_dir_all(dir.join("member/wal")).unwrap();
+        std::fs::write(dir.join("member/wal/0.wal"), b"x").unwrap();
+        for i in 0..6 {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("v"), format!("{i}")).unwrap();
-            let to = move_aside(&dir, "wiped member/test", 2).unwrap().unwrap();
+            let to = move_aside(&dir, "wiped member/test").unwrap().unwrap();
             assert!(!dir.exists());
-            assert_eq!(
-                std::fs::read_to_string(to.join("v")).unwrap(),
-                format!("{i}")
-            );
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            assert!(to.exists());
         }
-        let copies = moved_aside(&dir);
-        assert_eq!(copies.len(), 2);
-        assert_eq!(std::fs::read_to_string(copies[1].join("v")).unwrap(), "3");
-        assert_eq!(std::fs::read_to_string(copies[0].join("v")).unwrap(), "2");
-        assert_eq!(move_aside(&dir, "x", 2).unwrap(), None);
+        std::fs::create_dir_all(dir.join("member/wal")).unwrap();
+        std::fs::write(dir.join("member/wal/0.wal"), b"x").unwrap();
+        assert!(prune(&dir, retention).is_empty(), "all young: all kept");
+        assert_eq!(moved_aside(&dir).len(), 6);
+        // Age them: rename each with a stamp two hours old.
+        for (i, p) in moved_aside(&dir).iter().enumerate() {
+            let old = format!("{}.moved-19700101T0{i}0000.000Z-old", dir.display());
+            std::fs::rename(p, old).unwrap();
+        }
+        let deleted = prune(&dir, retention);
+        let left = moved_aside(&dir);
+        assert_eq!(left.len() + deleted.len(), 6);
+        assert_eq!(
+            left.len(),
+            3,
+            "the newest two, and the newest with data: {left:?}"
+        );
+        assert!(
+            left.iter().any(|p| p.join("member/wal/0.wal").exists()),
+            "the copy that held the data stays"
+        );
+        assert_eq!(
+            move_aside(d.path().join("none").as_path(), "x").unwrap(),
+            None
+        );
     }
 
     #[test]

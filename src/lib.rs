@@ -31,6 +31,7 @@
 //! docs/architecture.md and docs/runbook.md.
 
 pub mod api;
+pub mod api_address;
 pub mod atomic_file;
 pub mod cluster_view;
 pub mod commands;

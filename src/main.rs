@@ -334,17 +334,13 @@ fn status(
     })
 }
 
-/// The API address an instance listens on, from its config and provider.
+/// The API address an instance listens on, from its config.
 async fn api_address(
     path: &std::path::Path,
     id: Option<&str>,
 ) -> anyhow::Result<std::net::SocketAddr> {
     let config = config::load_file(path)?;
-    if let Some(bind) = config.api.bind {
-        return Ok(bind);
-    }
-    let me = eco::commands::identity(&config, id).await?;
-    Ok(std::net::SocketAddr::new(me.bind, config.api.port as u16))
+    eco::commands::api_address(&config, id).await
 }
 
 fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {

@@ -94,6 +94,9 @@ impl InstanceStatus {
         if self.ready {
             return None;
         }
+        if matches!(self.phase, Phase::Leaving | Phase::Frozen | Phase::Seeding) {
+            return Some(format!("{}: {}", self.phase.as_str(), self.next.reason));
+        }
         if !self.process.running {
             return Some(format!(
                 "etcd is not running (phase {:?}): {}",

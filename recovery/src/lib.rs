@@ -27,7 +27,8 @@
 //!   exists, from what is on disk now (a seeding resumes from any crash).
 //! - [`voters`]: keeping `V_n` in the state file and the store's record.
 //! - [`snapshot_schedule`] and [`retention`]: who writes snapshots, when,
-//!   and which stored snapshots to keep.
+//!   and which stored snapshots to keep; [`moved_aside`]: which moved-aside
+//!   data directories may go (by age, never the last copy of data).
 //!
 //! What this crate does not do: talk to etcd, the store, the provider or
 //! the network; read files; sleep. It also does not decide anything the
@@ -36,6 +37,7 @@
 
 pub mod fenced;
 pub mod formation;
+pub mod moved_aside;
 pub mod pass;
 pub mod planner;
 pub mod retention;

@@ -11,14 +11,18 @@
 //!   promise, seeding a new incarnation, or owing a join of one), or
 //!   changed its etcd or state during this pass, nothing else acts on this
 //!   pass's observation (it is stale);
+//! - an instance the provider no longer lists is leaving (phase
+//!   `leaving`): the planner's leaving rules apply (it never joins again
+//!   and keeps its data), and it never takes part in formation;
 //! - an instance of a multi-instance group that finds no member anywhere,
 //!   runs no etcd, holds no data and has never been confirmed as a member
 //!   (no state, or a first seeding that never started etcd) takes part in
 //!   forming the first cluster;
 //! - otherwise the steady-state planner acts;
-//! - ready means: not held, etcd answers and knows a leader, and this
-//!   instance is in the newest incarnation the store records (a frozen
-//!   minority of an old incarnation would serve stale reads).
+//! - ready means: not held, in the group (a leaving instance takes no new
+//!   clients), etcd answers and knows a leader, and this instance is in the
+//!   newest incarnation the store records (a frozen minority of an old
+//!   incarnation would serve stale reads).
 //!
 //! What it does not do: choose the action itself (formation, the planner
 //! and the protocol do), or remember anything between passes.
@@ -42,6 +46,9 @@ pub enum Phase {
     Frozen,
     /// Seeding a new incarnation after a quorum loss.
     Seeding,
+    /// Not in the group any more: it never joins again, keeps its data, and
+    /// stops etcd once the cluster removed its member.
+    Leaving,
 }
 
 impl Phase {
@@ -55,6 +62,7 @@ impl Phase {
             Phase::Stopping => "stopping",
             Phase::Frozen => "frozen",
             Phase::Seeding => "seeding",
+            Phase::Leaving => "leaving",
         }
     }
 }
@@ -97,6 +105,8 @@ pub struct PassFacts {
     pub members_answer: bool,
     pub data: DataState,
     pub group_size: usize,
+    /// The provider lists this instance in the group.
+    pub in_group: bool,
     pub state: Option<StateSummary>,
     /// The newest incarnation the store records, `None` when unknown.
     pub newest_recorded: Option<u64>,
@@ -136,11 +146,16 @@ pub fn decide(f: &PassFacts) -> Ready {
         _ => None,
     };
     let answering_leader = f.local.is_some_and(|m| m.has_leader);
-    let ready = f.refused.is_none() && f.hold.is_none() && stale.is_none() && answering_leader;
+    let ready = f.refused.is_none()
+        && f.hold.is_none()
+        && f.in_group
+        && stale.is_none()
+        && answering_leader;
     let phase = match (&f.refused, &f.hold) {
         (Some(_), _) => Phase::Refused,
         (None, Some((Hold::Seeding, _))) => Phase::Seeding,
         (None, Some(_)) => Phase::Frozen,
+        (None, None) if !f.in_group => Phase::Leaving,
         (None, None) if ready => Phase::Running,
         (None, None) => Phase::Starting,
     };
@@ -176,7 +191,8 @@ fn forming(f: &PassFacts) -> bool {
     let never_confirmed = f
         .state
         .is_none_or(|s| s.member_id.is_none() && s.incarnation == 1);
-    !f.members_answer
+    f.in_group
+        && !f.members_answer
         && !f.etcd_running
         && f.data == DataState::Empty
         && f.group_size > 1
@@ -200,6 +216,7 @@ mod tests {
             members_answer: true,
             data: DataState::Present,
             group_size: 3,
+            in_group: true,
             state: Some(StateSummary {
                 incarnation: 2,
                 member_id: Some(9),
@@ -351,6 +368,23 @@ mod tests {
                 "planner",
                 false,
                 Phase::Starting,
+            ),
+            (
+                "removed from the group: leaving, still served by the planner",
+                |f| f.in_group = false,
+                "planner",
+                false,
+                Phase::Leaving,
+            ),
+            (
+                "removed from the group before it ever joined: no formation",
+                |f| {
+                    empty_newcomer(f);
+                    f.in_group = false;
+                },
+                "planner",
+                false,
+                Phase::Leaving,
             ),
             (
                 "an empty newcomer whose etcd restarts",

@@ -20,6 +20,27 @@ pub fn store(config: &Config) -> anyhow::Result<Arc<dyn ObjectStore>> {
     })
 }
 
+/// Where the instance of this config serves its API: `api.bind`, else its
+/// address from the provider, else — an instance the provider no longer
+/// names (it left its group) — the address its daemon recorded.
+pub async fn api_address(
+    config: &Config,
+    instance_id: Option<&str>,
+) -> anyhow::Result<std::net::SocketAddr> {
+    if let Some(bind) = config.api.bind {
+        return Ok(bind);
+    }
+    match identity(config, instance_id).await {
+        Ok(me) => Ok(std::net::SocketAddr::new(me.bind, config.api.port as u16)),
+        Err(e) => crate::api_address::recorded(&config.etcd.data_dir).ok_or_else(|| {
+            e.context(format!(
+                "and no daemon recorded its API address in {}",
+                crate::api_address::file(&config.etcd.data_dir).display()
+            ))
+        }),
+    }
+}
+
 /// This instance as the config's provider knows it (`instance_id`: from
 /// the command line or `ECO_INSTANCE_ID`, if given).
 pub async fn identity(config: &Config, instance_id: Option<&str>) -> anyhow::Result<Identity> {

@@ -177,10 +177,18 @@ pub struct EtcdConfig {
     /// How often the local etcd's health is probed.
     #[serde(default = "defaults::probe_interval")]
     pub probe_interval: ConfigDuration,
-    /// How many moved-aside data directories are kept (the oldest beyond
-    /// this are deleted; the live data directory never is).
+    /// The newest moved-aside data directories always kept (the live data
+    /// directory is never deleted; older copies go only by age, see
+    /// `keep_moved_aside_for`).
     #[serde(default = "defaults::keep_moved_aside")]
     pub keep_moved_aside: u32,
+    /// Moved-aside data directories younger than this are never deleted,
+    /// whatever their number (a loop that moves data aside every second
+    /// cannot exhaust them); older ones beyond the newest
+    /// `keep_moved_aside` are deleted, except the newest that holds etcd
+    /// data, and only while the live data directory holds data again.
+    #[serde(default = "defaults::keep_moved_aside_for")]
+    pub keep_moved_aside_for: ConfigDuration,
 }
 
 /// `[gossip]`: eco's own membership between instances.
@@ -353,6 +361,9 @@ pub mod defaults {
     }
     pub fn keep_moved_aside() -> u32 {
         3
+    }
+    pub fn keep_moved_aside_for() -> ConfigDuration {
+        ConfigDuration::from_secs(7 * 24 * 3600)
     }
     pub fn gossip_port() -> u32 {
         7946

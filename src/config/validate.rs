@@ -291,6 +291,11 @@ pub fn validate(c: &Config) -> Vec<Problem> {
         e.probe_interval,
         Duration::from_millis(100),
     );
+    ck.at_least(
+        "etcd.keep_moved_aside_for",
+        e.keep_moved_aside_for,
+        Duration::from_secs(3600),
+    );
     if e.keep_moved_aside == 0 {
         ck.fail(
             "etcd.keep_moved_aside",

@@ -53,8 +53,11 @@ impl Ctx {
         flags::peer_url(&self.config.etcd, host)
     }
 
-    /// How many moved-aside data directories are kept.
-    pub fn keep_moved_aside(&self) -> usize {
-        self.config.etcd.keep_moved_aside as usize
+    /// Which moved-aside data directories are kept.
+    pub fn moved_aside_retention(&self) -> recovery::moved_aside::Retention {
+        recovery::moved_aside::Retention {
+            keep: self.config.etcd.keep_moved_aside as usize,
+            min_age_ms: self.config.etcd.keep_moved_aside_for.get().as_millis() as u64,
+        }
     }
 }

@@ -37,7 +37,7 @@ impl Daemon {
             Action::StopEtcd => self.etcd.stop().await,
             Action::MoveDataAside { why } => {
                 self.etcd.stop().await?;
-                self.etcd.move_aside(why, self.ctx.keep_moved_aside())?;
+                self.etcd.move_aside(why)?;
                 Ok(())
             }
             Action::RecordMemberId { member_id } => match self.durable.state() {

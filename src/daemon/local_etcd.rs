@@ -6,14 +6,19 @@ use super::context::Ctx;
 use crate::data_dir::{self, DataState};
 use crate::etcd::flags::{self, InitialClusterState, LaunchSpec};
 use crate::etcd::supervisor::{self, Backoff, ProcessSpec, ProcessStatus, Supervisor};
+use recovery::moved_aside::Retention;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
+
+/// How often moved-aside copies are looked at for deletion.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 pub(super) struct LocalEtcd {
     supervisor: Supervisor,
     data_dir: PathBuf,
     pid_file: PathBuf,
+    pruned_at: Option<Instant>,
 }
 
 impl LocalEtcd {
@@ -30,6 +35,7 @@ impl LocalEtcd {
             supervisor,
             data_dir: e.data_dir.clone(),
             pid_file,
+            pruned_at: None,
         })
     }
 
@@ -56,10 +62,19 @@ impl LocalEtcd {
         Ok(data_dir::inspect(&self.data_dir)?)
     }
 
-    /// Renames the data directory aside (never deletes it), keeping the
-    /// newest `keep` moved-aside copies.
-    pub fn move_aside(&self, why: &str, keep: usize) -> anyhow::Result<Option<PathBuf>> {
-        Ok(data_dir::move_aside(&self.data_dir, why, keep)?)
+    /// Renames the data directory aside (never deletes it).
+    pub fn move_aside(&self, why: &str) -> anyhow::Result<Option<PathBuf>> {
+        Ok(data_dir::move_aside(&self.data_dir, why)?)
+    }
+
+    /// Deletes the moved-aside copies `retention` lets go, at most once per
+    /// [`PRUNE_EVERY`].
+    pub fn prune_moved_aside(&mut self, retention: Retention) {
+        if self.pruned_at.is_some_and(|at| at.elapsed() < PRUNE_EVERY) {
+            return;
+        }
+        self.pruned_at = Some(Instant::now());
+        data_dir::prune(&self.data_dir, retention);
     }
 
     /// Starts etcd under `token` with this `--initial-cluster`.

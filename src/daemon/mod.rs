@@ -169,6 +169,9 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
     })
     .await?;
     tracing::info!(%api_bind, "serving /healthz, /readyz, /metrics and /status");
+    if let Err(e) = crate::api_address::record(&ctx.config.etcd.data_dir, api_bind) {
+        tracing::warn!(error = %e, "cannot record the API address (eco status --config may not find this instance once it leaves its group)");
+    }
     let mut signals = Signals::new()?;
     let gossip = GossipLink::start(&ctx, &group).await?;
     if let Some(g) = &gossip {

@@ -20,6 +20,8 @@ impl Daemon {
             tracing::warn!(reason = %why, "not ready");
         }
         self.publish(&seen, &ready);
+        let retention = self.ctx.moved_aside_retention();
+        self.etcd.prune_moved_aside(retention);
         self.dispatch(&seen, &ready).await
     }
 
@@ -40,6 +42,7 @@ impl Daemon {
             members_answer: seen.cluster.members.is_some(),
             data: seen.data,
             group_size: self.group.group.instances.len(),
+            in_group: self.group.group.me().is_some(),
             state: self.durable.state().map(|s| s.summary()),
             newest_recorded: seen.newest_recorded,
         }

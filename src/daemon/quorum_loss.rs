@@ -247,9 +247,7 @@ impl QuorumLossIo<'_> {
         };
         self.etcd.stop().await?;
         if self.etcd.data()? != crate::data_dir::DataState::Empty {
-            let moved = self
-                .etcd
-                .move_aside(&format!("incarnation-{ours}"), self.ctx.keep_moved_aside())?;
+            let moved = self.etcd.move_aside(&format!("incarnation-{ours}"))?;
             tracing::warn!(?moved, "data of the old incarnation moved aside");
         }
         self.durable.persist(LocalState::new(

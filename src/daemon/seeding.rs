@@ -105,7 +105,7 @@ impl Seeding<'_> {
             SeedStep::StopEtcd => self.etcd.stop().await,
             SeedStep::ReplayWal { commit_index } => self.replay(k, *commit_index).await,
             SeedStep::MoveDataAside { why } => {
-                let moved = self.etcd.move_aside(why, self.ctx.keep_moved_aside())?;
+                let moved = self.etcd.move_aside(why)?;
                 tracing::warn!(?moved, "data directory moved aside");
                 Ok(())
             }

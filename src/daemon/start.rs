@@ -49,8 +49,7 @@ impl Daemon {
                 return Ok(decision);
             };
             tracing::warn!(%reason, "stale incarnation");
-            self.etcd
-                .move_aside("stale-incarnation", self.ctx.keep_moved_aside())?;
+            self.etcd.move_aside("stale-incarnation")?;
             self.durable.move_aside()?;
         }
         anyhow::bail!("the start decision kept finding a stale incarnation")

@@ -11,8 +11,11 @@
 //!
 //! A file that cannot be read or parsed does not erase the group: the last
 //! good group is returned and the error is logged (once per distinct error).
-//! Departed: the file is the authority, so an instance missing from the
-//! last good read of the whole file is certified gone.
+//! A file that reads and parses is the authority: an instance it does not
+//! list is not in the group — this instance included, which then leaves
+//! (positive information, never an error) — and is certified gone.
+//! Only at start must this instance be listed: its address comes from the
+//! file.
 
 use super::{Group, Identity, Instance, Provider, ProviderError};
 use serde::Deserialize;
@@ -29,7 +32,8 @@ struct GroupFile {
     instance: Vec<Instance>,
 }
 
-/// Parses the text of a group file for instance `self_id`.
+/// Parses the text of a group file for instance `self_id` (which may be
+/// absent from it: then it is not in the group).
 pub fn parse_group_file(text: &str, path: &Path, self_id: &str) -> Result<Group, ProviderError> {
     let malformed = |message: String| ProviderError::Malformed {
         path: path.to_path_buf(),
@@ -57,17 +61,6 @@ pub fn parse_group_file(text: &str, path: &Path, self_id: &str) -> Result<Group,
     }
     let mut instances = file.instance;
     instances.sort_by(|a, b| a.id.cmp(&b.id));
-    if !instances.iter().any(|i| i.id == self_id) {
-        return Err(ProviderError::SelfNotInGroup {
-            id: self_id.to_string(),
-            path: path.to_path_buf(),
-            listed: instances
-                .iter()
-                .map(|i| i.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
-    }
     Ok(Group {
         self_id: self_id.to_string(),
         desired_size: file.desired_size.unwrap_or(instances.len()),
@@ -196,10 +189,6 @@ mod tests {
                 "desired_size = 0\n[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\n",
                 "desired_size = 0",
             ),
-            (
-                "[[instance]]\nid = \"x\"\naddress = \"127.0.0.1\"\n",
-                "is not in the group file",
-            ),
         ] {
             let err = parse_group_file(text, Path::new("g.toml"), "a")
                 .unwrap_err()
@@ -231,6 +220,38 @@ mod tests {
             3,
             "resize is an edit"
         );
+    }
+
+    #[tokio::test]
+    async fn an_instance_removed_from_the_file_learns_it_is_not_in_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("group.toml");
+        std::fs::write(&path, GOOD).unwrap();
+        let p = StaticProvider::open(path.clone(), "a".into()).unwrap();
+        std::fs::write(
+            &path,
+            "[[instance]]\nid = \"b\"\naddress = \"127.0.0.12\"\n",
+        )
+        .unwrap();
+        let g = p.discover().await.unwrap();
+        assert!(
+            g.me().is_none(),
+            "a valid file without this instance is news, not an error"
+        );
+        assert_eq!(g.ids().collect::<Vec<_>>(), ["b"]);
+        assert_eq!(p.identity().id, "a", "who this instance is does not change");
+        let ask: BTreeSet<String> = ["a".to_string()].into();
+        assert_eq!(
+            p.departed(&ask).await.unwrap(),
+            ask,
+            "certified gone, itself included"
+        );
+        // Not listed at start: its address is unknown, so it cannot start.
+        let err = StaticProvider::open(path, "a".into())
+            .err()
+            .expect("an error")
+            .to_string();
+        assert!(err.contains("is not in the group file"), "{err}");
     }
 
     #[test]

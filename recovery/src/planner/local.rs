@@ -6,6 +6,9 @@ use super::quorum::{quorum, removal_keeps_quorum};
 
 pub(super) fn plan_local(o: &Observation) -> Vec<Step> {
     let l = &o.local;
+    if !o.in_group() {
+        return leaving(o);
+    }
     let Some(members) = &o.members else {
         // No member answers. With our data we restart etcd: we may be the
         // member the others wait for. Without it there is nothing to join.
@@ -153,6 +156,48 @@ fn existing_member(o: &Observation, members: &[MemberFacts], me: &MemberFacts) -
     steps
 }
 
+/// This instance is not in the group (the provider no longer lists it):
+/// it is leaving. It never joins again and never moves its data aside; its
+/// member is the cluster's to remove (the leader's instance removes
+/// departed members one at a time, keeping quorum — itself last, when it is
+/// the leader), and its etcd keeps running until then, so the removals
+/// never cost the quorum. Once it is no longer a member, etcd is stopped
+/// and kept stopped; the data stays.
+fn leaving(o: &Observation) -> Vec<Step> {
+    let l = &o.local;
+    let member = o.my_member();
+    match (member, l.etcd_running) {
+        (None, true) if o.members.is_some() => vec![
+            Step::new(
+                Action::StopEtcd,
+                "this instance is not in the group and no longer a member of the cluster: stop etcd (its data is kept)",
+            ),
+            left(),
+        ],
+        (None, _) if o.members.is_some() => vec![left()],
+        (Some(m), _) => vec![Step::new(
+            Action::Wait,
+            format!(
+                "this instance is not in the group: it is leaving; member {:x} stays until the cluster removes it \
+                 (the leader's instance removes departed members one at a time); it never joins again, its data is kept",
+                m.id
+            ),
+        )],
+        (None, _) => vec![Step::new(
+            Action::Wait,
+            "this instance is not in the group and no member answers: it is leaving; it never joins again, its data is kept",
+        )],
+    }
+}
+
+fn left() -> Step {
+    Step::new(
+        Action::Wait,
+        "this instance is not in the group and not a member: it has left; etcd stays stopped and its data is kept \
+         (add it back to the group to rejoin)",
+    )
+}
+
 fn not_a_member(o: &Observation, members: &[MemberFacts]) -> Vec<Step> {
     let l = &o.local;
     let mut steps = Vec::new();
@@ -167,13 +212,6 @@ fn not_a_member(o: &Observation, members: &[MemberFacts]) -> Vec<Step> {
             Action::MoveDataAside { why: "not-a-member".into() },
             "this instance is not a member of the cluster; its data is stale: move it aside (never deleted)",
         ));
-    }
-    if !o.group.iter().any(|(id, _)| *id == l.instance_id) {
-        steps.push(Step::new(
-            Action::Wait,
-            "this instance is not in the group: it does not join",
-        ));
-        return steps;
     }
     if let Some(learner) = members.iter().find(|m| m.is_learner) {
         let who = if learner.name.is_empty() {

@@ -46,6 +46,11 @@ pub fn plan(o: &Observation) -> Plan {
     let local_changes_membership = steps.iter().any(|s| s.action.changes_membership());
     if !local_changes_membership {
         if let Some(step) = leader::plan_leader(o) {
+            // Where the local rules only wait (a leaving leader), the
+            // leader's change is what happens next.
+            if steps.iter().all(|s| s.action == Action::Wait) {
+                steps.clear();
+            }
             steps.push(step);
         }
     }

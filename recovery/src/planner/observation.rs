@@ -85,6 +85,13 @@ impl Observation {
             })
     }
 
+    /// This instance is in the group (else it is leaving).
+    pub fn in_group(&self) -> bool {
+        self.group
+            .iter()
+            .any(|(id, _)| *id == self.local.instance_id)
+    }
+
     /// The group instance a member belongs to, by name or peer URL.
     pub fn owner_of(&self, m: &MemberFacts) -> Option<&str> {
         self.group

@@ -419,6 +419,69 @@ fn removal_targets_and_initial_cluster() {
     );
 }
 
+/// An instance the provider no longer lists is leaving: it never joins
+/// again, never moves its data aside, keeps etcd while its member is in the
+/// cluster (the removals must not cost the quorum), and stops it once the
+/// member is removed.
+#[test]
+fn a_removed_instance_leaves_and_never_fights() {
+    let out_of_group = |mut o: Observation| {
+        o.group.retain(|(id, _)| id != "a");
+        o
+    };
+    type Case = (&'static str, Observation, Vec<&'static str>);
+    let mut cases: Vec<Case> = Vec::new();
+    cases.push((
+        "still a member: waits, etcd keeps running",
+        out_of_group(base()),
+        vec!["wait"],
+    ));
+    let mut o = out_of_group(base());
+    o.local.etcd_running = false;
+    cases.push(("still a member, etcd down: not restarted", o, vec!["wait"]));
+    let mut o = out_of_group(base());
+    o.members = Some(vec![member(2, "b", B), member(3, "c", C)]);
+    cases.push(("removed: etcd stopped, data kept", o, vec!["stop", "wait"]));
+    let mut o = out_of_group(base());
+    o.members = Some(vec![member(2, "b", B), member(3, "c", C)]);
+    o.local.etcd_running = false;
+    cases.push(("removed and stopped: idle", o, vec!["wait"]));
+    let mut o = out_of_group(base());
+    o.members = Some(vec![member(2, "b", B), member(3, "c", C)]);
+    o.local.data = DataState::Empty;
+    o.local.etcd_running = false;
+    cases.push(("removed, no data: never joins", o, vec!["wait"]));
+    let mut o = out_of_group(base());
+    o.members = None;
+    cases.push(("no member answers: waits", o, vec!["wait"]));
+    let mut o = out_of_group(leader());
+    o.group.retain(|(id, _)| id != "c");
+    cases.push((
+        "a leaving leader removes the other departed first",
+        o,
+        vec!["remove"],
+    ));
+    for (name, o, want) in cases {
+        let p = plan(&o);
+        assert_eq!(kinds(&p), want, "{name}: {p:?}");
+        assert!(
+            p.steps.iter().all(|s| !matches!(
+                s.action,
+                Action::JoinAsLearner { .. }
+                    | Action::MoveDataAside { .. }
+                    | Action::StartEtcd { .. }
+            )),
+            "{name}: {p:?}"
+        );
+    }
+    let mut o = out_of_group(leader());
+    o.group.retain(|(id, _)| id != "c");
+    assert_eq!(removes(&plan(&o)), Some(3), "others first");
+    let mut o = out_of_group(leader());
+    o.members = Some(vec![member(1, "a", A), member(2, "b", B)]);
+    assert_eq!(removes(&plan(&o)), Some(1), "itself last");
+}
+
 #[test]
 fn quorum_arithmetic() {
     assert_eq!(quorum(1), 1);
