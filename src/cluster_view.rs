@@ -1,9 +1,12 @@
-//! Gathering what the planner needs to know about the cluster: the member
-//! list (from the local etcd, else any group instance that answers) and
-//! each member's health through its own client (Status answers for the
-//! member it is connected to). Every call has a timeout; probes run in
-//! parallel. It also remembers since when a member has been unhealthy or a
-//! learner — observation memory, not a decision.
+//! Gathering what the pass needs to know about the cluster: the own
+//! member's Status, the member list (from the local etcd, else any group
+//! instance that answers) and each member's health through its own client
+//! (Status answers for the member it is connected to). Every call has a
+//! timeout and they run concurrently, so a slow or silent member never
+//! makes a pass slower than two call timeouts (the quorum-loss detector's
+//! evidence comes one sample per pass). It also remembers since when a
+//! member has been unhealthy or a learner — observation memory, not a
+//! decision.
 
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::members::{self, Member};
@@ -69,21 +72,65 @@ impl ClusterView {
         probe.status().await.ok()
     }
 
-    /// Asks `candidates` in order for the member list, then probes every
-    /// member.
-    pub async fn observe(&mut self, candidates: &[String]) -> Seen {
-        let mut seen = Seen::default();
-        for endpoint in candidates {
-            let Ok(mut client) = self.access.connect(endpoint).await else {
-                continue;
-            };
-            if let Ok(list) = members::list(&mut client, self.access.call_timeout()).await {
-                seen.members = Some((list, endpoint.clone()));
-                break;
+    /// One observation: the own member's Status (`local`, when etcd runs
+    /// here) and the member list, asked of every candidate at once (the
+    /// first answer in `candidates` order wins), then every member's
+    /// Status at once. Each call is bounded by the call timeout, so a
+    /// pass waits on etcd for at most two of them however many members
+    /// are silent.
+    pub async fn observe(
+        &mut self,
+        local: Option<&str>,
+        candidates: &[String],
+    ) -> (Option<MemberStatus>, Seen) {
+        let mut own = local.map(|endpoint| {
+            let probe = self
+                .probes
+                .remove(endpoint)
+                .unwrap_or_else(|| self.access.probe(endpoint.to_string()));
+            tokio::spawn(async move {
+                let mut probe = probe;
+                let status = probe.status().await.ok();
+                (probe, status)
+            })
+        });
+        let mut lists = tokio::task::JoinSet::new();
+        for (rank, endpoint) in candidates.iter().enumerate() {
+            let (access, endpoint) = (self.access.clone(), endpoint.clone());
+            lists.spawn(async move {
+                let mut client = access.connect(&endpoint).await.ok()?;
+                let list = members::list(&mut client, access.call_timeout())
+                    .await
+                    .ok()?;
+                Some((rank, list, endpoint))
+            });
+        }
+        let mut answers: Vec<(usize, Vec<Member>, String)> = Vec::new();
+        while let Some(done) = lists.join_next().await {
+            if let Ok(Some(answer)) = done {
+                answers.push(answer);
             }
         }
+        answers.sort_by_key(|(rank, _, _)| *rank);
+        let mut seen = Seen {
+            members: answers
+                .into_iter()
+                .next()
+                .map(|(_, list, endpoint)| (list, endpoint)),
+            statuses: HashMap::new(),
+        };
+        let local_status = match own.take() {
+            Some(task) => match task.await {
+                Ok((probe, status)) => {
+                    self.probes.insert(probe.endpoint().to_string(), probe);
+                    status
+                }
+                Err(_) => None,
+            },
+            None => None,
+        };
         let Some((list, _)) = &seen.members else {
-            return seen;
+            return (local_status, seen);
         };
         let endpoints: Vec<(u64, String)> = list
             .iter()
@@ -91,6 +138,13 @@ impl ClusterView {
             .collect();
         let mut tasks = tokio::task::JoinSet::new();
         for (id, endpoint) in endpoints {
+            // The own member answered already this pass.
+            if let (Some(s), Some(l)) = (&local_status, local) {
+                if s.member_id == id && endpoint == l {
+                    seen.statuses.insert(id, s.clone());
+                    continue;
+                }
+            }
             let mut probe = self
                 .probes
                 .remove(&endpoint)
@@ -109,7 +163,7 @@ impl ClusterView {
                 seen.statuses.insert(id, s);
             }
         }
-        seen
+        (local_status, seen)
     }
 
     /// Status of one endpoint (the local member).

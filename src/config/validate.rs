@@ -355,6 +355,7 @@ pub fn validate(c: &Config) -> Vec<Problem> {
     for problem in protocol.validate(WatchedTiming {
         election_timeout: ms(e.election_timeout),
         probe_interval: ms(e.probe_interval),
+        call_timeout: ms(e.call_timeout),
     }) {
         let key = match problem.setting {
             Setting::QuorumLossTimeout => "recovery.quorum_loss_timeout",
@@ -567,9 +568,9 @@ mod tests {
                 "20 election timeouts",
             ),
             (
-                "[etcd]\nprobe_interval = \"30s\"\n",
+                "[etcd]\nprobe_interval = \"30s\"\ncall_timeout = \"20s\"\n",
                 "recovery.quorum_loss_timeout",
-                "the quorum-loss detector could never conclude",
+                "shorter than one pass",
             ),
             (
                 "[recovery]\nunhealthy_member_ttl = \"2s\"\n",
@@ -656,7 +657,7 @@ mod tests {
     #[test]
     fn lowered_timeouts_for_loopback_tests_are_accepted_together() {
         let ok = format!(
-            "{BASE}[etcd]\nheartbeat_interval = \"50ms\"\nelection_timeout = \"250ms\"\n[recovery]\nquorum_loss_timeout = \"5s\"\nunhealthy_member_ttl = \"5s\"\n"
+            "{BASE}[etcd]\nheartbeat_interval = \"50ms\"\nelection_timeout = \"250ms\"\nprobe_interval = \"300ms\"\ncall_timeout = \"2s\"\n[recovery]\nquorum_loss_timeout = \"5s\"\nunhealthy_member_ttl = \"5s\"\n"
         );
         parse_str(&ok, Path::new("/x/eco.toml"), Path::new("/x")).unwrap();
     }

@@ -69,19 +69,12 @@ impl Daemon {
     pub(super) async fn observe(&mut self) -> anyhow::Result<Observed> {
         let process = self.etcd.process();
         let running = self.etcd.running();
-        let local = if process.running {
-            self.view.local(&self.ctx.client_url).await
-        } else {
-            None
-        };
         let newest_recorded = self
             .newest
             .get(self.ctx.store.as_deref(), &self.ctx.config.cluster.name)
             .await;
-        let mut candidates = Vec::new();
-        if process.running {
-            candidates.push(self.ctx.client_url.clone());
-        }
+        let local_endpoint = process.running.then(|| self.ctx.client_url.clone());
+        let mut candidates: Vec<String> = local_endpoint.iter().cloned().collect();
         for i in self
             .group
             .group
@@ -91,7 +84,10 @@ impl Daemon {
         {
             candidates.push(self.ctx.client_url_of(&i.host));
         }
-        let cluster = self.view.observe(&candidates).await;
+        let (local, cluster) = self
+            .view
+            .observe(local_endpoint.as_deref(), &candidates)
+            .await;
         Ok(Observed {
             now_ms: self.started.elapsed().as_millis() as u64,
             process,

@@ -8,6 +8,7 @@
 use super::Daemon;
 use super::observe::Observed;
 use crate::etcd::members::MembershipError;
+use crate::quorum_loss::facts;
 use crate::record;
 use recovery::planner::{self, Action, LocalFacts, Observation, PlannerConfig};
 use recovery::voters::{self, ListedMember, OwnMembership, VotersFacts};
@@ -49,6 +50,14 @@ impl Daemon {
                 .collect(),
             desired_size: self.group.group.desired_size,
             members: self.view.facts(&seen.cluster, seen.now_ms),
+            live: self.gossip.as_ref().map(|g| {
+                facts::live_instances(
+                    &g.node.view(),
+                    tokio::time::Instant::now(),
+                    ctx.protocol.peer_fresh,
+                    ctx.id(),
+                )
+            }),
             config: PlannerConfig {
                 unhealthy_member_ttl_ms: ctx.config.recovery.unhealthy_member_ttl.get().as_millis()
                     as u64,

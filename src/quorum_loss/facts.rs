@@ -75,6 +75,23 @@ pub fn peer_facts(
     out
 }
 
+/// The instances alive in gossip: up and heard within `peer_fresh`, this
+/// one (`me`) included.
+pub fn live_instances(
+    view: &HashMap<String, PeerView>,
+    now: Instant,
+    peer_fresh: Millis,
+    me: &str,
+) -> std::collections::BTreeSet<InstanceId> {
+    let mut live: std::collections::BTreeSet<InstanceId> = formation_peers(view, now, peer_fresh)
+        .into_iter()
+        .filter(|(_, p)| p.reachable)
+        .map(|(id, _)| id)
+        .collect();
+    live.insert(me.to_string());
+    live
+}
+
 /// Gossip's view of every instance as formation's facts: reachable when
 /// up and heard within `peer_fresh` (the protocol's freshness: one
 /// threshold for both).

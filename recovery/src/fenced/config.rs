@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub struct ProtocolConfig {
     /// `T`: how long the loss must hold (default 60 s).
     pub quorum_loss_timeout: Millis,
-    /// Own etcd probes needed within `T` (several, never one).
+    /// Own etcd probes, spanning at least `T`, a loss needs (at least 2:
+    /// several, never one; time is the evidence, not their number).
     pub min_probes: usize,
     /// A PeerState older than this is not fresh (~10 s).
     pub peer_fresh: Millis,
@@ -51,7 +52,7 @@ impl Default for ProtocolConfig {
     fn default() -> Self {
         ProtocolConfig {
             quorum_loss_timeout: DEFAULT_QUORUM_LOSS_TIMEOUT,
-            min_probes: 3,
+            min_probes: 2,
             peer_fresh: 10_000,
             takeover_after: 15_000,
             takeover_jitter: 15_000,
@@ -70,8 +71,12 @@ impl Default for ProtocolConfig {
 pub struct WatchedTiming {
     /// etcd's election timeout.
     pub election_timeout: Millis,
-    /// How often the daemon probes its own etcd (one detector sample each).
+    /// How often the daemon probes its own etcd (one detector sample each
+    /// pass).
     pub probe_interval: Millis,
+    /// The timeout of each etcd call; a pass waits on etcd for at most two
+    /// of them (its calls run concurrently, in two rounds).
+    pub call_timeout: Millis,
 }
 
 /// Which setting a timing problem is about.
@@ -110,9 +115,10 @@ impl ProtocolConfig {
     /// watches; empty means usable.
     ///
     /// - `T` spans at least [`ELECTIONS_PER_TIMEOUT`] election timeouts;
-    /// - `T` holds at least `min_probes` probes of the own etcd, or the
-    ///   detector could never conclude (it needs that many samples within
-    ///   `T`);
+    /// - a whole pass fits in `T` — `probe_interval + 2 × call_timeout`,
+    ///   the longest a pass waits before its next probe — so the detector's
+    ///   evidence (probes spanning `T`) has several probes, and a loss is
+    ///   decided within `T` plus one pass;
     /// - `accept_loss_after`, when set, is at least `T`.
     pub fn validate(&self, watched: WatchedTiming) -> Vec<TimingProblem> {
         let mut problems = Vec::new();
@@ -129,16 +135,16 @@ impl ProtocolConfig {
                 ),
             });
         }
-        let min_probes = watched.probe_interval * self.min_probes as u64;
-        if t < min_probes {
+        let pass = watched.probe_interval + 2 * watched.call_timeout;
+        if t < pass {
             problems.push(TimingProblem {
                 setting: Setting::QuorumLossTimeout,
                 message: format!(
-                    "{} holds fewer than {} probes of the own etcd at etcd.probe_interval = {}: the quorum-loss detector could never conclude; allowed: at least {}",
+                    "{} is shorter than one pass (etcd.probe_interval {} + 2 × etcd.call_timeout {}): the quorum-loss detector needs probes of the own etcd spanning T; allowed: at least {}",
                     show(t),
-                    self.min_probes,
                     show(watched.probe_interval),
-                    show(min_probes)
+                    show(watched.call_timeout),
+                    show(pass)
                 ),
             });
         }
@@ -205,6 +211,7 @@ mod tests {
     const WATCHED: WatchedTiming = WatchedTiming {
         election_timeout: 250,
         probe_interval: 300,
+        call_timeout: 1_000,
     };
 
     #[test]
@@ -253,10 +260,11 @@ mod tests {
                 WatchedTiming {
                     election_timeout: 1_000,
                     probe_interval: 30_000,
+                    call_timeout: 20_000,
                 },
                 &[(
                     Setting::QuorumLossTimeout,
-                    "holds fewer than 3 probes of the own etcd at etcd.probe_interval = 30s: the quorum-loss detector could never conclude; allowed: at least 1m30s",
+                    "1m is shorter than one pass (etcd.probe_interval 30s + 2 × etcd.call_timeout 20s): the quorum-loss detector needs probes of the own etcd spanning T; allowed: at least 1m10s",
                 )],
             ),
             (

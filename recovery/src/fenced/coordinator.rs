@@ -204,21 +204,42 @@ impl Protocol {
         }
     }
 
-    /// Who hears the prepare: every member of `V_n` not certified gone, and
-    /// the coordinator itself when it is the only acceptor left (every
-    /// member of `V_n` gone: it must promise to itself like anyone else,
-    /// or the round could never gather its one promise).
+    /// Who hears the prepare: every other member of `V_n` not certified
+    /// gone, and the coordinator itself once it fences itself
+    /// ([`Self::fences_itself`]).
     fn prepare_targets(&self, round: &Round) -> Vec<InstanceId> {
         let mut targets: Vec<InstanceId> = round
             .voters
             .iter()
-            .filter(|v| !self.provider_gone(v))
+            .filter(|v| !self.provider_gone(v) && **v != self.me)
             .cloned()
             .collect();
-        if self.acceptors(round).contains(&self.me) && !targets.contains(&self.me) {
+        if self.fences_itself(round) {
             targets.push(self.me.clone());
         }
         targets
+    }
+
+    /// The coordinator promises to its own round — freezing its own etcd —
+    /// last: only once its promise completes a majority of `V_n` fenced
+    /// (promised) or gone. A coordinator cut off from the others (a
+    /// partitioned minority that sees no leader) thus never stops its etcd
+    /// for a round that cannot complete, and rejoins its cluster as it was
+    /// when the cut heals. Delaying an acceptor's answer is only a slower
+    /// message for Paxos; a proposal still needs its promise and report.
+    /// When every member of `V_n` is gone the coordinator is the only
+    /// acceptor and fences itself at once.
+    pub(super) fn fences_itself(&self, round: &Round) -> bool {
+        if !self.acceptors(round).contains(&self.me) {
+            return false;
+        }
+        let others = round
+            .voters
+            .iter()
+            .filter(|v| **v != self.me)
+            .filter(|v| round.promises.contains_key(*v) || self.gone_in(round, v))
+            .count();
+        others + 1 >= majority(round.voters.len().max(1))
     }
 
     /// `V_n` as the store's record of incarnation `n` lists it (the daemon
@@ -333,6 +354,24 @@ impl Protocol {
         let resend = self.now >= round.last_send + self.cfg.retransmit_every;
         match &round.stage {
             Stage::Collecting => {
+                // The others' promises just completed a majority: fence
+                // this instance too, now rather than at the next resend.
+                if !resend && !round.promises.contains_key(&self.me) && self.fences_itself(&round) {
+                    self.send(
+                        out,
+                        &self.me.clone(),
+                        None,
+                        Message::Prepare {
+                            target: round.target,
+                            voters: round.voters.clone(),
+                            ballot: round.ballot.clone(),
+                        },
+                        format!(
+                            "prepare {} to itself: with its promise a majority of V_{} is fenced or gone",
+                            round.ballot, round.n
+                        ),
+                    );
+                }
                 let missing = self.missing();
                 let promised = acceptors
                     .iter()

@@ -3,8 +3,10 @@
 //! the whole window, and the window must span at least `T`.
 //!
 //! 1. local: if this instance is in `V_n`, its etcd reported no leader on
-//!    every probe (at least `min_probes` of them); if not, every member of
-//!    `V_n` is certified gone;
+//!    every probe, and the probes span at least `T` (at least `min_probes`
+//!    of them, default 2: the evidence is time, not a count — a pass that
+//!    takes longer than expected yields fewer probes within `T`, never
+//!    none spanning it); if not, every member of `V_n` is certified gone;
 //! 2. fewer than a quorum of `V_n` are viable on every sample — viable:
 //!    not certified gone, PeerState fresh, data of `n` intact, not frozen
 //!    by a promise, whatever its etcd is doing (a restart or a WAL replay
@@ -152,10 +154,22 @@ pub fn lost(
     }
     // 1.
     if voters.iter().any(|v| v == me) {
-        let probes = samples.iter().filter(|s| s.probe.is_some()).count();
-        if probes < cfg.min_probes {
+        let probed: Vec<Millis> = samples
+            .iter()
+            .filter(|s| s.probe.is_some())
+            .map(|s| s.at)
+            .collect();
+        let span = match (probed.first(), probed.last()) {
+            (Some(first), Some(last)) => last - first,
+            _ => 0,
+        };
+        if probed.len() < cfg.min_probes.max(2) || span < t {
             return Verdict::Undecided {
-                reason: format!("{probes} etcd probe(s) within T; {} needed", cfg.min_probes),
+                reason: format!(
+                    "{} etcd probe(s) spanning {span} ms; a loss needs at least {} spanning T = {t} ms",
+                    probed.len(),
+                    cfg.min_probes.max(2)
+                ),
             };
         }
     } else if let Some(last) = samples.back() {
@@ -203,7 +217,6 @@ mod tests {
     fn cfg() -> ProtocolConfig {
         ProtocolConfig {
             quorum_loss_timeout: T,
-            min_probes: 3,
             peer_fresh: 6_000,
             ..ProtocolConfig::default()
         }
@@ -330,7 +343,7 @@ mod tests {
                 "lost",
             ),
             (
-                "two probes within T (failed ones count) are too few for a verdict",
+                "probes spanning less than T (failed ones count) are too few for a verdict",
                 "a",
                 window(end, T + 2_000, |at| {
                     let probe = (at % 16_000 == 0).then_some(Probe::Failed);
@@ -350,6 +363,41 @@ mod tests {
         for (name, me, w, now, want) in cases {
             let v = lost(me, 3, &voters, &w, now, &cfg());
             assert_eq!(kind(&v), want, "{name}: {v:?}");
+        }
+    }
+
+    /// Slow passes (a probe every `every` ms) can never starve the
+    /// detector: with any pass length, two probes spanning `T` conclude.
+    #[test]
+    fn slow_passes_cannot_starve_the_detector() {
+        let voters: Vec<InstanceId> = vec!["a".into(), "b".into(), "c".into()];
+        // (T, one pass every, the chaos matrix's and the defaults' timings)
+        for (t, every) in [
+            (5_000, 6_000),
+            (5_000, 2_300),
+            (60_000, 11_000),
+            (20_000, 50_000),
+        ] {
+            let cfg = ProtocolConfig {
+                quorum_loss_timeout: t,
+                ..ProtocolConfig::default()
+            };
+            let mut w = Window::new();
+            let mut at = 1_000;
+            let mut decided = None;
+            while at < 10 * t + 10 * every && decided.is_none() {
+                w.push(sample(at, Some(Probe::NoLeader), &[]), t);
+                if lost("a", 3, &voters, &w, at, &cfg).is_lost() {
+                    decided = Some(at);
+                }
+                at += every;
+            }
+            let decided = decided.unwrap_or_else(|| panic!("T={t} every={every}: never lost"));
+            assert!(
+                decided - 1_000 >= t && decided - 1_000 <= t + every,
+                "T={t} every={every}: lost after {} ms",
+                decided - 1_000
+            );
         }
     }
 }

@@ -205,6 +205,19 @@ mod scenario {
         fx
     }
 
+    /// `fx`, plus what answering a `ReadLocalData` among them with `own`
+    /// leads to (a coordinator fences itself last, once the others'
+    /// promises make a majority: its own read comes then).
+    pub fn answer_own_read(p: &mut Protocol, mut fx: Vec<Effect>, own: &LocalData) -> Vec<Effect> {
+        if fx
+            .iter()
+            .any(|e| matches!(e.kind, EffectKind::ReadLocalData))
+        {
+            fx.extend(p.handle(1_600, Input::LocalData(own.clone())));
+        }
+        fx
+    }
+
     /// `(to, ballot)` of every prepare sent.
     pub fn prepares(fx: &[Effect]) -> Vec<(InstanceId, Ballot)> {
         fx.iter()
@@ -306,9 +319,29 @@ fn the_data_report_is_read_after_the_freeze() {
         _ => None,
     };
     p.handle(0, Input::LocalData(wal(1, 5)));
-    // The loss is detected; "b" sees nobody else alive, coordinates, and
-    // promises to itself: frozen.
+    // The loss is detected; "b" sees nobody else alive and coordinates,
+    // but does not fence itself: its promise would not make a majority
+    // (a coordinator cut off in a minority keeps its etcd).
     let fx = lose_quorum(&mut p, None);
+    assert!(!prepares(&fx).is_empty(), "b coordinates: {fx:?}");
+    assert!(
+        fx.iter().all(|e| !matches!(e.kind, EffectKind::Freeze)),
+        "no self-freeze without a majority: {fx:?}"
+    );
+    // "a" prepares a higher ballot: b promises, freezes, and reads again.
+    let fx = p.handle(
+        1_550,
+        message(
+            "a",
+            "b",
+            None,
+            Message::Prepare {
+                target: 2,
+                voters: ids(&["a", "b", "c"]),
+                ballot: Ballot::new(4, "a"),
+            },
+        ),
+    );
     let at = |pred: &dyn Fn(&EffectKind) -> bool| fx.iter().position(|e| pred(&e.kind));
     let freeze = at(&|k| matches!(k, EffectKind::Freeze)).expect("frozen by its promise");
     let read = at(&|k| matches!(k, EffectKind::ReadLocalData)).expect("reads its data again");
@@ -421,7 +454,7 @@ fn an_accepted_value_whose_holder_lost_its_data_is_not_proposed_again() {
         },
     };
     let coordinator = ("b", 11);
-    let mut out = promise_and_report(
+    let out = promise_and_report(
         &mut p,
         coordinator,
         &ballot,
@@ -430,6 +463,8 @@ fn an_accepted_value_whose_holder_lost_its_data_is_not_proposed_again() {
         LocalData::empty(),
         Vec::new(),
     );
+    let out = answer_own_read(&mut p, out, &wal(7, 80));
+    let mut out = out;
     out.extend(promise_and_report(
         &mut p,
         coordinator,
@@ -439,6 +474,7 @@ fn an_accepted_value_whose_holder_lost_its_data_is_not_proposed_again() {
         wal(7, 90),
         Vec::new(),
     ));
+    let out = answer_own_read(&mut p, out, &wal(7, 80));
     let proposed = proposed(&out);
     assert!(!proposed.is_empty(), "a proposal: {out:?}");
     for v in proposed {
@@ -539,7 +575,7 @@ fn a_member_the_coordinator_did_not_know_is_waited_for() {
         } else {
             ids(&["a", "b", "c"])
         };
-        let mut out = promise_and_report(
+        let out = promise_and_report(
             &mut p,
             coordinator,
             &ballot,
@@ -548,15 +584,9 @@ fn a_member_the_coordinator_did_not_know_is_waited_for() {
             wal(7, 70),
             ids(&["a", "b", "c"]),
         );
-        out.extend(promise_and_report(
-            &mut p,
-            coordinator,
-            &ballot,
-            "c",
-            None,
-            wal(7, 90),
-            c_view,
-        ));
+        let mut out = answer_own_read(&mut p, out, &wal(7, 80));
+        let c = promise_and_report(&mut p, coordinator, &ballot, "c", None, wal(7, 90), c_view);
+        out.extend(answer_own_read(&mut p, c, &wal(7, 80)));
         assert!(
             proposed(&out).is_empty(),
             "no proposal before d answered: {:?}",
@@ -579,6 +609,7 @@ fn a_member_the_coordinator_did_not_know_is_waited_for() {
             wal(7, 120),
             ids(&["a", "b", "c", "d"]),
         );
+        let out = answer_own_read(&mut p, out, &wal(7, 80));
         let proposed = proposed(&out);
         assert!(!proposed.is_empty(), "a proposal once d answered");
         assert!(proposed.iter().all(|v| v.seeder == "d"), "{proposed:?}");

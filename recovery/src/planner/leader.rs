@@ -98,6 +98,11 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
     }
 
     // 3. Unhealthy voters on live instances, past the TTL, one at a time.
+    //    An instance gossip cannot hear (crashed, or cut off by a
+    //    partition) keeps its member: removing it would not help it rejoin,
+    //    and etcd stalls its leader while it tears down the connections of
+    //    a peer it cannot reach. Without gossip, liveness is unknown and
+    //    the TTL alone decides.
     for m in members
         .iter()
         .filter(|m| !m.is_learner && !m.healthy && m.name != o.local.instance_id)
@@ -106,6 +111,15 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
             continue;
         };
         if now.saturating_sub(since) <= o.config.unhealthy_member_ttl_ms {
+            continue;
+        }
+        let owner = o.owner_of(m);
+        let reachable = match (&o.live, owner) {
+            (None, _) => true,
+            (Some(live), Some(owner)) => live.contains(owner),
+            (Some(_), None) => false,
+        };
+        if !reachable {
             continue;
         }
         if removal_keeps_quorum(voters, healthy, false) {

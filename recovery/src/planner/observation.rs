@@ -1,6 +1,7 @@
 //! What the planner sees.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 /// The local data directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +66,9 @@ pub struct Observation {
     pub desired_size: usize,
     /// The member list from any member that answered; `None` if none did.
     pub members: Option<Vec<MemberFacts>>,
+    /// Instances alive in gossip (up, recently heard), this one included;
+    /// `None` without gossip (unknown).
+    pub live: Option<BTreeSet<String>>,
     pub config: PlannerConfig,
 }
 

@@ -58,6 +58,7 @@ fn base() -> Observation {
             member(2, "b", B),
             member(3, "c", C),
         ]),
+        live: None,
         config: PlannerConfig {
             unhealthy_member_ttl_ms: 5 * MIN,
             learner_timeout_ms: 10 * MIN,
@@ -416,6 +417,31 @@ fn removal_targets_and_initial_cluster() {
             ("b".to_string(), B.to_string()),
             ("c".to_string(), C.to_string())
         ]
+    );
+}
+
+/// An unhealthy voter is removed after the TTL only while its instance is
+/// alive in gossip (its etcd is broken, its instance rejoins clean); an
+/// instance gossip cannot hear — crashed, or cut off by a partition —
+/// keeps its member. Without gossip (unknown) the TTL alone decides.
+#[test]
+fn an_unreachable_instance_keeps_its_member() {
+    let live = |ids: &[&str]| Some(ids.iter().map(|s| s.to_string()).collect());
+    let sick_c = |mut o: Observation| {
+        if let Some(m) = o.members.as_mut() {
+            m[2] = sick(member(3, "c", C), 0);
+        }
+        o
+    };
+    let mut o = sick_c(leader());
+    assert_eq!(removes(&plan(&o)), Some(3), "no gossip: the ttl decides");
+    o.live = live(&["a", "b"]);
+    assert_eq!(kinds(&plan(&o)), ["nothing"], "c is cut off: kept");
+    o.live = live(&["a", "b", "c"]);
+    assert_eq!(
+        removes(&plan(&o)),
+        Some(3),
+        "c's instance is alive: its etcd is not"
     );
 }
 

@@ -101,7 +101,7 @@ const SETTLE: Millis = 3_000;
 pub fn config(faults: Faults) -> ProtocolConfig {
     ProtocolConfig {
         quorum_loss_timeout: 5_000,
-        min_probes: 3,
+        min_probes: 2,
         peer_fresh: 6_000,
         takeover_after: 5_000,
         takeover_jitter: 5_000,

@@ -26,7 +26,7 @@ pub const LIVENESS_BOUND: Millis = 400_000;
 pub fn sim_config(accept_loss_after: Option<Millis>, faults: Faults) -> ProtocolConfig {
     ProtocolConfig {
         quorum_loss_timeout: 20_000,
-        min_probes: 3,
+        min_probes: 2,
         peer_fresh: 6_000,
         takeover_after: 10_000,
         takeover_jitter: 10_000,
