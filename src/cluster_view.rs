@@ -14,8 +14,14 @@ use crate::etcd::probe::{MemberProbe, MemberStatus};
 use recovery::planner::MemberFacts;
 use std::collections::HashMap;
 
+/// A Status answer: member id, endpoint, the probe, the status if any.
+type Asked = (u64, String, MemberProbe, Option<MemberStatus>);
+
 pub struct ClusterView {
     access: EtcdAccess,
+    /// The members of the last list, `(member id, client URL)`: probed at
+    /// once, while this pass's list is being fetched.
+    last_members: Vec<(u64, String)>,
     probes: HashMap<String, MemberProbe>,
     unhealthy_since: HashMap<u64, u64>,
     learner_since: HashMap<u64, u64>,
@@ -58,6 +64,7 @@ impl ClusterView {
     pub fn new(access: EtcdAccess) -> Self {
         Self {
             access,
+            last_members: Vec::new(),
             probes: HashMap::new(),
             unhealthy_since: HashMap::new(),
             learner_since: HashMap::new(),
@@ -73,36 +80,40 @@ impl ClusterView {
     }
 
     /// One observation: the own member's Status (`local`, when etcd runs
-    /// here) and the member list, asked of every candidate at once (the
-    /// first answer in `candidates` order wins), then every member's
-    /// Status at once. Each call is bounded by the call timeout, so a
-    /// pass waits on etcd for at most two of them however many members
-    /// are silent.
+    /// here), the member list — asked of every candidate at once, the first
+    /// answer in `candidates` order wins — and every member's Status, the
+    /// members of the last list probed at the same time (those new in this
+    /// list right after). Each call, connection included, is bounded by the
+    /// call timeout: a pass waits on etcd for one call timeout while the
+    /// membership stays the same, two when it changed, however many members
+    /// are silent — so protocol messages and the quorum-loss detector's
+    /// probes are never held up for long.
     pub async fn observe(
         &mut self,
         local: Option<&str>,
         candidates: &[String],
     ) -> (Option<MemberStatus>, Seen) {
-        let mut own = local.map(|endpoint| {
-            let probe = self
-                .probes
-                .remove(endpoint)
-                .unwrap_or_else(|| self.access.probe(endpoint.to_string()));
-            tokio::spawn(async move {
-                let mut probe = probe;
-                let status = probe.status().await.ok();
-                (probe, status)
-            })
-        });
+        let timeout = self.access.call_timeout();
+        let mut own = local.map(|endpoint| tokio::spawn(self.ask_status(0, endpoint.to_string())));
+        let mut known = tokio::task::JoinSet::new();
+        let previous = std::mem::take(&mut self.last_members);
+        for (id, endpoint) in &previous {
+            if Some(endpoint.as_str()) != local {
+                known.spawn(self.ask_status(*id, endpoint.clone()));
+            }
+        }
         let mut lists = tokio::task::JoinSet::new();
         for (rank, endpoint) in candidates.iter().enumerate() {
             let (access, endpoint) = (self.access.clone(), endpoint.clone());
             lists.spawn(async move {
-                let mut client = access.connect(&endpoint).await.ok()?;
-                let list = members::list(&mut client, access.call_timeout())
-                    .await
-                    .ok()?;
-                Some((rank, list, endpoint))
+                let answer = tokio::time::timeout(timeout, async {
+                    let mut client = access.connect(&endpoint).await.ok()?;
+                    members::list(&mut client, timeout).await.ok()
+                })
+                .await
+                .ok()
+                .flatten()?;
+                Some((rank, answer, endpoint))
             });
         }
         let mut answers: Vec<(usize, Vec<Member>, String)> = Vec::new();
@@ -119,16 +130,28 @@ impl ClusterView {
                 .map(|(_, list, endpoint)| (list, endpoint)),
             statuses: HashMap::new(),
         };
-        let local_status = match own.take() {
-            Some(task) => match task.await {
-                Ok((probe, status)) => {
-                    self.probes.insert(probe.endpoint().to_string(), probe);
-                    status
+        let mut statuses: HashMap<String, (u64, MemberStatus)> = HashMap::new();
+        let mut collect = |done: Result<Asked, tokio::task::JoinError>,
+                           probes: &mut HashMap<String, MemberProbe>| {
+            if let Ok((id, endpoint, probe, status)) = done {
+                probes.insert(endpoint.clone(), probe);
+                if let Some(s) = status {
+                    statuses.insert(endpoint, (id, s));
                 }
-                Err(_) => None,
-            },
+            }
+        };
+        let local_status = match own.take() {
+            Some(task) => {
+                let done = task.await;
+                let status = done.as_ref().ok().and_then(|d| d.3.clone());
+                collect(done, &mut self.probes);
+                status
+            }
             None => None,
         };
+        while let Some(done) = known.join_next().await {
+            collect(done, &mut self.probes);
+        }
         let Some((list, _)) = &seen.members else {
             return (local_status, seen);
         };
@@ -136,34 +159,50 @@ impl ClusterView {
             .iter()
             .filter_map(|m| m.client_urls.first().map(|u| (m.id, u.clone())))
             .collect();
-        let mut tasks = tokio::task::JoinSet::new();
-        for (id, endpoint) in endpoints {
-            // The own member answered already this pass.
+        // Members this pass has not probed yet (new in the list).
+        let mut new = tokio::task::JoinSet::new();
+        for (id, endpoint) in &endpoints {
+            let probed =
+                Some(endpoint.as_str()) == local || previous.iter().any(|(_, e)| e == endpoint);
+            if !probed {
+                new.spawn(self.ask_status(*id, endpoint.clone()));
+            }
+        }
+        while let Some(done) = new.join_next().await {
+            collect(done, &mut self.probes);
+        }
+        for (id, endpoint) in &endpoints {
+            match statuses.get(endpoint) {
+                Some((_, s)) if s.member_id == *id || s.member_id == 0 => {
+                    seen.statuses.insert(*id, s.clone());
+                }
+                _ => {}
+            }
             if let (Some(s), Some(l)) = (&local_status, local) {
-                if s.member_id == id && endpoint == l {
-                    seen.statuses.insert(id, s.clone());
-                    continue;
+                if endpoint == l && s.member_id == *id {
+                    seen.statuses.insert(*id, s.clone());
                 }
             }
-            let mut probe = self
-                .probes
-                .remove(&endpoint)
-                .unwrap_or_else(|| self.access.probe(endpoint.clone()));
-            tasks.spawn(async move {
-                let status = probe.status().await.ok();
-                (id, endpoint, probe, status)
-            });
         }
-        while let Some(done) = tasks.join_next().await {
-            let Ok((id, endpoint, probe, status)) = done else {
-                continue;
-            };
-            self.probes.insert(endpoint, probe);
-            if let Some(s) = status {
-                seen.statuses.insert(id, s);
-            }
-        }
+        self.last_members = endpoints;
         (local_status, seen)
+    }
+
+    /// Asks the member at `endpoint` (member `id`) for its Status; the
+    /// probe comes back to be kept for the next pass.
+    fn ask_status(
+        &mut self,
+        id: u64,
+        endpoint: String,
+    ) -> impl std::future::Future<Output = Asked> + Send + 'static {
+        let mut probe = self
+            .probes
+            .remove(&endpoint)
+            .unwrap_or_else(|| self.access.probe(endpoint.clone()));
+        async move {
+            let status = probe.status().await.ok();
+            (id, endpoint, probe, status)
+        }
     }
 
     /// Status of one endpoint (the local member).

@@ -150,6 +150,16 @@ struct ChaosArgs {
     /// The eco binary [default: $ECO_BIN, else target/release/eco].
     #[arg(long)]
     eco_bin: Option<PathBuf>,
+    /// A soak instead of the matrix: random faults of the matrix's
+    /// vocabulary, one at a time, for --duration, under the write ledger.
+    #[arg(long)]
+    monkey: bool,
+    /// How long the soak lasts (`30m`, `3m`).
+    #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
+    duration: std::time::Duration,
+    /// The soak's seed: the same seed, the same schedule of faults.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 fn main() {
@@ -355,6 +365,9 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         keep,
         etcd_bin_dir,
         eco_bin,
+        monkey,
+        duration,
+        seed,
     } = args;
     let root = testkit::workspace_root();
     let scenarios = match chaos::parse_scenarios(&names) {
@@ -395,6 +408,9 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         runs,
         keep,
     };
+    if monkey {
+        return monkey_command(&opts, duration, seed, json, out.as_deref());
+    }
     let outcomes = chaos::run_all(&opts);
     let medians = chaos::medians::summarize(&outcomes);
     if json {
@@ -437,4 +453,32 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         }
     }
     i32::from(outcomes.iter().any(|o| !o.passed))
+}
+
+/// `simulations chaos --monkey`; returns the exit code.
+fn monkey_command(
+    opts: &chaos::Options,
+    duration: std::time::Duration,
+    seed: u64,
+    json: bool,
+    out: Option<&std::path::Path>,
+) -> i32 {
+    let report = chaos::monkey::run(opts, duration, seed);
+    let text = chaos::monkey::render(&report);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print!("{text}");
+    }
+    if let Some(dir) = out {
+        let file = dir.join(format!("monkey-{}-s{seed}.txt", opts.instances));
+        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, &text)) {
+            eprintln!("chaos: cannot write {}: {e}", file.display());
+            return 1;
+        }
+    }
+    i32::from(!report.passed)
 }

@@ -299,7 +299,11 @@ impl Daemon {
         let mut process = self.etcd.watch();
         let mut events = self.gossip.as_mut().and_then(GossipLink::take_events);
         loop {
+            // Biased: a signal first, then protocol messages (a coordinator's
+            // heartbeat or a promise must not wait behind a second pass),
+            // then the process, then passes.
             tokio::select! {
+                biased;
                 _ = signals.recv() => return Ok(Exit::Signalled),
                 Some(event) = async {
                     match events.as_mut() {

@@ -99,15 +99,26 @@ impl MemberProbe {
         &self.endpoint
     }
 
+    /// The member's Status, connection included, within one call timeout.
     pub async fn status(&mut self) -> Result<MemberStatus, ProbeError> {
-        let mut client = match self.client.take() {
-            Some(c) => c,
-            None => self.access.connect(&self.endpoint).await?,
+        let timeout = self.access.call_timeout();
+        let probe = async {
+            let mut client = match self.client.take() {
+                Some(c) => c,
+                None => self.access.connect(&self.endpoint).await?,
+            };
+            let result = status(&mut client, &self.endpoint, timeout).await;
+            if result.is_ok() {
+                self.client = Some(client);
+            }
+            result
         };
-        let result = status(&mut client, &self.endpoint, self.access.call_timeout()).await;
-        if result.is_ok() {
-            self.client = Some(client);
+        match tokio::time::timeout(timeout, probe).await {
+            Ok(result) => result,
+            Err(_) => Err(ProbeError::Timeout {
+                endpoint: self.endpoint.clone(),
+                timeout,
+            }),
         }
-        result
     }
 }

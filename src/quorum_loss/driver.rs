@@ -33,9 +33,9 @@
 use super::facts::{self, LeaderSightings};
 use gossip::Gossip;
 use recovery::fenced::{
-    AlertKind, CreateResult, Effect, EffectKind, Envelope, GroupFacts, Incarnation, Input,
-    InstanceId, LocalData, Millis, Observation, Owed, PersistedState, Probe, Protocol, SeedPlan,
-    SeedRecord, StoreFacts,
+    AlertKind, Ballot, CreateResult, Effect, EffectKind, Envelope, GroupFacts, Incarnation, Input,
+    InstanceId, LocalData, Message, Millis, Observation, Owed, PersistedState, Probe, Protocol,
+    SeedPlan, SeedRecord, StoreFacts,
 };
 use recovery::pass::Hold;
 use std::collections::VecDeque;
@@ -99,6 +99,9 @@ pub struct Driver {
     store_read_at: Option<Millis>,
     started: bool,
     acted: bool,
+    /// The ballot of the last prepare logged (later sends are
+    /// retransmissions).
+    last_prepared: Option<Ballot>,
 }
 
 impl Driver {
@@ -109,6 +112,7 @@ impl Driver {
             store_read_at: None,
             started: false,
             acted: false,
+            last_prepared: None,
         }
     }
 
@@ -293,7 +297,7 @@ impl Driver {
                 Ok(None)
             }
             EffectKind::Send(env) => {
-                tracing::debug!(to = %env.to, kind = env.message.kind(), %reason, "recovery message");
+                self.log_send(&env, &reason);
                 let bytes = postcard::to_stdvec(&env).context("encoding a recovery message")?;
                 if host.gossip().send(&env.to, bytes).is_err() {
                     anyhow::bail!("gossip has stopped");
@@ -342,6 +346,35 @@ impl Driver {
                 host.data_loss(incarnation, &skipped, &reason);
                 Ok(None)
             }
+        }
+    }
+
+    /// A protocol message in the log: what changes a round (a first
+    /// prepare of a ballot, a promise, a rejection with its evidence, an
+    /// accept, a decision) at info, retransmissions and reports at debug.
+    fn log_send(&mut self, env: &Envelope, reason: &str) {
+        let kind = env.message.kind();
+        let first_prepare = match &env.message {
+            Message::Prepare { ballot, .. } => {
+                let first = self.last_prepared.as_ref() != Some(ballot);
+                self.last_prepared = Some(ballot.clone());
+                first
+            }
+            _ => false,
+        };
+        let notable = first_prepare
+            || matches!(
+                env.message,
+                Message::Promise { .. }
+                    | Message::Reject { .. }
+                    | Message::Accept { .. }
+                    | Message::Accepted { .. }
+                    | Message::Decided { .. }
+            );
+        if notable {
+            tracing::info!(to = %env.to, kind, %reason, "recovery message");
+        } else {
+            tracing::debug!(to = %env.to, kind, %reason, "recovery message");
         }
     }
 

@@ -83,14 +83,17 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
                 ),
             ));
         }
-        if !m.never_started() && m.healthy {
+        // Once it started (it has published its name), ask: etcd itself
+        // refuses to promote a learner that has not caught up ("not in
+        // sync", a wait), which it knows better and sooner than a probe.
+        if !m.never_started() {
             return Some(Step::new(
                 Action::Promote {
                     member_id: m.id,
                     name: m.name.clone(),
                 },
                 format!(
-                    "learner {} runs and is healthy: promote it once it has caught up",
+                    "learner {} has started: promote it once it has caught up (etcd says when)",
                     label(m)
                 ),
             ));

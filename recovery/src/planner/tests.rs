@@ -301,6 +301,17 @@ fn table() {
     cases.push(("healthy learner promoted", o, vec!["promote"]));
 
     let mut o = leader();
+    let mut catching_up = learner(4, "d", D, 99 * MIN);
+    catching_up.healthy = false;
+    o.members.as_mut().unwrap().push(catching_up);
+    o.group.push(("d".into(), D.into()));
+    cases.push((
+        "a started learner is promoted when etcd says it caught up",
+        o,
+        vec!["promote"],
+    ));
+
+    let mut o = leader();
     o.members
         .as_mut()
         .unwrap()

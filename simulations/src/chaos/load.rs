@@ -108,21 +108,26 @@ async fn write_loop(
     let mut client: Option<etcd_client::Client> = None;
     // One endpoint at a time, the next one after a failure: a client
     // balancing over every endpoint keeps sending to dead ones and would
-    // make a writable cluster look unwritable.
+    // make a writable cluster look unwritable. An endpoint dropped from the
+    // list is left at once.
     let mut turn: usize = 0;
+    let mut current = String::new();
     let mut n: u64 = 0;
     while !stop.load(Ordering::Relaxed) {
         let next = Instant::now() + pause;
+        let endpoints = ledger
+            .lock()
+            .map(|l| l.endpoints.clone())
+            .unwrap_or_default();
+        if !endpoints.contains(&current) {
+            client = None;
+        }
         if client.is_none() {
-            let endpoints = ledger
-                .lock()
-                .map(|l| l.endpoints.clone())
-                .unwrap_or_default();
-            let endpoint = endpoints
+            current = endpoints
                 .get(turn % endpoints.len().max(1))
                 .cloned()
                 .unwrap_or_default();
-            client = testkit::etcd::connect(&endpoint, timeouts).await;
+            client = testkit::etcd::connect(&current, timeouts).await;
         }
         let key = format!("{PREFIX}{n:08}");
         let value = format!("value-{n}");

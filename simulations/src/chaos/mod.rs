@@ -20,6 +20,7 @@
 
 pub mod load;
 pub mod medians;
+pub mod monkey;
 pub mod observe;
 pub mod outcome;
 pub mod report;
@@ -165,41 +166,8 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
     } else {
         cluster::Network::Loopback
     };
-    let t = Duration::from_secs(opts.quorum_loss_timeout_s);
-    let mut c = Cluster::new(cluster::Options {
-        eco: opts.eco.clone(),
-        root: Some(root.clone()),
-        network,
-        net,
-        config: Cluster::node_config(CLUSTER, &opts.etcd_bin_dir)
-            .snapshot_interval(Duration::from_secs(10))
-            .snapshot_max_age(Duration::from_secs(60))
-            .quorum_loss_timeout(t)
-            .unhealthy_member_ttl(t),
-        gossip_key: cluster::key_pattern(53, 7),
-        // eco (and so its etcd) dies with the harness, even on SIGKILL.
-        die_with_harness: true,
-        stopping: Stopping {
-            wait: Duration::from_secs(30),
-            force: true,
-        },
-    })?;
-    let mut group = Vec::new();
-    for _ in 0..opts.instances {
-        group.push(c.add_next(None)?);
-    }
-    c.set_group(&group)?;
-    for id in &group {
-        c.start(id)?;
-    }
+    let (mut c, group) = start_cluster(opts, &rt, root.clone(), network, net)?;
     let endpoints = c.endpoints(&group);
-    wait_whole(&rt, &group, &endpoints, Duration::from_secs(120))
-        .map_err(|e| anyhow::anyhow!("the cluster did not form: {e}"))?;
-    // The first snapshot is in the store before the load starts.
-    let limit = Instant::now() + Duration::from_secs(30);
-    while c.newest_snapshot_revision().is_none() && Instant::now() < limit {
-        std::thread::sleep(Duration::from_millis(200));
-    }
 
     let load = Load::start(endpoints.clone(), opts.rate);
     let targets = |c: &Cluster, ids: &[String]| -> Vec<(String, String)> {
@@ -216,6 +184,18 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
         .context("no leader before the fault")?;
     let started = load.started;
     let t = move || started.elapsed();
+    // Partitions: the load writes through the majority side only, so its
+    // write gaps are the majority's.
+    let cut_side = s.cut_side(&group, &leader);
+    if !cut_side.is_empty() {
+        let majority: Vec<String> = group
+            .iter()
+            .filter(|id| !cut_side.contains(id))
+            .cloned()
+            .collect();
+        load.set_endpoints(c.endpoints(&majority));
+        std::thread::sleep(Duration::from_secs(1));
+    }
     let fault_at = t();
     let injected = scenario::inject(s, &mut c, &group, &leader, &t);
     let injected = match injected {
@@ -240,6 +220,21 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
 
     let whole = wait_whole(&rt, &want, &now_endpoints, WHOLE_WITHIN);
     let whole_at = t();
+    if whole.is_ok() {
+        for id in &injected.leaving {
+            if let Err(e) = verify::left(&c, id) {
+                o.failures.push(e);
+            }
+        }
+        if !injected.leaving.is_empty() {
+            if let Err(e) = rt.block_on(verify::membership_stays(
+                &now_endpoints,
+                Duration::from_secs(5),
+            )) {
+                o.failures.push(e);
+            }
+        }
+    }
     // A little more load on the healed cluster.
     std::thread::sleep(Duration::from_secs(2));
     let ledger = load.finish();
@@ -336,6 +331,41 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
                 .map(|(t, _)| *t)
         };
         if let (Some(cut), Some(healed)) = (at("cut off"), at("healed")) {
+            let during: Vec<Duration> = ledger
+                .acked
+                .iter()
+                .map(|a| a.at)
+                .filter(|at| *at > cut && *at < healed)
+                .collect();
+            let gaps = |from: Duration, writes: &[Duration]| {
+                let mut last = from;
+                let mut worst = Duration::ZERO;
+                for at in writes.iter().chain(std::iter::once(&healed)) {
+                    worst = worst.max(at.saturating_sub(last));
+                    last = *at;
+                }
+                worst
+            };
+            let gap = gaps(cut, &during);
+            o.max_write_gap_s = Some(gap.as_secs_f64());
+            if let Some((first, rest)) = during.split_first() {
+                let after = gaps(*first, rest);
+                o.max_write_gap_after_first_s = Some(after.as_secs_f64());
+                // One election timeout of the instances (etcd's
+                // election_timeout in the test config).
+                let election = Duration::from_millis(250);
+                let limit = if s == Scenario::PartitionLeader {
+                    after
+                } else {
+                    gap
+                };
+                if limit > election {
+                    o.failures.push(format!(
+                        "the majority went {:.3} s without an acknowledged write while the cut lasted (more than one election timeout, {election:?})",
+                        limit.as_secs_f64()
+                    ));
+                }
+            }
             let from = cut + Duration::from_secs(2);
             let served = ledger
                 .acked
@@ -355,7 +385,9 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
     }
     let must_not_reseed = matches!(
         s,
-        Scenario::PartitionMinority
+        Scenario::LeaveFollower
+            | Scenario::LeaveLeader
+            | Scenario::PartitionMinority
             | Scenario::PartitionLeader
             | Scenario::PartitionMajorityReplaced
             | Scenario::KillEtcdLeader
@@ -379,8 +411,56 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
     Ok(())
 }
 
+/// A cluster of `opts.instances` eco processes in `root` (on `network`,
+/// address block `net`), formed, with its first snapshot in the store;
+/// returns it and its group.
+pub(crate) fn start_cluster(
+    opts: &Options,
+    rt: &tokio::runtime::Runtime,
+    root: PathBuf,
+    network: cluster::Network,
+    net: u8,
+) -> anyhow::Result<(Cluster, Vec<String>)> {
+    let t = Duration::from_secs(opts.quorum_loss_timeout_s);
+    let mut c = Cluster::new(cluster::Options {
+        eco: opts.eco.clone(),
+        root: Some(root),
+        network,
+        net,
+        config: Cluster::node_config(CLUSTER, &opts.etcd_bin_dir)
+            .snapshot_interval(Duration::from_secs(10))
+            .snapshot_max_age(Duration::from_secs(60))
+            .quorum_loss_timeout(t)
+            .unhealthy_member_ttl(t),
+        gossip_key: cluster::key_pattern(53, 7),
+        // eco (and so its etcd) dies with the harness, even on SIGKILL.
+        die_with_harness: true,
+        stopping: Stopping {
+            wait: Duration::from_secs(30),
+            force: true,
+        },
+    })?;
+    let mut group = Vec::new();
+    for _ in 0..opts.instances {
+        group.push(c.add_next(None)?);
+    }
+    c.set_group(&group)?;
+    for id in &group {
+        c.start(id)?;
+    }
+    let endpoints = c.endpoints(&group);
+    wait_whole(rt, &group, &endpoints, Duration::from_secs(120))
+        .map_err(|e| anyhow::anyhow!("the cluster did not form: {e}"))?;
+    // The first snapshot is in the store before the load starts.
+    let limit = Instant::now() + Duration::from_secs(30);
+    while c.newest_snapshot_revision().is_none() && Instant::now() < limit {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Ok((c, group))
+}
+
 /// Waits until members = `want`, all voters and healthy, one cluster id.
-fn wait_whole(
+pub(crate) fn wait_whole(
     rt: &tokio::runtime::Runtime,
     want: &[String],
     endpoints: &[String],
@@ -398,7 +478,7 @@ fn wait_whole(
     Err(last)
 }
 
-async fn leader_of(c: &Cluster, group: &[String]) -> Option<String> {
+pub(crate) async fn leader_of(c: &Cluster, group: &[String]) -> Option<String> {
     for id in group {
         let n = c.nodes.get(id)?;
         let t = Timeouts {

@@ -47,6 +47,12 @@ pub struct Outcome {
     pub time_to_detect_s: Option<f64>,
     pub time_to_writable_s: Option<f64>,
     pub time_to_full_membership_s: Option<f64>,
+    /// Partition scenarios: the longest time the majority side went
+    /// without an acknowledged write while the cut lasted, and the same
+    /// after its first write after the cut (a cut-off leader costs one
+    /// election; nothing else may stall the majority).
+    pub max_write_gap_s: Option<f64>,
+    pub max_write_gap_after_first_s: Option<f64>,
     pub quorum_loss_timeout_s: f64,
     /// The cluster was reseeded (a new incarnation record appeared).
     pub reseeded: bool,
@@ -56,4 +62,17 @@ pub struct Outcome {
     pub notes: Vec<String>,
     pub samples: Vec<Sample>,
     pub marks: Vec<Mark>,
+}
+
+impl Outcome {
+    /// The majority's write gap the partition check holds to one election
+    /// timeout: the whole cut's, or — when the leader was cut off, which
+    /// costs one election — the one after its first write after the cut.
+    pub fn majority_gap_s(&self) -> Option<f64> {
+        if self.name == "partition-leader" {
+            self.max_write_gap_after_first_s
+        } else {
+            self.max_write_gap_s
+        }
+    }
 }

@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use super::outcome::{Mark, Outcome, Sample};
 
 /// The columns of the results table, in the terminal and in Markdown.
-const COLUMNS: [&str; 9] = [
+const COLUMNS: [&str; 10] = [
     "scenario",
     "instances",
     "result",
@@ -28,11 +28,14 @@ const COLUMNS: [&str; 9] = [
     "detect s",
     "writable s",
     "full membership s",
+    "majority gap s",
     "reseeded",
 ];
 
 /// Which columns hold numbers (right-aligned).
-const NUMERIC: [bool; 9] = [false, true, false, true, true, true, true, true, false];
+const NUMERIC: [bool; 10] = [
+    false, true, false, true, true, true, true, true, true, false,
+];
 
 /// PASS, FAIL or SKIP.
 fn result_word(o: &Outcome) -> &'static str {
@@ -65,7 +68,7 @@ fn yes_no(b: bool) -> &'static str {
 
 /// One row of the results table. A skipped scenario measured nothing, so
 /// its counts are `-` rather than zeros.
-fn row(o: &Outcome) -> [String; 9] {
+fn row(o: &Outcome) -> [String; 10] {
     let ran = o.skipped.is_none();
     let if_ran = |s: String| if ran { s } else { "-".to_string() };
     let name = if o.run == 0 {
@@ -82,6 +85,8 @@ fn row(o: &Outcome) -> [String; 9] {
         seconds(o.time_to_detect_s),
         seconds(o.time_to_writable_s),
         seconds(o.time_to_full_membership_s),
+        o.majority_gap_s()
+            .map_or_else(|| "-".to_string(), |g| format!("{g:.3}")),
         if_ran(yes_no(o.reseeded).to_string()),
     ]
 }
@@ -100,7 +105,7 @@ fn push_indented(out: &mut String, indent: &str, text: &str) {
 /// failures of each failed scenario and the reason of each skipped one.
 pub fn table(outcomes: &[Outcome]) -> String {
     let header = COLUMNS.map(String::from);
-    let rows: Vec<[String; 9]> = outcomes.iter().map(row).collect();
+    let rows: Vec<[String; 10]> = outcomes.iter().map(row).collect();
     let mut widths = COLUMNS.map(|c| c.chars().count());
     for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r) {
@@ -143,7 +148,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
 
 /// One aligned line: text left-aligned, numbers right-aligned, two spaces
 /// between columns, no trailing spaces.
-fn push_table_line(out: &mut String, cells: &[String; 9], widths: &[usize; 9]) {
+fn push_table_line(out: &mut String, cells: &[String; 10], widths: &[usize; 10]) {
     let mut line = String::new();
     for (i, cell) in cells.iter().enumerate() {
         if i > 0 {
@@ -281,6 +286,14 @@ fn markdown_section(out: &mut String, o: &Outcome) {
         took(o.time_to_full_membership_s),
         o.quorum_loss_timeout_s
     );
+    if let Some(gap) = o.max_write_gap_s {
+        let _ = writeln!(
+            out,
+            "- While the cut lasted, the majority's longest gap between acknowledged writes: {gap:.3} s ({} after its first write after the cut).",
+            o.max_write_gap_after_first_s
+                .map_or_else(|| "no write".to_string(), |g| format!("{g:.3} s"))
+        );
+    }
     let _ = writeln!(out, "- Reseeded: {}.\n", yes_no(o.reseeded));
 
     if !o.failures.is_empty() {

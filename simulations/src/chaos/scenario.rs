@@ -21,9 +21,12 @@ pub enum Scenario {
     CrashDuringRecovery,
     PartitionMajorityReplaced,
     StoreWiped,
+    LeaveFollower,
+    LeaveLeader,
+    RestartSurvivors,
 }
 
-pub const ALL: [Scenario; 15] = [
+pub const ALL: [Scenario; 18] = [
     Scenario::KillEtcdLeader,
     Scenario::KillEtcdFollower,
     Scenario::KillMajority,
@@ -39,6 +42,9 @@ pub const ALL: [Scenario; 15] = [
     Scenario::CrashDuringRecovery,
     Scenario::PartitionMajorityReplaced,
     Scenario::StoreWiped,
+    Scenario::LeaveFollower,
+    Scenario::LeaveLeader,
+    Scenario::RestartSurvivors,
 ];
 
 impl Scenario {
@@ -59,6 +65,9 @@ impl Scenario {
             Scenario::CrashDuringRecovery => "crash-during-recovery",
             Scenario::PartitionMajorityReplaced => "partition-majority-replaced",
             Scenario::StoreWiped => "store-wiped",
+            Scenario::LeaveFollower => "leave-follower",
+            Scenario::LeaveLeader => "leave-leader",
+            Scenario::RestartSurvivors => "restart-survivors",
         }
     }
 
@@ -81,6 +90,23 @@ impl Scenario {
         )
     }
 
+    /// The instances a partition scenario cuts off (the rest is the
+    /// majority, which must keep serving), given the leader's instance.
+    pub fn cut_side(self, group: &[String], leader: &str) -> Vec<String> {
+        let followers: Vec<String> = group.iter().filter(|id| *id != leader).cloned().collect();
+        match self {
+            Scenario::PartitionMinority => followers.into_iter().take(1).collect(),
+            Scenario::PartitionLeader => vec![leader.to_string()],
+            Scenario::PartitionMajorityReplaced => followers
+                .iter()
+                .rev()
+                .take(group.len() - majority(group.len()))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Why this scenario cannot run here, if it cannot.
     pub fn unsupported(self) -> Option<String> {
         if self.partitions() {
@@ -94,6 +120,10 @@ impl Scenario {
 pub struct Injected {
     /// The group the cluster must end up with.
     pub want: Vec<String>,
+    /// Instances removed from the group while their eco runs: once the
+    /// cluster is whole they must have left (etcd stopped, data in place,
+    /// nothing moved aside, phase `leaving`).
+    pub leaving: Vec<String>,
     /// Steps with their times (since the load started), for the timeline.
     pub steps: Vec<(Duration, String)>,
     pub notes: Vec<String>,
@@ -145,7 +175,52 @@ pub fn inject(
     let snapshot_revision = c.newest_snapshot_revision();
     let mut steps = vec![(t(), "fault".to_string())];
     let mut notes = Vec::new();
+    let mut leaving = Vec::new();
     let want = match s {
+        // Removed from the group file while eco keeps running (a cloud
+        // group does this for a moment before termination, a StatefulSet
+        // during scale-down): they leave, they do not fight.
+        Scenario::LeaveFollower | Scenario::LeaveLeader => {
+            leaving = if s == Scenario::LeaveLeader {
+                vec![leader.to_string(), first_follower.clone()]
+            } else {
+                vec![first_follower.clone()]
+            };
+            let kept: Vec<String> = group
+                .iter()
+                .filter(|id| !leaving.contains(id))
+                .cloned()
+                .collect();
+            c.set_group(&kept)?;
+            steps.push((
+                t(),
+                format!("{leaving:?} removed from the group, eco running"),
+            ));
+            kept
+        }
+        // A majority loses its disks (restarted with the same ids, empty);
+        // a second later the survivors' eco processes are killed and
+        // restarted with their data, in the middle of the recovery.
+        Scenario::RestartSurvivors => {
+            let survivors: Vec<String> = group
+                .iter()
+                .filter(|id| !losers.contains(id))
+                .cloned()
+                .collect();
+            for id in &losers {
+                c.stop(id, libc::SIGKILL)?;
+                c.wipe(id)?;
+                c.start(id)?;
+            }
+            steps.push((t(), format!("{losers:?} wiped, restarted")));
+            std::thread::sleep(Duration::from_secs(1));
+            for id in &survivors {
+                c.stop(id, libc::SIGKILL)?;
+                c.start(id)?;
+            }
+            steps.push((t(), format!("survivors {survivors:?} restarted")));
+            group.to_vec()
+        }
         Scenario::KillEtcdLeader => {
             c.kill_etcd(leader)?;
             group.to_vec()
@@ -358,6 +433,7 @@ pub fn inject(
     };
     Ok(Injected {
         want,
+        leaving,
         steps,
         notes,
         snapshot_revision,

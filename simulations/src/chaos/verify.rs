@@ -113,3 +113,61 @@ pub async fn hash_kv_equal(endpoints: &[String]) -> Result<(), String> {
         Err(format!("HashKV differs at revision {revision}: {hashes:?}"))
     }
 }
+
+/// Instance `id` was removed from the group while its eco ran: it left —
+/// its etcd stopped (within 20 s), its data in place, nothing moved aside,
+/// and its eco says `leaving`.
+pub fn left(c: &testkit::cluster::Cluster, id: &str) -> Result<(), String> {
+    let n = c
+        .nodes
+        .get(id)
+        .ok_or_else(|| format!("{id} is not an instance of the cluster"))?;
+    let stopped = testkit::wait_until(Duration::from_secs(20), || {
+        c.etcd_pids(id).is_empty().then_some(())
+    });
+    if stopped.is_none() {
+        return Err(format!("{id} left the group but its etcd still runs"));
+    }
+    if !n.data_dir().join("member/wal").exists() {
+        return Err(format!("{id}'s data is not in place after it left"));
+    }
+    let parent = n.data_dir().parent().map(std::path::Path::to_path_buf);
+    let moved = parent
+        .and_then(|p| std::fs::read_dir(p).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".moved-"))
+        .count();
+    if moved > 0 {
+        return Err(format!(
+            "{id} moved {moved} data director(ies) aside after it left"
+        ));
+    }
+    let phase = testkit::wait_until(Duration::from_secs(10), || {
+        let status = super::observe::eco_status(&n.api())?;
+        let phase = status["phase"].as_str()?.to_string();
+        (phase == "leaving").then_some(phase)
+    });
+    if phase.is_none() {
+        return Err(format!("{id} does not say it is leaving"));
+    }
+    Ok(())
+}
+
+/// The member list does not change for `span` (a removed instance that
+/// fought would add itself back, again and again).
+pub async fn membership_stays(endpoints: &[String], span: Duration) -> Result<(), String> {
+    let first = members(endpoints).await;
+    let until = tokio::time::Instant::now() + span;
+    while tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = members(endpoints).await;
+        if now.is_some() && now != first {
+            return Err(format!(
+                "the member list changed after the cluster was whole: {first:?} -> {now:?}"
+            ));
+        }
+    }
+    Ok(())
+}
