@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos
+.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos soak
 
 deps:
 	bash scripts/install-deps.sh
@@ -29,6 +29,16 @@ chaos: deps
 	$(CARGO) build --release -p eco -p simulations
 	./target/release/simulations chaos --scenario all --instances 3 --runs $(RUNS) --out target/chaos
 	./target/release/simulations chaos --scenario all --instances 5 --runs $(RUNS) --out target/chaos
+
+# The monkey soak: random faults on one cluster under the write ledger, with
+# 3 and then 5 instances (release build); reports under target/soak/.
+# SOAK=30m and SEED=1 by default; the same seed replays the same schedule.
+SOAK ?= 30m
+SEED ?= 1
+soak: deps
+	$(CARGO) build --release -p eco -p simulations
+	./target/release/simulations chaos --monkey --instances 3 --duration $(SOAK) --seed $(SEED) --out target/soak
+	./target/release/simulations chaos --monkey --instances 5 --duration $(SOAK) --seed $(SEED) --out target/soak
 
 clean-run:
 	rm -rf .run

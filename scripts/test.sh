@@ -6,6 +6,8 @@
 #   4. all tests (unit, table, simulation, integration on etcd 3.5)
 #   5. the real-etcd integration tests again on etcd 3.4
 #   6. a subset of the chaos matrix (simulations chaos) on real processes
+#   7. a 3-minute monkey soak (random faults under the write ledger); the
+#      30-minute soaks are `make soak`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +31,9 @@ ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_in
 
 step "chaos subset (real processes, the dev build of eco)"
 ./target/debug/simulations chaos --eco-bin target/debug/eco --out target/chaos-ci \
-  --scenario kill-etcd-follower,wipe-one,wipe-majority,stop-wipe-all,partition-minority
+  --scenario kill-etcd-follower,wipe-one,wipe-majority,stop-wipe-all,partition-minority,leave-leader,restart-survivors
+
+step "monkey soak, 3 minutes (real processes, the dev build of eco)"
+./target/debug/simulations chaos --monkey --duration 3m --seed 1 --eco-bin target/debug/eco --out target/chaos-ci
 
 printf '\n==> all tests passed in %ss\n' "$(( $(date +%s) - started ))"

@@ -31,6 +31,7 @@ mod durable;
 mod execute;
 mod first_incarnation;
 mod gossip_link;
+mod live_since;
 mod local_etcd;
 mod observe;
 mod pass;
@@ -84,6 +85,7 @@ struct Daemon {
     group: GroupView,
     newest: NewestRecord,
     gossip: Option<GossipLink>,
+    live_since: live_since::LiveSince,
     /// The quorum-loss protocol (with gossip keys and a store).
     quorum_loss: Option<Driver>,
     /// The last problem of the quorum-loss side worth a human's eye.
@@ -205,6 +207,7 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
         },
         newest: NewestRecord::default(),
         gossip,
+        live_since: live_since::LiveSince::default(),
         quorum_loss,
         problem: None,
         refused: None,

@@ -51,11 +51,14 @@ impl Daemon {
             desired_size: self.group.group.desired_size,
             members: self.view.facts(&seen.cluster, seen.now_ms),
             live: self.gossip.as_ref().map(|g| {
-                facts::live_instances(
-                    &g.node.view(),
-                    tokio::time::Instant::now(),
-                    ctx.protocol.peer_fresh,
-                    ctx.id(),
+                self.live_since.update(
+                    facts::live_instances(
+                        &g.node.view(),
+                        tokio::time::Instant::now(),
+                        ctx.protocol.peer_fresh,
+                        ctx.id(),
+                    ),
+                    seen.now_ms,
                 )
             }),
             config: PlannerConfig {

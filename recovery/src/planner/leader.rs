@@ -104,25 +104,26 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
     //    An instance gossip cannot hear (crashed, or cut off by a
     //    partition) keeps its member: removing it would not help it rejoin,
     //    and etcd stalls its leader while it tears down the connections of
-    //    a peer it cannot reach. Without gossip, liveness is unknown and
-    //    the TTL alone decides.
+    //    a peer it cannot reach. The TTL runs only while the instance is
+    //    alive — from the later of "unhealthy since" and "alive since" — so
+    //    a healed instance whose etcd is still reconnecting gets the whole
+    //    TTL. Without gossip, liveness is unknown and the TTL alone decides.
     for m in members
         .iter()
         .filter(|m| !m.is_learner && !m.healthy && m.name != o.local.instance_id)
     {
-        let Some(since) = m.unhealthy_since_ms else {
+        let Some(unhealthy_since) = m.unhealthy_since_ms else {
             continue;
+        };
+        let since = match (&o.live, o.owner_of(m)) {
+            (None, _) => unhealthy_since,
+            (Some(live), Some(owner)) => match live.get(owner) {
+                Some(alive_since) => unhealthy_since.max(*alive_since),
+                None => continue,
+            },
+            (Some(_), None) => continue,
         };
         if now.saturating_sub(since) <= o.config.unhealthy_member_ttl_ms {
-            continue;
-        }
-        let owner = o.owner_of(m);
-        let reachable = match (&o.live, owner) {
-            (None, _) => true,
-            (Some(live), Some(owner)) => live.contains(owner),
-            (Some(_), None) => false,
-        };
-        if !reachable {
             continue;
         }
         if removal_keeps_quorum(voters, healthy, false) {
@@ -132,7 +133,7 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
                     name: m.name.clone(),
                 },
                 format!(
-                    "member {} has been unhealthy for {} ms (ttl {} ms): remove it so its instance rejoins clean",
+                    "member {} has been unhealthy for {} ms while its instance was alive (ttl {} ms): remove it so its instance rejoins clean",
                     label(m),
                     now.saturating_sub(since),
                     o.config.unhealthy_member_ttl_ms

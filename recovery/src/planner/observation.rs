@@ -1,7 +1,7 @@
 //! What the planner sees.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// The local data directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,9 +66,10 @@ pub struct Observation {
     pub desired_size: usize,
     /// The member list from any member that answered; `None` if none did.
     pub members: Option<Vec<MemberFacts>>,
-    /// Instances alive in gossip (up, recently heard), this one included;
-    /// `None` without gossip (unknown).
-    pub live: Option<BTreeSet<String>>,
+    /// Instances alive in gossip (up, recently heard), this one included,
+    /// each with the time (`now_ms`'s clock) since which it has been alive
+    /// without a break; `None` without gossip (unknown).
+    pub live: Option<BTreeMap<String, u64>>,
     pub config: PlannerConfig,
 }
 

@@ -437,7 +437,7 @@ fn removal_targets_and_initial_cluster() {
 /// keeps its member. Without gossip (unknown) the TTL alone decides.
 #[test]
 fn an_unreachable_instance_keeps_its_member() {
-    let live = |ids: &[&str]| Some(ids.iter().map(|s| s.to_string()).collect());
+    let live = |ids: &[&str]| Some(ids.iter().map(|s| (s.to_string(), 0)).collect());
     let sick_c = |mut o: Observation| {
         if let Some(m) = o.members.as_mut() {
             m[2] = sick(member(3, "c", C), 0);
@@ -453,6 +453,38 @@ fn an_unreachable_instance_keeps_its_member() {
         removes(&plan(&o)),
         Some(3),
         "c's instance is alive: its etcd is not"
+    );
+}
+
+/// The TTL runs only while the instance is alive: a member unhealthy
+/// since a partition cut its instance off is not removed the moment the
+/// partition heals (its etcd is still reconnecting), only once it stayed
+/// unhealthy for the TTL with its instance alive.
+#[test]
+fn a_healed_instance_gets_the_whole_ttl() {
+    let mut o = leader();
+    if let Some(m) = o.members.as_mut() {
+        m[2] = sick(member(3, "c", C), 0);
+    }
+    let ttl = o.config.unhealthy_member_ttl_ms;
+    let healed_at = o.now_ms - 1;
+    o.live = Some(
+        [("a", 0), ("b", 0), ("c", healed_at)]
+            .into_iter()
+            .map(|(id, since)| (id.to_string(), since))
+            .collect(),
+    );
+    assert!(o.now_ms > ttl, "unhealthy for longer than the ttl");
+    assert_eq!(
+        kinds(&plan(&o)),
+        ["nothing"],
+        "c came back 1 ms ago: the ttl starts now"
+    );
+    o.now_ms = healed_at + ttl + 1;
+    assert_eq!(
+        removes(&plan(&o)),
+        Some(3),
+        "unhealthy for the ttl while alive"
     );
 }
 

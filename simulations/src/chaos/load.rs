@@ -18,6 +18,9 @@ pub struct Acked {
     pub key: String,
     pub value: String,
     pub revision: i64,
+    /// The raft term of the member that answered (a new leader's writes
+    /// carry a higher term than the old leader's).
+    pub term: u64,
     pub at: Duration,
 }
 
@@ -145,11 +148,13 @@ async fn write_loop(
         match answer {
             Some(r) => {
                 let revision = r.header().map(|h| h.revision()).unwrap_or(0);
+                let term = r.header().map(|h| h.raft_term()).unwrap_or(0);
                 if let Ok(mut l) = ledger.lock() {
                     l.acked.push(Acked {
                         key,
                         value,
                         revision,
+                        term,
                         at,
                     });
                 }

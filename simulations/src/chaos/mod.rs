@@ -28,7 +28,7 @@ pub mod scenario;
 pub mod verify;
 
 use anyhow::Context;
-use load::Load;
+use load::{Acked, Load};
 use observe::Observer;
 use outcome::{Mark, Outcome, Sample};
 use scenario::Scenario;
@@ -331,12 +331,20 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
                 .map(|(t, _)| *t)
         };
         if let (Some(cut), Some(healed)) = (at("cut off"), at("healed")) {
-            let during: Vec<Duration> = ledger
+            let during: Vec<&Acked> = ledger
                 .acked
                 .iter()
-                .map(|a| a.at)
-                .filter(|at| *at > cut && *at < healed)
+                .filter(|a| a.at > cut && a.at < healed)
                 .collect();
+            // The term before the cut: a write acknowledged in a higher
+            // term came from the majority's new leader.
+            let old_term = ledger
+                .acked
+                .iter()
+                .filter(|a| a.at <= cut)
+                .map(|a| a.term)
+                .max()
+                .unwrap_or(0);
             let gaps = |from: Duration, writes: &[Duration]| {
                 let mut last = from;
                 let mut worst = Duration::ZERO;
@@ -346,11 +354,21 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
                 }
                 worst
             };
-            let gap = gaps(cut, &during);
+            let times: Vec<Duration> = during.iter().map(|a| a.at).collect();
+            let gap = gaps(cut, &times);
             o.max_write_gap_s = Some(gap.as_secs_f64());
-            if let Some((first, rest)) = during.split_first() {
+            // For a cut leader: from the first write the new leader
+            // acknowledged (before it, etcd elects; a write in flight to
+            // the old leader waits for the client's timeout — etcd's and
+            // the client's behaviour, not eco's).
+            let new_term: Vec<Duration> = during
+                .iter()
+                .filter(|a| a.term > old_term)
+                .map(|a| a.at)
+                .collect();
+            if let Some((first, rest)) = new_term.split_first() {
                 let after = gaps(*first, rest);
-                o.max_write_gap_after_first_s = Some(after.as_secs_f64());
+                o.max_write_gap_new_leader_s = Some(after.as_secs_f64());
                 // One election timeout of the instances (etcd's
                 // election_timeout in the test config).
                 let election = Duration::from_millis(250);

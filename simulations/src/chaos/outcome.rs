@@ -49,10 +49,12 @@ pub struct Outcome {
     pub time_to_full_membership_s: Option<f64>,
     /// Partition scenarios: the longest time the majority side went
     /// without an acknowledged write while the cut lasted, and the same
-    /// after its first write after the cut (a cut-off leader costs one
-    /// election; nothing else may stall the majority).
+    /// from the first write the majority's new leader acknowledged (a
+    /// higher raft term than before the cut: a cut-off leader costs one
+    /// election and a write in flight to it; nothing else may stall the
+    /// majority).
     pub max_write_gap_s: Option<f64>,
-    pub max_write_gap_after_first_s: Option<f64>,
+    pub max_write_gap_new_leader_s: Option<f64>,
     pub quorum_loss_timeout_s: f64,
     /// The cluster was reseeded (a new incarnation record appeared).
     pub reseeded: bool,
@@ -67,10 +69,10 @@ pub struct Outcome {
 impl Outcome {
     /// The majority's write gap the partition check holds to one election
     /// timeout: the whole cut's, or — when the leader was cut off, which
-    /// costs one election — the one after its first write after the cut.
+    /// costs one election — the one from the new leader's first write.
     pub fn majority_gap_s(&self) -> Option<f64> {
         if self.name == "partition-leader" {
-            self.max_write_gap_after_first_s
+            self.max_write_gap_new_leader_s
         } else {
             self.max_write_gap_s
         }

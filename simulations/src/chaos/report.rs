@@ -289,8 +289,8 @@ fn markdown_section(out: &mut String, o: &Outcome) {
     if let Some(gap) = o.max_write_gap_s {
         let _ = writeln!(
             out,
-            "- While the cut lasted, the majority's longest gap between acknowledged writes: {gap:.3} s ({} after its first write after the cut).",
-            o.max_write_gap_after_first_s
+            "- While the cut lasted, the majority's longest gap between acknowledged writes: {gap:.3} s ({} from the new leader's first write).",
+            o.max_write_gap_new_leader_s
                 .map_or_else(|| "no write".to_string(), |g| format!("{g:.3} s"))
         );
     }
