@@ -59,10 +59,36 @@ fn initial_cluster(
     out
 }
 
-/// Our member was added (as a learner) but etcd never started: the crash
-/// point between "add" and "start". Start it.
+/// Our member was added (as a learner) but has not published its name:
+/// either etcd never started (the crash point between "add" and "start":
+/// start it), or it started moments ago and the member list is older than
+/// its first publication. Data beside a recorded member id of this very
+/// member is that member's own — etcd created it when it started for the
+/// member (a join moves older data aside before adding the member) — and
+/// is never moved aside: the leader may promote the member any moment,
+/// and moving a voter's data aside costs the quorum.
 fn start_added_member(o: &Observation, members: &[MemberFacts], me: &MemberFacts) -> Vec<Step> {
     let l = &o.local;
+    if l.recorded_member_id == Some(me.id) && l.data == DataState::Present {
+        if l.etcd_running {
+            return vec![Step::new(
+                Action::Wait,
+                format!(
+                    "member {:x} was added for this instance and etcd runs on its data: waiting for it to publish its name",
+                    me.id
+                ),
+            )];
+        }
+        return vec![Step::new(
+            Action::StartEtcd {
+                initial_cluster: initial_cluster(o, members, me),
+            },
+            format!(
+                "member {:x} was added for this instance and etcd stopped before publishing its name: restart it on its data",
+                me.id
+            ),
+        )];
+    }
     let mut steps = Vec::new();
     if l.recorded_member_id != Some(me.id) {
         steps.push(Step::new(

@@ -266,6 +266,63 @@ fn table() {
         vec!["start"],
     ));
 
+    // etcd was just started for our added member and has not published
+    // its name yet (the list is a pass old): the data is that member's
+    // own — never moved aside (the leader may promote it any moment).
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: Some(7),
+        data: DataState::Present,
+        etcd_running: true,
+        ..o.local
+    };
+    o.members = Some(vec![
+        learner(7, "", A, 0),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "added, etcd started, name not published yet",
+        o,
+        vec!["wait"],
+    ));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: Some(7),
+        data: DataState::Present,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![
+        learner(7, "", A, 0),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "crash point: added, etcd started and stopped before publishing its name",
+        o,
+        vec!["start"],
+    ));
+
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: None,
+        data: DataState::Present,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![
+        learner(7, "", A, 0),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "added, never started, older data in the directory",
+        o,
+        vec!["record", "move-aside", "start"],
+    ));
+
     let mut o = base();
     o.local.recorded_member_id = None;
     cases.push((
@@ -563,4 +620,9 @@ fn quorum_arithmetic() {
     assert!(!removal_keeps_quorum(1, 1, true));
     assert!(removal_keeps_quorum(5, 3, false)); // 3 of 4 >= 3
     assert!(!removal_keeps_quorum(5, 3, true)); // 2 of 4 < 3
+    // The removal itself must commit: 1 of 2 healthy cannot commit a
+    // change, though 1 of 1 would be a quorum afterwards.
+    assert!(!removal_keeps_quorum(2, 1, false));
+    assert!(!removal_keeps_quorum(4, 2, false)); // 2 of 4 < 3
+    assert!(removal_keeps_quorum(2, 2, false));
 }
