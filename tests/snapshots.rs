@@ -296,3 +296,52 @@ fn bootstrap_from_seeds_a_new_cluster_from_the_named_snapshot() {
         "{record}"
     );
 }
+
+/// A store that fails before it has read the whole snapshot (here: at
+/// once) makes the snapshot fail, promptly — it never leaves the stream
+/// from etcd waiting on a channel nobody reads (the soak found the writer
+/// stalled for good after a store outage).
+#[test]
+fn a_store_failing_mid_upload_fails_the_snapshot_and_never_hangs() {
+    use eco::etcd::access::EtcdAccess;
+    use eco::snapshot::take::{self, SnapshotRequest};
+    use eco::store::memory::MemoryStore;
+    use testkit::etcd::rt;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let endpoint = "http://127.0.6.2:2379";
+    let _etcd = RawEtcd::start_new(&dir.path().join("etcd"), "s", "127.0.6.2");
+    wait_serving(endpoint, Duration::from_secs(20)).expect("etcd serving");
+    // Far more than the channel holds (etcd streams 32 KiB chunks).
+    let value = "x".repeat(64 * 1024);
+    for k in 0..40 {
+        assert!(write(endpoint, &format!("k{k}"), &value));
+    }
+    let store = MemoryStore::new();
+    store.set_failing(true);
+    let req = SnapshotRequest {
+        endpoint: endpoint.into(),
+        cluster: "it".into(),
+        incarnation: 1,
+        token: "it-1-00000000".into(),
+        instance: "s".into(),
+    };
+    let access = EtcdAccess::new(Duration::from_secs(2));
+    let taken = rt().block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), take::take(&store, &access, &req)).await
+    });
+    let Ok(result) = taken else {
+        panic!("the snapshot hung on a failed store");
+    };
+    let err = result.expect_err("a failed store fails the snapshot");
+    assert!(
+        err.to_string().contains("set to fail"),
+        "the store's error is the one reported: {err}"
+    );
+    // The store recovers: the next snapshot is stored.
+    store.set_failing(false);
+    let taken = rt()
+        .block_on(take::take(&store, &access, &req))
+        .expect("a snapshot once the store is back");
+    assert!(taken.object.size > 40 * 64 * 1024);
+}

@@ -192,9 +192,14 @@ pub async fn take(
     });
     let mut reader = StreamReader::new(ReceiverStream::new(rx));
     let stored = store.put(&name.to_string(), &mut reader, metadata).await;
+    // The store is done reading, whether it committed or failed: close the
+    // channel, so the producer's next send fails instead of waiting forever
+    // on a full channel nobody reads (a store that failed before reading
+    // everything once stalled the writer for good).
+    drop(reader);
     let produced = producer.await.map_err(|e| stream_err(e.to_string()))?;
-    produced.map_err(stream_err)?;
     let object = stored?;
+    produced.map_err(stream_err)?;
     Ok(TakenSnapshot {
         name,
         object,
