@@ -31,6 +31,14 @@ use testkit::cluster::{self, Cluster};
 /// Bound of the wait for the cluster to be whole after a fault.
 const WHOLE_WITHIN: Duration = Duration::from_secs(180);
 
+/// An acknowledgement is timed when the load's thread gets to it, which on
+/// a loaded machine can be a little after the old cluster sent it. The
+/// restored cluster cannot acknowledge anything this soon after its
+/// processes died (it needs the quorum-loss timeout, then a restore), so
+/// the slack, at most half that timeout, cannot excuse a write it
+/// acknowledged.
+const ACK_RECORDING_SLACK: Duration = Duration::from_secs(1);
+
 /// One fault of the soak.
 #[derive(Clone, Debug, Serialize)]
 pub struct FaultRun {
@@ -117,6 +125,10 @@ fn vocabulary(size: usize, initial: usize, partitions: bool) -> Vec<Fault> {
     v
 }
 
+/// What `inject` did: the group to end with, the instances that must have
+/// left, notes, and for a lossy fault when every process was dead.
+type Injected = (Vec<String>, Vec<String>, Vec<String>, Option<Duration>);
+
 /// A window in which a declared lossy fault may lose acknowledged writes:
 /// those acknowledged after the newest snapshot (`above` revision) and
 /// before the fault (`until`).
@@ -172,6 +184,7 @@ fn soak(
     let mut rng = Rng::new(seed);
     let mut windows: Vec<LossWindow> = Vec::new();
     let soak_started = Instant::now();
+    let slack = ACK_RECORDING_SLACK.min(Duration::from_secs(opts.quorum_loss_timeout_s) / 2);
     let result = (|| -> anyhow::Result<()> {
         while soak_started.elapsed() < duration {
             // The cluster runs undisturbed for 2 to 10 s.
@@ -184,11 +197,16 @@ fn soak(
             let at = t();
             eprintln!("==> monkey: {} at {:.1} s", fault.name(), at.as_secs_f64());
             let snapshot_revision = c.newest_snapshot_revision();
-            let (want, leaving, notes) = inject(fault, &mut c, &group, &leader, &load, &t)?;
-            if fault == Fault::Scenario(Scenario::WipeAll) {
+            let (want, leaving, notes, killed_all) =
+                inject(fault, &mut c, &group, &leader, &load, &t)?;
+            if let Some(until) = killed_all {
+                // Writes acknowledged until the last process died may
+                // be lost with the disks (not only those before the
+                // fault began: the survivors keep acknowledging while
+                // the others are killed one by one).
                 windows.push(LossWindow {
                     above: snapshot_revision.unwrap_or(0),
-                    until: at,
+                    until: until + slack,
                 });
             }
             load.set_endpoints(c.endpoints(&want));
@@ -268,7 +286,8 @@ fn soak(
 }
 
 /// Applies `fault`; returns the group the cluster must end up with, the
-/// instances that must have left, and notes.
+/// instances that must have left, notes, and for a lossy fault the time
+/// every process was dead.
 fn inject(
     fault: Fault,
     c: &mut Cluster,
@@ -276,7 +295,7 @@ fn inject(
     leader: &str,
     load: &Load,
     t: &dyn Fn() -> Duration,
-) -> anyhow::Result<(Vec<String>, Vec<String>, Vec<String>)> {
+) -> anyhow::Result<Injected> {
     match fault {
         Fault::Scenario(s) => {
             // A partition's majority keeps the load.
@@ -290,7 +309,17 @@ fn inject(
                 load.set_endpoints(c.endpoints(&majority));
             }
             let injected = scenario::inject(s, c, group, leader, t)?;
-            Ok((injected.want, injected.leaving, injected.notes))
+            let killed_all = if s.lossy() {
+                let step = injected
+                    .steps
+                    .iter()
+                    .find(|(_, l)| l == scenario::KILLED_ALL)
+                    .map(|(at, _)| *at);
+                Some(step.context("a lossy fault without its kill step")?)
+            } else {
+                None
+            };
+            Ok((injected.want, injected.leaving, injected.notes, killed_all))
         }
         Fault::ScaleOut => {
             let id = c.add_next(None)?;
@@ -298,11 +327,11 @@ fn inject(
             want.push(id.clone());
             c.set_group(&want)?;
             c.start(&id)?;
-            Ok((want, Vec::new(), vec![format!("{id} added")]))
+            Ok((want, Vec::new(), vec![format!("{id} added")], None))
         }
         Fault::ScaleIn => {
             let injected = scenario::inject(Scenario::LeaveFollower, c, group, leader, t)?;
-            Ok((injected.want, injected.leaving, injected.notes))
+            Ok((injected.want, injected.leaving, injected.notes, None))
         }
     }
 }

@@ -131,6 +131,9 @@ pub struct Injected {
     pub snapshot_revision: Option<i64>,
 }
 
+/// The step at which every process of a wipe-all is dead.
+pub const KILLED_ALL: &str = "every instance killed";
+
 fn majority(n: usize) -> usize {
     n / 2 + 1
 }
@@ -267,6 +270,9 @@ pub fn inject(
             for id in group {
                 c.stop(id, libc::SIGKILL)?;
             }
+            // The last write the old disks could hold was acknowledged
+            // before this step: a lossy fault's window ends here.
+            steps.push((t(), KILLED_ALL.into()));
             let now = replace(c, group, group)?;
             steps.push((t(), "replaced".into()));
             now
