@@ -372,6 +372,9 @@ pub fn inject(
                 first_follower.clone()
             };
             let rest: Vec<String> = group.iter().filter(|id| **id != cut).cloned().collect();
+            // Compared with the records after: a soak's earlier faults
+            // leave earlier incarnations' records in the store.
+            let records_before = c.records();
             c.partition(std::slice::from_ref(&cut), &rest)?;
             steps.push((t(), format!("{cut} cut off")));
             // Longer than the quorum-loss timeout: the cut side must not
@@ -379,11 +382,11 @@ pub fn inject(
             let hold = c.quorum_loss_timeout() * 2 + Duration::from_secs(5);
             std::thread::sleep(hold);
             notes.push(format!(
-                "records while cut: {:?} (must stay [1])",
+                "records while cut: {:?} (must stay {records_before:?})",
                 c.records()
             ));
             anyhow::ensure!(
-                c.records().len() == 1,
+                c.records() == records_before,
                 "a reseed happened during the partition: {:?}",
                 c.records()
             );
@@ -405,6 +408,7 @@ pub fn inject(
                 .filter(|id| !minority.contains(id))
                 .cloned()
                 .collect();
+            let records_before = c.records();
             c.partition(&kept, &minority)?;
             steps.push((t(), format!("{minority:?} cut off")));
             for id in &minority {
@@ -428,7 +432,7 @@ pub fn inject(
             let hold = c.quorum_loss_timeout() * 2 + Duration::from_secs(5);
             std::thread::sleep(hold);
             anyhow::ensure!(
-                c.records().len() == 1,
+                c.records() == records_before,
                 "a reseed happened on the cut side: {:?}",
                 c.records()
             );
