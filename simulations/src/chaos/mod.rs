@@ -197,6 +197,7 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
         std::thread::sleep(Duration::from_secs(1));
     }
     let fault_at = t();
+    let moved_before = verify::moved_aside(&c, &group);
     let injected = scenario::inject(s, &mut c, &group, &leader, &t);
     let injected = match injected {
         Ok(i) => i,
@@ -222,7 +223,7 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
     let whole_at = t();
     if whole.is_ok() {
         for id in &injected.leaving {
-            if let Err(e) = verify::left(&c, id) {
+            if let Err(e) = verify::left(&c, id, &moved_before) {
                 o.failures.push(e);
             }
         }

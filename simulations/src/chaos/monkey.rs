@@ -197,6 +197,7 @@ fn soak(
             let at = t();
             eprintln!("==> monkey: {} at {:.1} s", fault.name(), at.as_secs_f64());
             let snapshot_revision = c.newest_snapshot_revision();
+            let moved_before = verify::moved_aside(&c, &group);
             let (want, leaving, notes, killed_all) =
                 inject(fault, &mut c, &group, &leader, &load, &t)?;
             if let Some(until) = killed_all {
@@ -227,7 +228,7 @@ fn soak(
             }
             run.whole_after_s = Some(secs(t().saturating_sub(at)));
             for id in &leaving {
-                if let Err(e) = verify::left(&c, id) {
+                if let Err(e) = verify::left(&c, id, &moved_before) {
                     report.faults.push(run.clone());
                     anyhow::bail!("after {}: {e}", fault.name());
                 }

@@ -114,10 +114,38 @@ pub async fn hash_kv_equal(endpoints: &[String]) -> Result<(), String> {
     }
 }
 
+/// The moved-aside copies beside each of `ids`' data directories.
+pub fn moved_aside(
+    c: &testkit::cluster::Cluster,
+    ids: &[String],
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    ids.iter()
+        .map(|id| {
+            let names = c
+                .nodes
+                .get(id)
+                .and_then(|n| n.data_dir().parent().map(std::path::Path::to_path_buf))
+                .and_then(|p| std::fs::read_dir(p).ok())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|name| name.contains(".moved-"))
+                .collect();
+            (id.clone(), names)
+        })
+        .collect()
+}
+
 /// Instance `id` was removed from the group while its eco ran: it left —
-/// its etcd stopped (within 20 s), its data in place, nothing moved aside,
+/// its etcd stopped (within 20 s), its data in place, nothing moved aside
+/// since `before` (the copies of earlier faults, taken before the removal),
 /// and its eco says `leaving`.
-pub fn left(c: &testkit::cluster::Cluster, id: &str) -> Result<(), String> {
+pub fn left(
+    c: &testkit::cluster::Cluster,
+    id: &str,
+    before: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Result<(), String> {
     let n = c
         .nodes
         .get(id)
@@ -131,17 +159,19 @@ pub fn left(c: &testkit::cluster::Cluster, id: &str) -> Result<(), String> {
     if !n.data_dir().join("member/wal").exists() {
         return Err(format!("{id}'s data is not in place after it left"));
     }
-    let parent = n.data_dir().parent().map(std::path::Path::to_path_buf);
-    let moved = parent
-        .and_then(|p| std::fs::read_dir(p).ok())
+    let now = moved_aside(c, &[id.to_string()]);
+    let empty = std::collections::BTreeSet::new();
+    let earlier = before.get(id).unwrap_or(&empty);
+    let moved: Vec<&String> = now
+        .get(id)
         .into_iter()
         .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().contains(".moved-"))
-        .count();
-    if moved > 0 {
+        .filter(|name| !earlier.contains(*name))
+        .collect();
+    if !moved.is_empty() {
         return Err(format!(
-            "{id} moved {moved} data director(ies) aside after it left"
+            "{id} moved {} data director(ies) aside after it left: {moved:?}",
+            moved.len()
         ));
     }
     let phase = testkit::wait_until(Duration::from_secs(10), || {
