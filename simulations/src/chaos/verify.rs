@@ -65,21 +65,49 @@ pub async fn full_membership(want: &[String], endpoints: &[String]) -> Result<u6
 
 /// Acknowledged writes missing or with another value at `endpoint`
 /// (a linearizable range read of the load's prefix).
+/// Keys per page of the ledger's read-back.
+const PAGE: i64 = 10_000;
+
 pub async fn lost_writes<'a>(endpoint: &str, acked: &'a [Acked]) -> Result<Vec<&'a Acked>, String> {
     let mut c = connect(endpoint)
         .await
         .ok_or_else(|| format!("cannot connect to {endpoint}"))?;
-    let r = tokio::time::timeout(
-        Duration::from_secs(10),
-        c.get(PREFIX, Some(etcd_client::GetOptions::new().with_prefix())),
-    )
-    .await
-    .map_err(|_| "the range read timed out".to_string())?
-    .map_err(|e| e.to_string())?;
-    let present: BTreeMap<&[u8], &[u8]> = r.kvs().iter().map(|kv| (kv.key(), kv.value())).collect();
+    // Paged: a long soak's ledger is larger than one gRPC answer may be.
+    let mut end = PREFIX.as_bytes().to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    let mut present: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut from = PREFIX.as_bytes().to_vec();
+    for _ in 0..10_000 {
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            c.get(
+                from.clone(),
+                Some(
+                    etcd_client::GetOptions::new()
+                        .with_range(end.clone())
+                        .with_limit(PAGE),
+                ),
+            ),
+        )
+        .await
+        .map_err(|_| "the range read timed out".to_string())?
+        .map_err(|e| e.to_string())?;
+        for kv in r.kvs() {
+            present.insert(kv.key().to_vec(), kv.value().to_vec());
+        }
+        match r.kvs().last() {
+            Some(last) if r.more() => {
+                from = last.key().to_vec();
+                from.push(0);
+            }
+            _ => break,
+        }
+    }
     Ok(acked
         .iter()
-        .filter(|a| present.get(a.key.as_bytes()) != Some(&a.value.as_bytes()))
+        .filter(|a| present.get(a.key.as_bytes()).map(Vec::as_slice) != Some(a.value.as_bytes()))
         .collect())
 }
 
