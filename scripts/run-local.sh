@@ -23,7 +23,8 @@ eco="$root/target/debug/eco"
 
 run=.run/local
 mkdir -p "$run/store"
-[ -f "$run/gossip.keys" ] || python3 -c 'import secrets; print(secrets.token_hex(32))' > "$run/gossip.keys"
+[ -f "$run/gossip.keys" ] || (umask 077; python3 -c 'import secrets; print(secrets.token_hex(32))' > "$run/gossip.keys")
+chmod 600 "$run/gossip.keys"
 cp examples/local/group.toml "$run/group.toml"
 pids=()
 cleanup() {

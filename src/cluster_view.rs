@@ -25,6 +25,45 @@ pub struct ClusterView {
     probes: HashMap<String, MemberProbe>,
     unhealthy_since: HashMap<u64, u64>,
     learner_since: HashMap<u64, u64>,
+    /// Where the next pass's few other candidates start (they rotate).
+    cursor: usize,
+}
+
+/// Candidates outside the last member list asked for the list in one pass:
+/// a group of thousands must not cost thousands of connections a pass. They
+/// rotate, so every instance is asked within a few passes when no member
+/// answers (a joiner that knows no member yet).
+pub const OTHER_CANDIDATES_PER_PASS: usize = 5;
+
+/// Of `candidates` (in order of preference), those asked this pass: the
+/// first (this instance's own etcd, when it runs), every member of the last
+/// list, and [`OTHER_CANDIDATES_PER_PASS`] others from `cursor` on.
+pub fn pick_candidates(
+    candidates: &[String],
+    members: &[(u64, String)],
+    cursor: usize,
+) -> Vec<String> {
+    let is_member = |c: &String| members.iter().any(|(_, e)| e == c);
+    let mut out: Vec<String> = candidates.first().cloned().into_iter().collect();
+    for c in candidates.iter().skip(1) {
+        if is_member(c) && !out.contains(c) {
+            out.push(c.clone());
+        }
+    }
+    let others: Vec<&String> = candidates
+        .iter()
+        .skip(1)
+        .filter(|c| !is_member(c))
+        .collect();
+    if !others.is_empty() {
+        for k in 0..OTHER_CANDIDATES_PER_PASS.min(others.len()) {
+            let c = others[(cursor + k) % others.len()];
+            if !out.contains(c) {
+                out.push(c.clone());
+            }
+        }
+    }
+    out
 }
 
 /// One observation of the cluster.
@@ -68,6 +107,7 @@ impl ClusterView {
             probes: HashMap::new(),
             unhealthy_since: HashMap::new(),
             learner_since: HashMap::new(),
+            cursor: 0,
         }
     }
 
@@ -102,8 +142,10 @@ impl ClusterView {
                 known.spawn(self.ask_status(*id, endpoint.clone()));
             }
         }
+        let asked = pick_candidates(candidates, &previous, self.cursor);
+        self.cursor = self.cursor.wrapping_add(OTHER_CANDIDATES_PER_PASS);
         let mut lists = tokio::task::JoinSet::new();
-        for (rank, endpoint) in candidates.iter().enumerate() {
+        for (rank, endpoint) in asked.iter().enumerate() {
             let (access, endpoint) = (self.access.clone(), endpoint.clone());
             lists.spawn(async move {
                 let answer = tokio::time::timeout(timeout, async {
@@ -240,5 +282,37 @@ impl ClusterView {
         self.unhealthy_since.retain(|id, _| present.contains(id));
         self.learner_since.retain(|id, _| present.contains(id));
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_group_asks_the_members_and_a_few_others_in_turn() {
+        let candidates: Vec<String> = (0..10_000).map(|i| format!("http://e{i}")).collect();
+        let members = vec![
+            (1, "http://e7".to_string()),
+            (2, "http://e9000".to_string()),
+        ];
+        let first = pick_candidates(&candidates, &members, 0);
+        assert_eq!(first.len(), 1 + 2 + OTHER_CANDIDATES_PER_PASS);
+        assert_eq!(first[0], "http://e0", "the own etcd first");
+        assert!(first.contains(&"http://e7".to_string()));
+        assert!(first.contains(&"http://e9000".to_string()));
+        // Over enough passes every other candidate is asked.
+        let mut asked = std::collections::HashSet::new();
+        for pass in 0..(10_000 / OTHER_CANDIDATES_PER_PASS + 1) {
+            asked.extend(pick_candidates(
+                &candidates,
+                &members,
+                pass * OTHER_CANDIDATES_PER_PASS,
+            ));
+        }
+        assert_eq!(asked.len(), 10_000);
+        // A small group is asked whole.
+        let three: Vec<String> = candidates[..3].to_vec();
+        assert_eq!(pick_candidates(&three, &[], 0), three);
     }
 }

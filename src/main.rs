@@ -140,15 +140,24 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Check { file },
         } => match config::load_file(&file) {
-            Ok(c) => match toml::to_string_pretty(&c) {
-                Ok(text) => {
+            Ok(c) => match (
+                eco::commands::config_check::referenced_files(&c),
+                toml::to_string_pretty(&c),
+            ) {
+                (problems, _) if !problems.is_empty() => {
+                    for p in problems {
+                        eprintln!("eco: {}: {p}", file.display());
+                    }
+                    ExitCode::from(2)
+                }
+                (_, Ok(text)) => {
                     print_out(&format!(
                         "# {}: valid; effective configuration:\n{text}",
                         file.display()
                     ));
                     ExitCode::SUCCESS
                 }
-                Err(e) => {
+                (_, Err(e)) => {
                     eprintln!("eco: cannot print the configuration: {e}");
                     ExitCode::from(1)
                 }

@@ -145,7 +145,7 @@ impl Metrics {
 
     /// Exports the gossip node's counters from now on.
     pub fn watch_gossip(&self, source: Arc<GossipMetrics>) {
-        let exported: [(&str, &str, ReadCounter); 5] = [
+        let exported: [(&str, &str, ReadCounter); 7] = [
             ("gossip_datagrams_sent", "Gossip datagrams sent", |m| {
                 &m.datagrams_sent
             }),
@@ -158,6 +158,16 @@ impl Metrics {
                 "gossip_datagrams_rejected",
                 "Gossip datagrams dropped: they did not open with any key or did not decode",
                 |m| &m.datagrams_rejected,
+            ),
+            (
+                "gossip_messages_rejected",
+                "Gossip messages dropped: their claimed sender is not the member at the datagram's source address",
+                |m| &m.messages_rejected,
+            ),
+            (
+                "gossip_states_refused",
+                "Published states refused (a version no honest instance can have) or refuted (a newer state of this instance published by another)",
+                |m| &m.states_refused,
             ),
             ("gossip_sent_bytes", "Bytes of gossip datagrams sent", |m| {
                 &m.bytes_sent

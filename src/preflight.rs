@@ -1,5 +1,6 @@
 //! Checks made before etcd starts, so that common mistakes end in one clear
-//! line instead of a crash loop: ports already taken.
+//! line instead of a crash loop: ports already taken; and the open-files
+//! limit raised to what the system allows.
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
 
@@ -17,6 +18,19 @@ pub fn ports_free(address: IpAddr, ports: &[(&str, u32)]) -> anyhow::Result<()> 
         }
     }
     Ok(())
+}
+
+/// Raises this process's soft limit on open files to its hard limit (the
+/// default soft limit, 1024, is small for a process that holds etcd
+/// clients, gossip, the store and an HTTP API at once); returns the limit
+/// now in force. etcd inherits it.
+pub fn raise_open_file_limit() -> Option<u64> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        return Some(hard);
+    }
+    Some(soft)
 }
 
 #[cfg(test)]

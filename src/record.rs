@@ -79,6 +79,30 @@ async fn read(store: &dyn ObjectStore, name: &str) -> Result<Option<Vec<u8>>, Re
     }
 }
 
+/// Parses the record stored as `name`, which must describe incarnation
+/// `n` of `cluster`: an object that says otherwise (a copy from another
+/// cluster, a stray file) is malformed — never a record to act on, and
+/// never silently skipped (the listing fails naming it, so nothing is
+/// decided until a human removes it).
+fn parse_record(
+    name: &str,
+    bytes: &[u8],
+    cluster: &str,
+    n: u64,
+) -> Result<IncarnationRecord, RecordError> {
+    let r: IncarnationRecord = parse(name, bytes)?;
+    if r.cluster != cluster || r.incarnation != n {
+        return Err(RecordError::Malformed {
+            name: name.into(),
+            message: format!(
+                "it describes incarnation {} of cluster {:?}, not incarnation {n} of {cluster:?}; remove it from the store",
+                r.incarnation, r.cluster
+            ),
+        });
+    }
+    Ok(r)
+}
+
 /// Creates the record of `record.incarnation` unless one exists; returns the
 /// record that holds afterwards (ours, or the winner's).
 pub async fn create(
@@ -92,7 +116,9 @@ pub async fn create(
     })?;
     match store.create_if_absent(&name, &bytes).await? {
         CreateOutcome::Created => Ok(record.clone()),
-        CreateOutcome::AlreadyExists(existing) => parse(&name, &existing),
+        CreateOutcome::AlreadyExists(existing) => {
+            parse_record(&name, &existing, &record.cluster, record.incarnation)
+        }
     }
 }
 
@@ -112,7 +138,7 @@ pub async fn all(
             continue;
         };
         if let Some(bytes) = read(store, &o.name).await? {
-            out.insert(n, parse(&o.name, &bytes)?);
+            out.insert(n, parse_record(&o.name, &bytes, cluster, n)?);
         }
     }
     Ok(out)
@@ -137,7 +163,19 @@ pub async fn voters(
 ) -> Result<Option<VotersRecord>, RecordError> {
     let name = voters_name(cluster, n);
     match read(store, &name).await? {
-        Some(bytes) => Ok(Some(parse(&name, &bytes)?)),
+        Some(bytes) => {
+            let v: VotersRecord = parse(&name, &bytes)?;
+            if v.incarnation != n {
+                return Err(RecordError::Malformed {
+                    name,
+                    message: format!(
+                        "it describes the voters of incarnation {}, not {n}; remove it from the store",
+                        v.incarnation
+                    ),
+                });
+            }
+            Ok(Some(v))
+        }
         None => Ok(None),
     }
 }
@@ -178,6 +216,30 @@ mod tests {
             created_unix_ms: 1,
             seed: None,
         }
+    }
+
+    #[tokio::test]
+    async fn a_record_of_another_cluster_or_incarnation_fails_the_listing_naming_it() {
+        let s = MemoryStore::with_page_size(1);
+        create(&s, &rec("a", 1)).await.unwrap();
+        let mut foreign = rec("x", 99);
+        foreign.cluster = "other".into();
+        let bytes = serde_json::to_vec(&foreign).unwrap();
+        s.create_if_absent(&record_name("c", 99), &bytes)
+            .await
+            .unwrap();
+        let err = newest(&s, "c").await.unwrap_err().to_string();
+        assert!(
+            err.contains("c/incarnations/0000000099") && err.contains("\"other\""),
+            "{err}"
+        );
+        // Under the right name but for another incarnation: the same.
+        let s = MemoryStore::with_page_size(1);
+        let bytes = serde_json::to_vec(&rec("x", 7)).unwrap();
+        s.create_if_absent(&record_name("c", 8), &bytes)
+            .await
+            .unwrap();
+        assert!(all(&s, "c").await.is_err());
     }
 
     #[tokio::test]

@@ -160,3 +160,146 @@ fn data_without_state_is_refused_not_overwritten() {
         Some(cluster)
     );
 }
+
+#[test]
+fn a_second_eco_on_the_same_data_directory_exits_naming_the_first() {
+    let mut i = Instance::new(eco_bin!(), "127.0.3.9");
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    let etcd_before = i.etcd_pids();
+    assert_eq!(etcd_before.len(), 1, "one etcd");
+    // The same instance and data directory, every port different.
+    let second = i.settings.clone().edit(|c| {
+        c.etcd.client_port = 12379;
+        c.etcd.peer_port = 12380;
+        c.api.port = 12390;
+        c.gossip.port = 17946;
+    });
+    let config = i.dir.path().join("second.toml");
+    second.write(&config).unwrap();
+    let log = i.dir.path().join("second.log");
+    let mut child = testkit::process::EcoRun {
+        eco: &eco_bin!(),
+        config: &config,
+        instance_id: "eco-1",
+        log: &log,
+        netns: None,
+        die_with_parent: false,
+    }
+    .spawn()
+    .unwrap();
+    let exited = testkit::process::wait_exit(&mut child, Duration::from_secs(10));
+    if !exited {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(exited, "the second eco exits at once");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        text.contains("another eco already runs")
+            && text.contains(&format!("pid {}", i.pid()))
+            && text.contains("eco.lock"),
+        "{text}"
+    );
+    // The first never noticed.
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(i.etcd_pids(), etcd_before, "the first's etcd untouched");
+    assert!(write(&i.endpoint(), "still", "serving"));
+}
+
+/// Opens `n` TCP connections to `to` from `from` and sends nothing.
+fn idle_connections(from: &str, to: std::net::SocketAddr, n: usize) -> Vec<std::net::TcpStream> {
+    let mut held = Vec::new();
+    for _ in 0..n {
+        let socket =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        socket
+            .bind(&std::net::SocketAddr::new(from.parse().unwrap(), 0).into())
+            .unwrap();
+        if socket
+            .connect_timeout(&to.into(), Duration::from_secs(1))
+            .is_ok()
+        {
+            held.push(socket.into());
+        }
+    }
+    held
+}
+
+fn get(from: &str, url_path: &str, to: std::net::SocketAddr) -> Option<String> {
+    use std::io::{Read, Write};
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
+    socket
+        .bind(&std::net::SocketAddr::new(from.parse().ok()?, 0).into())
+        .ok()?;
+    socket
+        .connect_timeout(&to.into(), Duration::from_secs(2))
+        .ok()?;
+    let mut s: std::net::TcpStream = socket.into();
+    s.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
+    write!(
+        s,
+        "GET {url_path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+fn open_descriptors(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn idle_connections_cannot_starve_the_api_or_the_control_loop_and_shutdown_is_bounded() {
+    let mut i = Instance::new(eco_bin!(), "127.0.3.10");
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    let api: std::net::SocketAddr = "127.0.3.10:2390".parse().unwrap();
+    let before = open_descriptors(i.pid());
+    // 300 idle connections from one address, then 300 from another.
+    let mut held = idle_connections("127.0.3.11", api, 300);
+    held.extend(idle_connections("127.0.3.12", api, 300));
+    std::thread::sleep(Duration::from_millis(500));
+    let during = open_descriptors(i.pid());
+    assert!(
+        during <= before + 128 + 8,
+        "the API holds its own budget: {before} descriptors before, {during} with 600 idle connections"
+    );
+    // A client from a third address is served at once.
+    let answer = get("127.0.3.13", "/healthz", api).unwrap_or_default();
+    assert!(
+        answer.contains("200 OK") && answer.contains("ok"),
+        "{answer:?}"
+    );
+    // The control loop is untouched: etcd serves, nothing ran out of files.
+    assert!(write(&i.endpoint(), "during", "flood"));
+    assert!(!i.log().contains("Too many open files"), "{}", i.log());
+    // Idle connections are closed by the header timeout.
+    let closed = wait_until(Duration::from_secs(15), || {
+        (open_descriptors(i.pid()) <= before + 8).then_some(())
+    });
+    assert!(
+        closed.is_some(),
+        "idle connections closed after the header timeout"
+    );
+    drop(held);
+
+    // SIGTERM with a request half sent: eco exits promptly.
+    let mut half = std::net::TcpStream::connect(api).unwrap();
+    std::io::Write::write_all(&mut half, b"GET /status HTTP/1.1\r\nHost: x\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let asked = std::time::Instant::now();
+    i.signal(libc::SIGTERM);
+    let code = i.wait_exit(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "clean exit");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "exit took {:?} with a half-sent request",
+        asked.elapsed()
+    );
+    drop(half);
+}

@@ -10,15 +10,102 @@ fn eco(args: &[&str]) -> (i32, String, String) {
     run_eco(&eco_bin!(), args)
 }
 
+/// A 0600 file holding `text`.
+fn private_file(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+
 #[test]
 fn example_config_passes_check_and_prints_defaults() {
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.toml");
-    let (code, out, err) = eco(&["config", "check", example]);
+    // The example as shipped, beside the files it names.
+    let dir = tempfile::tempdir().unwrap();
+    let example = dir.path().join("eco.toml");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.toml"),
+        &example,
+    )
+    .unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/examples/local/group.toml"),
+        dir.path().join("group.toml"),
+    )
+    .unwrap();
+    let (code, out, err) = eco(&["config", "check", example.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("quorum_loss_timeout = \"1m\""), "{out}");
     assert!(out.contains("client_port = 2379"), "{out}");
-    let local = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/local/eco-1.toml");
-    assert_eq!(eco(&["config", "check", local]).0, 0);
+    // The local example, with what `make run` writes beside it.
+    let local = dir.path().join("examples/local/eco-1.toml");
+    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/examples/local/eco-1.toml"),
+        &local,
+    )
+    .unwrap();
+    let run = dir.path().join(".run/local");
+    std::fs::create_dir_all(run.join("store")).unwrap();
+    std::fs::copy(dir.path().join("group.toml"), run.join("group.toml")).unwrap();
+    private_file(&run.join("gossip.keys"), KEY);
+    let (code, _, err) = eco(&["config", "check", local.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn check_opens_the_files_the_config_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("eco.toml");
+    ConfigBuilder::eco_defaults("c", "group.toml")
+        .gossip_key_file("gossip.keys")
+        .dir_store("store")
+        .write(&path)
+        .unwrap();
+    let check = || eco(&["config", "check", path.to_str().unwrap()]);
+    // None of them exists: each is named.
+    let (code, _, err) = check();
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("provider.static.group_file")
+            && err.contains("group.toml")
+            && err.contains("gossip.key_file")
+            && err.contains("gossip.keys")
+            && err.contains("snapshot.dir.path"),
+        "{err}"
+    );
+    // Present but wrong: a malformed group file, a world-readable key
+    // file, a key that is not hex.
+    std::fs::create_dir(dir.path().join("store")).unwrap();
+    std::fs::write(
+        dir.path().join("group.toml"),
+        "[[instance]]\nid = \"a=b\"\naddress = \"127.0.0.1\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("gossip.keys"), KEY).unwrap();
+    std::fs::set_permissions(
+        dir.path().join("gossip.keys"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let (code, _, err) = check();
+    assert_eq!(code, 2);
+    assert!(err.contains("\"a=b\" is not an instance id"), "{err}");
+    assert!(err.contains("gossip.keys") && err.contains("0644"), "{err}");
+    private_file(&dir.path().join("gossip.keys"), "not hex\n");
+    let (code, _, err) = check();
+    assert_eq!(code, 2);
+    assert!(err.contains("gossip.key_file: the keys in"), "{err}");
+    // All good.
+    std::fs::write(
+        dir.path().join("group.toml"),
+        "[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\n",
+    )
+    .unwrap();
+    private_file(&dir.path().join("gossip.keys"), KEY);
+    let (code, _, err) = check();
+    assert_eq!(code, 0, "{err}");
 }
 
 #[test]

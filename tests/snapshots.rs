@@ -33,6 +33,20 @@ fn snapshot_objects(store: &std::path::Path) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// Every file under `dir`, recursively.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 #[test]
 fn snapshot_now_list_and_restore_gives_equal_data() {
     let mut i = Instance::new(eco_bin!(), "127.0.5.1").with_dir_store();
@@ -58,6 +72,22 @@ fn snapshot_now_list_and_restore_gives_equal_data() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("stored it/snapshots/i0000000001-r"), "{out}");
+    // A snapshot is the whole database: every file of the store is eco's
+    // user's alone (as `etcdctl snapshot save` writes it).
+    let mut files = 0;
+    for entry in walk(&i.store_dir()) {
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&entry.metadata().unwrap().permissions());
+        assert_eq!(
+            mode & 0o777,
+            0o600,
+            "{} has mode {:o}",
+            entry.display(),
+            mode & 0o777
+        );
+        files += 1;
+    }
+    assert!(files >= 2, "a snapshot and its info at least");
 
     let (code, out, err) = i.eco(&["snapshot", "list", "--config", &cfg, "--json"]);
     assert_eq!(code, 0, "{err}");
@@ -81,20 +111,23 @@ fn snapshot_now_list_and_restore_gives_equal_data() {
     );
 
     // Restore by name from the store into a new data dir, start etcd on it.
+    let restore_into = |data_dir: &std::path::Path| {
+        i.eco(&[
+            "restore",
+            "--from",
+            &name,
+            "--config",
+            &cfg,
+            "--data-dir",
+            data_dir.to_str().unwrap(),
+            "--name",
+            "restored",
+            "--peer-url",
+            "http://127.0.5.2:2380",
+        ])
+    };
     let target = i.dir.path().join("restored/etcd");
-    let (code, out, err) = i.eco(&[
-        "restore",
-        "--from",
-        &name,
-        "--config",
-        &cfg,
-        "--data-dir",
-        target.to_str().unwrap(),
-        "--name",
-        "restored",
-        "--peer-url",
-        "http://127.0.5.2:2380",
-    ]);
+    let (code, out, err) = restore_into(&target);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("sha256 verified"), "{out}");
     let _etcd = RawEtcd::start(&target, "restored", "127.0.5.2");
@@ -118,21 +151,31 @@ fn snapshot_now_list_and_restore_gives_equal_data() {
     );
 
     // Refuses to restore over existing data.
-    let (code, _, err) = i.eco(&[
-        "restore",
-        "--from",
-        &name,
-        "--config",
-        &cfg,
-        "--data-dir",
-        target.to_str().unwrap(),
-        "--name",
-        "restored",
-        "--peer-url",
-        "http://127.0.5.2:2380",
-    ]);
+    let (code, _, err) = restore_into(&target);
     assert_eq!(code, 1);
     assert!(err.contains("not empty"), "{err}");
+
+    // Refuses a path that is a file, and leaves no restored copy behind.
+    let file = i.dir.path().join("restored/a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let (code, _, err) = restore_into(&file);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("not a directory") && err.contains("a-file"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(i.dir.path().join("restored"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    let mut left = left;
+    left.sort();
+    assert_eq!(
+        left,
+        ["a-file", "etcd"],
+        "nothing else left beside the target"
+    );
 }
 
 #[test]
@@ -344,4 +387,78 @@ fn a_store_failing_mid_upload_fails_the_snapshot_and_never_hangs() {
         .block_on(take::take(&store, &access, &req))
         .expect("a snapshot once the store is back");
     assert!(taken.object.size > 40 * 64 * 1024);
+}
+
+/// Another instance's clock is a day ahead: the snapshot it took is dated
+/// in the future. The schedule ages it on this writer's own clock and
+/// takes the next one when due (it used to wait for the date to pass).
+#[test]
+fn a_snapshot_dated_in_the_future_does_not_stop_the_schedule() {
+    let mut i = Instance::new(eco_bin!(), "127.0.6.3").with_dir_store();
+    i.configure(|c| c.snapshot_interval(Duration::from_secs(10)));
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    assert!(write(&i.endpoint(), "a", "1"));
+    let first = testkit::wait_until(Duration::from_secs(30), || {
+        snapshot_objects(&i.store_dir()).first().cloned()
+    })
+    .expect("a first snapshot");
+    let file = first.file_name().unwrap().to_string_lossy().to_string();
+    let meta_path = first.with_file_name(format!(".{file}.meta.json"));
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    let a_day_ahead = eco::wall_clock::unix_ms() + 86_400_000;
+    meta["metadata"]["created_unix_ms"] = a_day_ahead.to_string().into();
+    std::fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
+    for n in 0..20 {
+        assert!(write(&i.endpoint(), &format!("b/{n}"), "2"));
+    }
+    let second = testkit::wait_until(Duration::from_secs(40), || {
+        (snapshot_objects(&i.store_dir()).len() >= 2).then_some(())
+    });
+    assert!(
+        second.is_some(),
+        "no snapshot after the future-dated one: {:?}",
+        snapshot_objects(&i.store_dir())
+    );
+}
+
+/// A stray record under this cluster's name that describes another cluster
+/// is never acted on: eco restarts etcd on its data (nothing moved aside)
+/// and names the object.
+#[test]
+fn a_record_of_another_cluster_is_never_acted_on() {
+    let mut i = Instance::new(eco_bin!(), "127.0.6.4").with_dir_store();
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    assert!(write(&i.endpoint(), "kept", "yes"));
+    i.signal(libc::SIGTERM);
+    i.wait_exit(Duration::from_secs(20)).expect("eco exits");
+    let stray = serde_json::json!({
+        "cluster": "other",
+        "incarnation": 99,
+        "seeder": "x",
+        "token": "other-99-0",
+        "source": "empty",
+        "created_unix_ms": 1
+    });
+    std::fs::write(
+        i.store_dir().join("it/incarnations/0000000099"),
+        serde_json::to_vec(&stray).unwrap(),
+    )
+    .unwrap();
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving again");
+    let (_, kvs) = dump(&i.endpoint()).expect("dump");
+    assert!(
+        kvs.iter().any(|(k, v)| k == "kept" && v == "yes"),
+        "data kept"
+    );
+    let moved = eco::data_dir::moved_aside(&i.data_dir());
+    assert!(moved.is_empty(), "nothing moved aside: {moved:?}");
+    let log = i.log();
+    assert!(
+        log.contains("0000000099") && log.contains("\"other\""),
+        "{log}"
+    );
 }

@@ -8,6 +8,13 @@ pub struct GossipMetrics {
     pub datagrams_received: AtomicU64,
     /// Datagrams that did not open with any key (or did not decode).
     pub datagrams_rejected: AtomicU64,
+    /// Messages whose claimed sender is not the gossip member at the
+    /// datagram's source address (a keyholder speaking for another).
+    pub messages_rejected: AtomicU64,
+    /// PeerState broadcasts refused: a version no honest instance can have
+    /// (dated too far ahead), or a claim about this instance itself newer
+    /// than its own (it refutes it by publishing above it).
+    pub states_refused: AtomicU64,
     pub bytes_sent: AtomicU64,
     pub bytes_received: AtomicU64,
     pub members_up: AtomicU64,

@@ -275,6 +275,9 @@ struct Node<T: Transport> {
     broadcasts: StateBroadcasts,
     state: PeerState,
     sequence: u64,
+    /// The `boot` of published versions: the process start, or higher
+    /// after refuting a forged state of this instance.
+    version_boot: u64,
     liveness: HashMap<String, (Liveness, Instant)>,
     addresses: HashMap<String, SocketAddr>,
     events: mpsc::UnboundedSender<Event>,
@@ -297,7 +300,12 @@ impl<T: Transport> Node<T> {
         view: watch::Sender<HashMap<String, PeerView>>,
         metrics: Arc<GossipMetrics>,
     ) -> Self {
-        let broadcasts = StateBroadcasts::default();
+        let broadcasts = StateBroadcasts {
+            me: config.instance_id.clone(),
+            metrics: metrics.clone(),
+            ..StateBroadcasts::default()
+        };
+        let boot = config.boot;
         let identity = NodeId {
             instance: config.instance_id.clone(),
             addr: local_addr,
@@ -320,6 +328,7 @@ impl<T: Transport> Node<T> {
             broadcasts,
             state,
             sequence: 0,
+            version_boot: boot,
             liveness: HashMap::new(),
             addresses: HashMap::new(),
             events,
@@ -333,12 +342,35 @@ impl<T: Transport> Node<T> {
     }
 
     fn publish(&mut self) {
-        self.sequence += 1;
+        let mut held = self
+            .broadcasts
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let claimed = held.own_claimed.take();
+        let mut version = Version {
+            boot: self.version_boot,
+            sequence: self.sequence + 1,
+        };
+        if let Some(c) = claimed.filter(|c| *c >= version) {
+            // Someone published a state of ours newer than ours: refute it
+            // by publishing above it.
+            GossipMetrics::add(&self.metrics.states_refused, 1);
+            tracing::warn!(
+                claimed_boot = c.boot,
+                claimed_sequence = c.sequence,
+                "another keyholder published this instance's state; publishing above it"
+            );
+            version = Version {
+                boot: c.boot,
+                sequence: c.sequence + 1,
+            };
+        }
+        self.version_boot = version.boot;
+        self.sequence = version.sequence;
+        drop(held);
         let item = StateItem {
-            version: Version {
-                boot: self.config.boot,
-                sequence: self.sequence,
-            },
+            version,
             state: self.state.clone(),
         };
         match item.encode() {
@@ -381,22 +413,24 @@ impl<T: Transport> Node<T> {
                     Some(Command::Send { to, bytes }) => self.send_message(to, bytes).await,
                     Some(Command::SetSeeds(seeds)) => self.config.seeds = seeds,
                 },
-                received = transport.recv_from(&mut buf) => {
-                    if let Ok((n, _from)) = received {
-                        self.receive(&buf[..n]);
-                    }
-                }
+                // Timers before datagrams: a flood of datagrams must never
+                // starve the probes and announcements that keep membership.
                 Some(expired) = std::future::poll_fn(|cx| self.timers.poll_expired(cx)) => {
                     let _ = self.foca.handle_timer(expired.into_inner(), &mut self.runtime);
                 }
                 _ = tokio::time::sleep_until(self.next_announce) => self.announce(),
                 _ = republish.tick() => self.publish(),
+                received = transport.recv_from(&mut buf) => {
+                    if let Ok((n, from)) = received {
+                        self.receive(&buf[..n], from);
+                    }
+                }
             }
             self.flush().await;
         }
     }
 
-    fn receive(&mut self, datagram: &[u8]) {
+    fn receive(&mut self, datagram: &[u8], source: SocketAddr) {
         GossipMetrics::add(&self.metrics.datagrams_received, 1);
         GossipMetrics::add(&self.metrics.bytes_received, datagram.len() as u64);
         let Some(plain) = self.config.keys.open(datagram) else {
@@ -410,13 +444,37 @@ impl<T: Transport> Node<T> {
                 if let Err(e) = self.foca.handle_data(&bytes, &mut self.runtime) {
                     tracing::trace!(error = %e, "foca declined a packet");
                 }
+                let refute = self
+                    .broadcasts
+                    .held
+                    .lock()
+                    .map(|h| h.own_claimed.is_some())
+                    .unwrap_or(false);
+                if refute {
+                    self.publish();
+                }
             }
             Some(Frame::Message { from, to, bytes }) if to == self.me => {
-                let _ = self.events.send(Event::Message { from, bytes });
+                if self.sent_from(&from, source) {
+                    let _ = self.events.send(Event::Message { from, bytes });
+                } else {
+                    GossipMetrics::add(&self.metrics.messages_rejected, 1);
+                    tracing::debug!(claimed = %from, %source, "dropped a message whose sender is not the member at its source address");
+                }
             }
             Some(Frame::Message { .. }) => {}
             None => GossipMetrics::add(&self.metrics.datagrams_rejected, 1),
         }
+    }
+
+    /// Whether `instance` is a member of this node's view reached at
+    /// `source` (the datagram's address): a message's claimed sender must be
+    /// the member it comes from, so a keyholder cannot speak for another.
+    fn sent_from(&self, instance: &str, source: SocketAddr) -> bool {
+        let canonical = |a: SocketAddr| SocketAddr::new(a.ip().to_canonical(), a.port());
+        self.foca
+            .iter_members()
+            .any(|m| m.id().instance == instance && canonical(m.id().addr) == canonical(source))
     }
 
     /// While some seeds are not among the members, announce to a few of

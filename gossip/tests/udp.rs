@@ -1,7 +1,7 @@
 //! Real UDP on loopback: convergence, leave, crash, restart, sealing, key
 //! rotation, addressed messages. Every wait is bounded.
 
-use gossip::{Event, Gossip, GossipConfig, Keyring, Liveness, PeerState};
+use gossip::{Event, Gossip, GossipConfig, GossipMetrics, Keyring, Liveness, PeerState};
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -220,4 +220,57 @@ async fn foreign_key_is_rejected_and_rotation_keeps_the_group_connected() {
             );
         }
     }
+}
+
+/// A keyholder cannot speak for another instance: a message claiming to be
+/// from `i-1` but sent from another address is dropped and counted; the
+/// real `i-1`'s message arrives. (That a forged state cannot pin another's:
+/// `broadcast`'s unit tests.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyholder_cannot_speak_for_another() {
+    use gossip::wire::Frame;
+    let (g1, _e1) = node(12, 1, 2, &[A], "one").await;
+    let (g2, mut e2) = node(12, 2, 2, &[A], "two").await;
+    let converged = eventually(Duration::from_secs(10), || {
+        sees(&g1, "i-2", Liveness::Up, Some("two")) && sees(&g2, "i-1", Liveness::Up, Some("one"))
+    })
+    .await;
+    assert!(converged, "two nodes converge");
+    let keys = Keyring::new(&[A], "it").unwrap();
+    let forger = tokio::net::UdpSocket::bind("127.0.12.9:7946")
+        .await
+        .unwrap();
+    let send = |frame: Frame| {
+        let sealed = keys.seal(&frame.encode().unwrap()).unwrap();
+        let forger = &forger;
+        async move { forger.send_to(&sealed, addr(12, 2)).await.unwrap() }
+    };
+    send(Frame::Message {
+        from: "i-1".into(),
+        to: "i-2".into(),
+        bytes: b"forged".to_vec(),
+    })
+    .await;
+    let rejected = eventually(Duration::from_secs(5), || {
+        GossipMetrics::get(&g2.metrics().messages_rejected) >= 1
+    })
+    .await;
+    assert!(rejected, "the spoofed message is counted");
+    g1.send("i-2", b"real".to_vec()).unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match e2.recv().await {
+                Some(Event::Message { from, bytes }) => return (from, bytes),
+                Some(_) => continue,
+                None => panic!("events closed"),
+            }
+        }
+    })
+    .await
+    .expect("the real message arrives");
+    assert_eq!(
+        got,
+        ("i-1".to_string(), b"real".to_vec()),
+        "only the real one"
+    );
 }

@@ -12,9 +12,25 @@ use serde::{Deserialize, Serialize};
 /// The newest snapshot known in the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastSnapshot {
-    /// Wall-clock time it was taken (Unix ms, from its metadata).
+    /// Wall-clock time it was taken (Unix ms, from its metadata): the
+    /// clock of whichever instance took it.
     pub taken_unix_ms: u64,
     pub revision: i64,
+    /// How long this writer has known it as the newest (its own monotonic
+    /// clock).
+    pub known_for_ms: u64,
+}
+
+impl LastSnapshot {
+    /// Its age: the longer of what its timestamp says and how long this
+    /// writer has known it. Clocks of instances differ; a snapshot dated in
+    /// the future (a clock ahead) still ages on this writer's own clock, so
+    /// the schedule never waits for another machine's clock to be behind.
+    pub fn age_ms(&self, now_unix_ms: u64) -> u64 {
+        now_unix_ms
+            .saturating_sub(self.taken_unix_ms)
+            .max(self.known_for_ms)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +53,7 @@ pub fn snapshot_due(
     let Some(last) = last else {
         return Some("the store holds no snapshot of this cluster yet".into());
     };
-    let age = now_unix_ms.saturating_sub(last.taken_unix_ms);
+    let age = last.age_ms(now_unix_ms);
     if age >= schedule.max_age_ms {
         return Some(format!(
             "the newest snapshot is {} s old (max_age {} s)",
@@ -149,7 +165,17 @@ mod tests {
         let last = Some(LastSnapshot {
             taken_unix_ms: 1_000_000,
             revision: 10,
+            known_for_ms: 0,
         });
+        // Dated an hour ahead of this writer's clock (another instance's
+        // clock is fast), known for 59 s, then for 60 s.
+        let future = |known_for_ms| {
+            Some(LastSnapshot {
+                taken_unix_ms: 1_000_000 + 3_600_000,
+                revision: 10,
+                known_for_ms,
+            })
+        };
         let cases = [
             ("not the writer", 9_000_000, false, 99, last, false),
             ("no snapshot yet", 0, true, 1, None, true),
@@ -186,6 +212,30 @@ mod tests {
                 true,
             ),
             ("clock went backwards", 0, true, 11, last, false),
+            (
+                "dated in the future, known for less than the interval",
+                1_000_000,
+                true,
+                11,
+                future(59_999),
+                false,
+            ),
+            (
+                "dated in the future, known for the interval",
+                1_000_000,
+                true,
+                11,
+                future(60_000),
+                true,
+            ),
+            (
+                "dated in the future, quiet, known for max_age",
+                1_000_000,
+                true,
+                10,
+                future(3_600_000),
+                true,
+            ),
         ];
         for (name, now, writer, rev, last, want) in cases {
             let got = snapshot_due(now, writer, rev, last, S);

@@ -37,9 +37,30 @@ pub struct StartFacts {
     /// The quorum-loss protocol holds this instance (frozen by a promise,
     /// or the pending seeder of a new incarnation).
     pub held: bool,
-    /// The newest incarnation the store records, `None` when unknown (no
-    /// store, no record, or the store did not answer).
-    pub newest_recorded: Option<u64>,
+    /// What the store records.
+    pub recorded: Recorded,
+}
+
+/// What the store says of incarnations, at start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// Not asked: no store, no state, or held by the protocol.
+    NotAsked,
+    /// The newest incarnation recorded (`None`: no record).
+    Newest(Option<u64>),
+    /// The store's records could not be read (no answer, or a record that
+    /// is not this cluster's): whether a newer incarnation exists is
+    /// unknown — never read as "none".
+    Unanswered,
+}
+
+impl Recorded {
+    fn newest(self) -> Option<u64> {
+        match self {
+            Recorded::Newest(n) => n,
+            Recorded::NotAsked | Recorded::Unanswered => None,
+        }
+    }
 }
 
 /// The decision, with its reason.
@@ -79,12 +100,18 @@ impl StartDecision {
 pub fn decide(f: &StartFacts) -> StartDecision {
     use DataState::*;
     if let (Some(s), false) = (f.state, f.held) {
-        if let Some(reason) = stale_incarnation(s.incarnation, f.newest_recorded) {
+        if let Some(reason) = stale_incarnation(s.incarnation, f.recorded.newest()) {
             return StartDecision::DiscardStale { reason };
         }
     }
     let alone = f.group_size == 1;
     let decision = match (f.state, f.data) {
+        (Some(s), Present) if f.recorded == Recorded::Unanswered => StartDecision::Resume {
+            reason: format!(
+                "state file and etcd data of incarnation {} are present; the store's incarnation records could not be read, so whether a newer incarnation exists is unknown: restart etcd on its data (a stale incarnation cannot join a newer cluster, whose id differs; once the store answers, a newer incarnation is joined and this data moved aside)",
+                s.incarnation
+            ),
+        },
         (Some(s), Present) => StartDecision::Resume {
             reason: format!(
                 "state file and etcd data of incarnation {} are present: restart etcd on its data",
@@ -253,34 +280,49 @@ mod tests {
             DataState,
             usize,
             bool,
-            Option<u64>,
+            Recorded,
             &'static str,
         );
+        let none = Recorded::NotAsked;
+        let newest = |n| Recorded::Newest(Some(n));
         let cases: Vec<Case> = vec![
-            (confirmed, Present, 1, false, None, "resume"),
-            (confirmed, Present, 3, false, None, "resume"),
-            (pending, Present, 1, false, None, "resume"),
-            (pending, Empty, 1, false, None, "bootstrap"),
-            (pending, Empty, 3, false, None, "join"),
-            (confirmed, Empty, 1, false, None, "refuse"),
-            (confirmed, Empty, 3, false, None, "join"),
-            (confirmed, Unusable, 1, false, None, "refuse"),
-            (confirmed, Unusable, 3, false, None, "join"),
-            (None, Unusable, 1, false, None, "refuse"),
-            (None, Present, 1, false, None, "refuse"),
-            (None, Empty, 1, false, None, "bootstrap"),
-            (None, Empty, 3, false, None, "join"),
-            (None, Present, 3, false, None, "refuse"),
+            (confirmed, Present, 1, false, none, "resume"),
+            (confirmed, Present, 3, false, none, "resume"),
+            (pending, Present, 1, false, none, "resume"),
+            (pending, Empty, 1, false, none, "bootstrap"),
+            (pending, Empty, 3, false, none, "join"),
+            (confirmed, Empty, 1, false, none, "refuse"),
+            (confirmed, Empty, 3, false, none, "join"),
+            (confirmed, Unusable, 1, false, none, "refuse"),
+            (confirmed, Unusable, 3, false, none, "join"),
+            (None, Unusable, 1, false, none, "refuse"),
+            (None, Present, 1, false, none, "refuse"),
+            (None, Empty, 1, false, none, "bootstrap"),
+            (None, Empty, 3, false, none, "join"),
+            (None, Present, 3, false, none, "refuse"),
             // The store records a newer incarnation: discard, whatever else.
-            (confirmed, Present, 3, false, Some(2), "discard"),
-            (confirmed, Empty, 1, false, Some(2), "discard"),
-            (confirmed, Present, 3, false, Some(1), "resume"),
+            (confirmed, Present, 3, false, newest(2), "discard"),
+            (confirmed, Empty, 1, false, newest(2), "discard"),
+            (confirmed, Present, 3, false, newest(1), "resume"),
             // Held by the protocol: never resume the old incarnation, and
             // never discard what the protocol may seed from.
-            (confirmed, Present, 3, true, None, "hold"),
-            (confirmed, Present, 3, true, Some(2), "hold"),
-            (confirmed, Empty, 3, true, None, "join"),
-            (None, Empty, 3, true, None, "join"),
+            (confirmed, Present, 3, true, none, "hold"),
+            (confirmed, Present, 3, true, newest(2), "hold"),
+            (confirmed, Empty, 3, true, none, "join"),
+            (None, Empty, 3, true, none, "join"),
+            // The store did not answer: the data restarts (a stale
+            // incarnation cannot join a newer cluster; the protocol moves
+            // it aside once the store answers), and the reason says so.
+            (confirmed, Present, 3, false, Recorded::Unanswered, "resume"),
+            (confirmed, Empty, 3, false, Recorded::Unanswered, "join"),
+            (
+                confirmed,
+                Present,
+                3,
+                false,
+                Recorded::Newest(None),
+                "resume",
+            ),
         ];
         for (s, d, size, held, newest, want) in cases {
             let got = decide(&StartFacts {
@@ -288,7 +330,7 @@ mod tests {
                 data: d,
                 group_size: size,
                 held,
-                newest_recorded: newest,
+                recorded: newest,
             });
             assert_eq!(
                 name(&got),

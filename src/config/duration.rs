@@ -19,7 +19,17 @@ impl ConfigDuration {
     pub fn get(self) -> std::time::Duration {
         self.0
     }
+    /// Whole milliseconds, saturating (a parsed duration is at most
+    /// [`MAX_DURATION`], far below `u64::MAX` ms).
+    pub fn millis(self) -> u64 {
+        u64::try_from(self.0.as_millis()).unwrap_or(u64::MAX)
+    }
 }
+
+/// The longest duration a config file may hold: ten years. Every timing
+/// eco derives from a setting (multiples of it, sums of a few) stays far
+/// inside `Duration` and `u64` milliseconds, so none can overflow or wrap.
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(10 * 365 * 24 * 3600);
 
 impl fmt::Display for ConfigDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -30,11 +40,16 @@ impl fmt::Display for ConfigDuration {
 impl FromStr for ConfigDuration {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        humantime::parse_duration(s.trim())
-            .map(ConfigDuration)
-            .map_err(|e| {
-                format!("`{s}` is not a duration ({e}); write it like `500ms`, `30s`, `5m` or `1h`")
-            })
+        let d = humantime::parse_duration(s.trim()).map_err(|e| {
+            format!("`{s}` is not a duration ({e}); write it like `500ms`, `30s`, `5m` or `1h`")
+        })?;
+        if d > MAX_DURATION {
+            return Err(format!(
+                "`{s}` is too long; allowed: at most {}",
+                humantime::format_duration(MAX_DURATION)
+            ));
+        }
+        Ok(ConfigDuration(d))
     }
 }
 
@@ -68,6 +83,20 @@ mod tests {
             let again: ConfigDuration = d.to_string().parse().unwrap();
             assert_eq!(again, d);
         }
+    }
+
+    #[test]
+    fn refuses_durations_beyond_ten_years_instead_of_overflowing() {
+        for text in ["200000000000y", "11y", "18446744073709551616ms"] {
+            let err = text.parse::<ConfigDuration>().unwrap_err();
+            assert!(
+                err.contains("too long") || err.contains("not a duration"),
+                "{text}: {err}"
+            );
+        }
+        let ten: ConfigDuration = "3650d".parse().unwrap();
+        assert_eq!(ten.get(), MAX_DURATION);
+        assert_eq!(ten.millis(), 315_360_000_000);
     }
 
     #[test]

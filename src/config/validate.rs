@@ -101,10 +101,7 @@ fn valid_name(s: &str) -> bool {
 }
 
 fn valid_instance_id(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 128
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    crate::provider::check_instance_id(s).is_ok()
 }
 
 /// Returns every problem found; empty means the config is usable.
@@ -349,7 +346,7 @@ pub fn validate(c: &Config) -> Vec<Problem> {
 
     let r = &c.recovery;
     // The quorum-loss protocol's own timing rules (one place: recovery).
-    let ms = |d: ConfigDuration| d.get().as_millis() as u64;
+    let ms = |d: ConfigDuration| d.millis();
     let protocol =
         ProtocolConfig::for_timeout(ms(r.quorum_loss_timeout), r.accept_loss_after.map(ms));
     for problem in protocol.validate(WatchedTiming {
@@ -388,14 +385,41 @@ pub fn validate(c: &Config) -> Vec<Problem> {
         }
     }
 
-    if tracing_subscriber::EnvFilter::try_new(&c.log.level).is_err() {
+    if let Err(why) = check_log_level(&c.log.level) {
         ck.fail(
             "log.level",
-            format!("{:?} is not a log level; allowed: error, warn, info, debug, trace, or a filter like \"info,eco=debug\"", c.log.level),
+            format!("{:?} is not a log level ({why}); allowed: off, error, warn, info, debug, trace, or a filter like \"info,eco=debug\"", c.log.level),
         );
     }
 
     ck.problems
+}
+
+const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// A log filter is a comma-separated list of directives, each a level or
+/// `target=level`. `tracing`'s own parser also takes a bare word as a
+/// target enabled at every level — so a typo such as `warning` would be
+/// read as "only the target named warning" and silence every line, errors
+/// included. eco refuses it: every directive must end in a level.
+fn check_log_level(filter: &str) -> Result<(), String> {
+    let directives: Vec<&str> = filter
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
+    if directives.is_empty() {
+        return Err("empty".into());
+    }
+    for d in directives {
+        let level = d.rsplit_once('=').map_or(d, |(_, level)| level);
+        if !LOG_LEVELS.contains(&level.to_ascii_lowercase().as_str()) {
+            return Err(format!("{level:?} in {d:?} is not a level"));
+        }
+    }
+    tracing_subscriber::EnvFilter::try_new(filter)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -594,6 +618,27 @@ mod tests {
             ),
             ("[log]\nlevel = \"loud[\"\n", "log.level", "not a log level"),
             (
+                "[log]\nlevel = \"warning\"\n",
+                "log.level",
+                "not a log level",
+            ),
+            ("[log]\nlevel = \"wran\"\n", "log.level", "not a log level"),
+            (
+                "[log]\nlevel = \"info,eco=loud\"\n",
+                "log.level",
+                "not a log level",
+            ),
+            (
+                "[etcd]\nheartbeat_interval = \"200000000000y\"\n",
+                "heartbeat_interval",
+                "too long",
+            ),
+            (
+                "[recovery]\nquorum_loss_timeout = \"18446744073709551616ms\"\n",
+                "quorum_loss_timeout",
+                "not a duration",
+            ),
+            (
                 "[log]\nformat = \"xml\"\n",
                 "format",
                 "unknown variant `xml`",
@@ -643,6 +688,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("provider.static.instance_id"), "{err}");
+    }
+
+    #[test]
+    fn log_levels_and_filters_that_name_a_level_are_accepted() {
+        for level in [
+            "warn",
+            "ERROR",
+            "info,eco=debug",
+            "eco::daemon=trace,info",
+            "off",
+        ] {
+            assert_eq!(super::check_log_level(level), Ok(()), "{level}");
+        }
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl Ctx {
     pub fn moved_aside_retention(&self) -> recovery::moved_aside::Retention {
         recovery::moved_aside::Retention {
             keep: self.config.etcd.keep_moved_aside as usize,
-            min_age_ms: self.config.etcd.keep_moved_aside_for.get().as_millis() as u64,
+            min_age_ms: self.config.etcd.keep_moved_aside_for.millis(),
         }
     }
 }

@@ -23,15 +23,19 @@ pub(super) struct GossipLink {
 /// separated by commas or newlines); `None` when neither is set.
 fn keys(ctx: &Ctx) -> anyhow::Result<Option<Keyring>> {
     let text = match &ctx.config.gossip.key_file {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read gossip.key_file {}", path.display()))?,
+        Some(path) => crate::secret_file::read(path, "gossip.key_file")?,
         None => match std::env::var("ECO_GOSSIP_KEYS") {
             Ok(v) => v.replace(',', "\n"),
             Err(_) => return Ok(None),
         },
     };
+    let from = match &ctx.config.gossip.key_file {
+        Some(path) => format!("gossip.key_file {}", path.display()),
+        None => "ECO_GOSSIP_KEYS".to_string(),
+    };
     Ok(Some(
-        Keyring::parse(&text, ctx.cluster()).context("gossip keys")?,
+        Keyring::parse(&text, ctx.cluster())
+            .with_context(|| format!("the gossip keys in {from}"))?,
     ))
 }
 

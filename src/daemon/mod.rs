@@ -107,6 +107,9 @@ pub async fn run(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<
 
 async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<Exit> {
     let me = provider.identity().clone();
+    if let Some(limit) = crate::preflight::raise_open_file_limit() {
+        tracing::debug!(limit, "open files limit");
+    }
     let group = provider
         .discover()
         .await
@@ -116,14 +119,13 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
         .context("cannot use etcd")?;
     tracing::info!(etcd = %binaries.etcd.display(), version = %binaries.version, etcdutl = ?binaries.etcdutl, "found etcd");
     crate::data_dir::prepare_parent(&config.etcd.data_dir)?;
+    // Before anything beside the data directory is read or written.
+    let _lock = crate::instance_lock::acquire(&config.etcd.data_dir, &me.id)?;
     let durable = Durable::load(&config.etcd.data_dir, &config.cluster.name, &me.id)?;
     let store = crate::store::from_config(&config).context("cannot set up the snapshot store")?;
     let protocol = ProtocolConfig::for_timeout(
-        config.recovery.quorum_loss_timeout.get().as_millis() as u64,
-        config
-            .recovery
-            .accept_loss_after
-            .map(|d| d.get().as_millis() as u64),
+        config.recovery.quorum_loss_timeout.millis(),
+        config.recovery.accept_loss_after.map(|d| d.millis()),
     );
     let ctx = Ctx {
         client_url: flags::client_url(&config.etcd, &me.host),
@@ -255,8 +257,8 @@ impl Daemon {
                     instance: self.ctx.id().to_string(),
                     endpoint: self.ctx.client_url.clone(),
                     schedule: SnapshotSchedule {
-                        interval_ms: c.snapshot.interval.get().as_millis() as u64,
-                        max_age_ms: c.snapshot.max_age.get().as_millis() as u64,
+                        interval_ms: c.snapshot.interval.millis(),
+                        max_age_ms: c.snapshot.max_age.millis(),
                     },
                     policy: RetentionPolicy {
                         keep_last: c.snapshot.keep_last,

@@ -84,7 +84,9 @@ impl QuorumLossHost for QuorumLossIo<'_> {
                 records: recovery::fenced::RecordListing::Failed(
                     "no snapshot store is configured".into(),
                 ),
-                newest_snapshot: None,
+                snapshots: recovery::fenced::SnapshotListing::Failed(
+                    "no snapshot store is configured".into(),
+                ),
             },
         }
     }
@@ -241,9 +243,18 @@ impl QuorumLossIo<'_> {
         }
         let store = self.ctx.store_for("joining a new incarnation")?;
         let cluster = self.ctx.cluster();
+        // Acted on only when the store confirms it: the record must be
+        // there, and be this decision (never a token made up from a claim).
         let token = match record::all(store, cluster).await?.remove(&k) {
-            Some(r) => r.token,
-            None => facts::token(cluster, k, rec.token_suffix),
+            Some(r) if facts::seed_record(&r, None).same_decision(rec) => r.token,
+            Some(r) => anyhow::bail!(
+                "the store's record of incarnation {k} (seeded by {}) is not the decision to join (seeded by {}): not acting on it",
+                r.seeder,
+                rec.value.seeder
+            ),
+            None => anyhow::bail!(
+                "the store holds no record of incarnation {k}: not joining it (a decision is acted on only when the store confirms it)"
+            ),
         };
         self.etcd.stop().await?;
         if self.etcd.data()? != crate::data_dir::DataState::Empty {

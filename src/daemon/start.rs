@@ -10,7 +10,13 @@ use crate::etcd::flags::InitialClusterState;
 use crate::record;
 use anyhow::Context;
 use recovery::pass::Phase;
-use recovery::startup::{self, StartDecision, StartFacts};
+use recovery::startup::{self, Recorded, StartDecision, StartFacts};
+use std::time::Duration;
+
+/// Attempts at reading the store's newest record at start, and the pause
+/// between them: a transient error should not decide the start.
+const RECORD_ATTEMPTS: u32 = 3;
+const RECORD_RETRY: Duration = Duration::from_millis(500);
 
 /// How the start ended.
 pub(super) enum Begun {
@@ -21,6 +27,23 @@ pub(super) enum Begun {
 }
 
 impl Daemon {
+    /// The store's newest incarnation record; a store that keeps failing
+    /// is `Unanswered`, never "no record".
+    async fn newest_recorded(&self, store: &dyn crate::store::ObjectStore) -> Recorded {
+        let mut last = String::new();
+        for attempt in 1..=RECORD_ATTEMPTS {
+            match record::newest(store, self.ctx.cluster()).await {
+                Ok(r) => return Recorded::Newest(r.map(|r| r.incarnation)),
+                Err(e) => last = e.to_string(),
+            }
+            if attempt < RECORD_ATTEMPTS {
+                tokio::time::sleep(RECORD_RETRY).await;
+            }
+        }
+        tracing::warn!(error = %last, "cannot read the store's incarnation records at start: whether a newer incarnation exists is unknown");
+        Recorded::Unanswered
+    }
+
     /// The start decision, after moving a stale incarnation aside.
     async fn decide_start(&mut self) -> anyhow::Result<StartDecision> {
         // At most twice: once the stale data and state are aside, there is
@@ -30,20 +53,16 @@ impl Daemon {
                 .durable
                 .protocol_state()?
                 .is_some_and(|p| p.frozen || p.seed_pending);
-            let newest_recorded = match (self.durable.state(), self.ctx.store.as_deref(), held) {
-                (Some(_), Some(store), false) => record::newest(store, self.ctx.cluster())
-                    .await
-                    .ok()
-                    .flatten()
-                    .map(|r| r.incarnation),
-                _ => None,
+            let recorded = match (self.durable.state(), self.ctx.store.as_deref(), held) {
+                (Some(_), Some(store), false) => self.newest_recorded(store).await,
+                _ => Recorded::NotAsked,
             };
             let decision = startup::decide(&StartFacts {
                 state: self.durable.state().map(|s| s.summary()),
                 data: self.etcd.data()?,
                 group_size: self.group.group.instances.len(),
                 held,
-                newest_recorded,
+                recorded,
             });
             let StartDecision::DiscardStale { reason } = decision else {
                 return Ok(decision);

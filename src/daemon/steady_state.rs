@@ -62,9 +62,8 @@ impl Daemon {
                 )
             }),
             config: PlannerConfig {
-                unhealthy_member_ttl_ms: ctx.config.recovery.unhealthy_member_ttl.get().as_millis()
-                    as u64,
-                learner_timeout_ms: ctx.config.recovery.learner_timeout.get().as_millis() as u64,
+                unhealthy_member_ttl_ms: ctx.config.recovery.unhealthy_member_ttl.millis(),
+                learner_timeout_ms: ctx.config.recovery.learner_timeout.millis(),
             },
         };
         let plan = planner::plan(&observation);

@@ -16,10 +16,13 @@ pub enum Host {
 impl Host {
     /// Parses an IP address or a DNS name (labels of letters, digits and
     /// `-`, not starting or ending with `-`, 1 to 63 bytes each, 253 in
-    /// all; a trailing dot is allowed).
+    /// all; a trailing dot is allowed). The result is canonical, so two
+    /// spellings of one host compare equal: an IPv4-mapped IPv6 address is
+    /// its IPv4 address, a name is lowercase without the trailing dot.
     pub fn parse(text: &str) -> Result<Host, String> {
         if let Ok(ip) = text.parse::<IpAddr>() {
-            return Ok(Host::Ip(ip));
+            // `::ffff:127.0.3.1` is 127.0.3.1: one machine, one host.
+            return Ok(Host::Ip(ip.to_canonical()));
         }
         let name = text.strip_suffix('.').unwrap_or(text);
         let label_ok = |l: &str| {
@@ -84,6 +87,27 @@ impl<'de> Deserialize<'de> for Host {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
         Host::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Whether `id` may name an instance: 1 to 128 bytes of ASCII letters,
+/// digits, `-`, `_` and `.`. It becomes etcd's member name and part of
+/// `--initial-cluster` (`name=url,…`), gossip ids, file names in the store
+/// and metric labels, so `=`, `,`, `/`, spaces and control characters are
+/// refused wherever an id comes from: the config, `--instance-id`,
+/// `ECO_INSTANCE_ID`, a group file.
+pub fn check_instance_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{id:?} is not an instance id; allowed: 1 to 128 letters, digits, '-', '_' or '.'"
+        ))
     }
 }
 

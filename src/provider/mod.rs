@@ -23,7 +23,7 @@
 mod group;
 mod static_file;
 
-pub use group::{Group, Host, Identity, Instance};
+pub use group::{Group, Host, Identity, Instance, check_instance_id};
 pub use static_file::parse_group_file;
 
 use crate::config::{Config, ProviderKind};
@@ -54,6 +54,9 @@ pub enum ProviderError {
         "no instance id: pass --instance-id, set ECO_INSTANCE_ID, or set provider.static.instance_id in the config"
     )]
     NoInstanceId,
+    /// From `--instance-id`, `ECO_INSTANCE_ID` or the config.
+    #[error("the instance id: {0}")]
+    BadInstanceId(String),
     #[error("the provider is not configured: {0}")]
     NotConfigured(String),
 }
@@ -95,6 +98,7 @@ pub async fn from_config(
                 .map(str::to_string)
                 .or_else(|| s.instance_id.clone())
                 .ok_or(ProviderError::NoInstanceId)?;
+            check_instance_id(&id).map_err(ProviderError::BadInstanceId)?;
             Ok(Arc::new(static_file::StaticProvider::open(
                 s.group_file.clone(),
                 id,

@@ -17,7 +17,7 @@
 //! Only at start must this instance be listed: its address comes from the
 //! file.
 
-use super::{Group, Identity, Instance, Provider, ProviderError};
+use super::{Group, Identity, Instance, Provider, ProviderError, check_instance_id};
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -44,9 +44,7 @@ pub fn parse_group_file(text: &str, path: &Path, self_id: &str) -> Result<Group,
     let mut seen_ids = BTreeSet::new();
     let mut seen_addresses = BTreeSet::new();
     for i in &file.instance {
-        if i.id.is_empty() {
-            return Err(malformed("an instance has an empty id".into()));
-        }
+        check_instance_id(&i.id).map_err(malformed)?;
         if !seen_ids.insert(i.id.clone()) {
             return Err(malformed(format!("instance id {:?} is listed twice", i.id)));
         }
@@ -184,6 +182,18 @@ mod tests {
             (
                 "[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\n[[instance]]\nid = \"b\"\naddress = \"127.0.0.1\"\n",
                 "address 127.0.0.1 is listed twice",
+            ),
+            (
+                "[[instance]]\nid = \"a\"\naddress = \"127.0.3.1\"\n[[instance]]\nid = \"b\"\naddress = \"::ffff:127.0.3.1\"\n",
+                "address 127.0.3.1 is listed twice",
+            ),
+            (
+                "[[instance]]\nid = \"e=x,y\"\naddress = \"127.0.0.1\"\n",
+                "\"e=x,y\" is not an instance id",
+            ),
+            (
+                "[[instance]]\nid = \"\"\naddress = \"127.0.0.1\"\n",
+                "is not an instance id",
             ),
             (
                 "desired_size = 0\n[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\n",

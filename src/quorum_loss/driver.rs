@@ -102,7 +102,13 @@ pub struct Driver {
     /// The ballot of the last prepare logged (later sends are
     /// retransmissions).
     last_prepared: Option<Ballot>,
+    /// When a dropped message was last logged, and how many since.
+    dropped_logged_at: Option<Millis>,
+    dropped_since_log: u64,
 }
+
+/// How often dropped messages are logged.
+const DROPPED_LOG_EVERY: Millis = 60_000;
 
 impl Driver {
     pub fn new(protocol: Protocol) -> Self {
@@ -113,6 +119,8 @@ impl Driver {
             started: false,
             acted: false,
             last_prepared: None,
+            dropped_logged_at: None,
+            dropped_since_log: 0,
         }
     }
 
@@ -213,16 +221,30 @@ impl Driver {
         let env: Envelope = match postcard::from_bytes(bytes) {
             Ok(e) => e,
             Err(e) => {
-                tracing::warn!(%from, error = %e, "undecodable recovery message dropped");
+                self.dropped(now, from, &format!("undecodable: {e}"));
                 return;
             }
         };
         if env.from != from {
-            tracing::warn!(%from, claimed = %env.from, "recovery message with a forged sender dropped");
+            self.dropped(now, from, &format!("it claims to be from {}", env.from));
             return;
         }
         self.start(host, now).await;
         self.feed(host, now, Input::Message(env)).await;
+    }
+
+    /// A message dropped before the protocol saw it: logged at most once a
+    /// minute (a keyholder can send many), with how many since.
+    fn dropped(&mut self, now: Millis, from: &str, why: &str) {
+        self.dropped_since_log += 1;
+        let due = self
+            .dropped_logged_at
+            .is_none_or(|at| now.saturating_sub(at) >= DROPPED_LOG_EVERY);
+        if due {
+            tracing::warn!(%from, %why, dropped = self.dropped_since_log, "recovery message dropped (logged at most once a minute)");
+            self.dropped_logged_at = Some(now);
+            self.dropped_since_log = 0;
+        }
     }
 
     /// What the protocol's state still owes, after this pass's inputs.

@@ -1,13 +1,13 @@
 //! Reading the store for the protocol: every `incarnations/<n>` record
 //! with its current `V_n` (its `.voters` record), and the newest snapshot
 //! with its recorded position. A failed listing or read is `Failed`, never
-//! an empty listing.
+//! an empty listing (records) or "no snapshot" (snapshots).
 
 use super::facts;
 use crate::record;
 use crate::snapshot::name::SnapshotName;
 use crate::store::{ObjectStore, list_all};
-use recovery::fenced::{RecordListing, StoreFacts};
+use recovery::fenced::{RecordListing, SnapshotListing, StoreFacts};
 
 pub async fn read(store: &dyn ObjectStore, cluster: &str) -> StoreFacts {
     let records = match record::all(store, cluster).await {
@@ -27,14 +27,11 @@ pub async fn read(store: &dyn ObjectStore, cluster: &str) -> StoreFacts {
         }
         Err(e) => RecordListing::Failed(e.to_string()),
     };
-    let newest_snapshot = list_all(store, &SnapshotName::prefix(cluster))
-        .await
-        .ok()
-        .and_then(|objects| facts::newest_snapshot(&objects));
-    StoreFacts {
-        records,
-        newest_snapshot,
-    }
+    let snapshots = match list_all(store, &SnapshotName::prefix(cluster)).await {
+        Ok(objects) => SnapshotListing::Complete(facts::newest_snapshot(&objects)),
+        Err(e) => SnapshotListing::Failed(e.to_string()),
+    };
+    StoreFacts { records, snapshots }
 }
 
 #[cfg(test)]
@@ -79,11 +76,13 @@ mod tests {
         };
         assert_eq!(records.len(), 2);
         assert_eq!(records[1].voters, ["a", "b"]);
-        assert_eq!(facts.newest_snapshot, None);
+        assert_eq!(facts.snapshots, SnapshotListing::Complete(None));
         s.set_failing(true);
-        assert!(matches!(
-            read(&s, "c").await.records,
-            RecordListing::Failed(_)
-        ));
+        let failing = read(&s, "c").await;
+        assert!(matches!(failing.records, RecordListing::Failed(_)));
+        assert!(
+            matches!(failing.snapshots, SnapshotListing::Failed(_)),
+            "a failed snapshot listing is never \"no snapshot\""
+        );
     }
 }

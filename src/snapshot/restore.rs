@@ -20,6 +20,8 @@ pub enum RestoreError {
     Corrupt { what: String, why: String },
     #[error("refusing to restore into {0}: it exists and is not empty (move it aside first)")]
     TargetNotEmpty(PathBuf),
+    #[error("refusing to restore into {0}: it exists and is not a directory")]
+    TargetNotADirectory(PathBuf),
     #[error("neither etcdutl nor etcdctl is available to restore with")]
     NoTool,
     #[error("{tool} snapshot restore failed: {output}")]
@@ -94,7 +96,13 @@ pub async fn fetch_verified(
     dest: &Path,
 ) -> Result<ObjectInfo, RestoreError> {
     let (info, mut reader) = store.get(name).await?;
-    let mut out = tokio::fs::File::create(dest)
+    // The whole database, secrets included: eco's user only.
+    let mut out = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(dest)
         .await
         .map_err(io(dest.display().to_string()))?;
     let mut hasher = Sha256::new();
@@ -126,6 +134,9 @@ pub async fn fetch_verified(
 /// Restores the snapshot file `file` (verified first) per `req`.
 pub async fn restore_file(file: &Path, req: &RestoreRequest) -> Result<(), RestoreError> {
     verify_file(file).await?;
+    if std::fs::symlink_metadata(&req.data_dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(RestoreError::TargetNotADirectory(req.data_dir.clone()));
+    }
     if let Ok(mut entries) = std::fs::read_dir(&req.data_dir) {
         if entries.next().is_some() {
             return Err(RestoreError::TargetNotEmpty(req.data_dir.clone()));
@@ -182,7 +193,12 @@ pub async fn restore_file(file: &Path, req: &RestoreRequest) -> Result<(), Resto
             output: text.trim().to_string(),
         });
     }
-    std::fs::rename(&staging, &req.data_dir).map_err(io(req.data_dir.display().to_string()))?;
+    if let Err(e) = std::fs::rename(&staging, &req.data_dir) {
+        // The staging copy is ours and the snapshot it came from remains:
+        // leave nothing behind.
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(io(req.data_dir.display().to_string())(e));
+    }
     crate::atomic_file::sync_dir(&parent).map_err(io(parent.display().to_string()))?;
     Ok(())
 }

@@ -41,6 +41,38 @@ pub struct SnapshotWriter {
     pub check_every: Duration,
 }
 
+/// The newest snapshot a listing found.
+struct Newest {
+    name: String,
+    taken_unix_ms: u64,
+    revision: i64,
+}
+
+/// The newest snapshot this writer knows, and since when (its own
+/// monotonic clock): the schedule's clock-independent age.
+#[derive(Default)]
+struct Known {
+    newest: Option<(Newest, std::time::Instant)>,
+}
+
+impl Known {
+    fn update(&mut self, found: Option<Newest>) {
+        self.newest = match (self.newest.take(), found) {
+            (Some((old, since)), Some(new)) if old.name == new.name => Some((new, since)),
+            (_, Some(new)) => Some((new, std::time::Instant::now())),
+            (_, None) => None,
+        };
+    }
+
+    fn last_snapshot(&self) -> Option<LastSnapshot> {
+        self.newest.as_ref().map(|(n, since)| LastSnapshot {
+            taken_unix_ms: n.taken_unix_ms,
+            revision: n.revision,
+            known_for_ms: u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX),
+        })
+    }
+}
+
 fn taken_ms(o: &ObjectInfo) -> u64 {
     o.metadata
         .get(meta::CREATED_UNIX_MS)
@@ -59,8 +91,12 @@ impl SnapshotWriter {
     }
 
     /// Lists the store and records what it found in `s`; an empty listing
-    /// after snapshots were seen raises an alert.
-    async fn refresh(&self, s: &mut SnapshotStatus) -> Option<LastSnapshot> {
+    /// after snapshots were seen raises an alert. The newest is the one
+    /// furthest along (incarnation, then revision, from its name), never
+    /// the one with the latest timestamp: timestamps come from other
+    /// machines' clocks.
+    /// `Err` when the listing failed (what the writer knew stays).
+    async fn refresh(&self, s: &mut SnapshotStatus) -> Result<Option<Newest>, ()> {
         match self.snapshots().await {
             Ok(list) => {
                 if list.is_empty() && s.stored > 0 {
@@ -72,21 +108,21 @@ impl SnapshotWriter {
                     s.alert = Some(alert);
                 }
                 s.stored = list.len();
-                let newest = list.iter().max_by_key(|o| (taken_ms(o), o.name.clone()));
-                s.newest = newest.map(|o| o.name.clone());
-                s.newest_revision = newest
-                    .and_then(|o| SnapshotName::parse(&o.name))
-                    .map(|n| n.revision);
-                newest.map(|o| LastSnapshot {
+                let newest = list
+                    .iter()
+                    .filter_map(|o| SnapshotName::parse(&o.name).map(|n| (n, o)))
+                    .max_by_key(|(n, o)| (n.incarnation, n.revision, taken_ms(o), o.name.clone()));
+                s.newest = newest.as_ref().map(|(_, o)| o.name.clone());
+                s.newest_revision = newest.as_ref().map(|(n, _)| n.revision);
+                Ok(newest.map(|(n, o)| Newest {
+                    name: o.name.clone(),
                     taken_unix_ms: taken_ms(o),
-                    revision: SnapshotName::parse(&o.name)
-                        .map(|n| n.revision)
-                        .unwrap_or(0),
-                })
+                    revision: n.revision,
+                }))
             }
             Err(e) => {
                 s.last_error = Some(format!("listing the store: {e}"));
-                None
+                Err(())
             }
         }
     }
@@ -165,7 +201,10 @@ impl SnapshotWriter {
         mut stop: watch::Receiver<bool>,
     ) {
         let mut s = SnapshotStatus::default();
-        let mut last = self.refresh(&mut s).await;
+        let mut last = Known::default();
+        if let Ok(found) = self.refresh(&mut s).await {
+            last.update(found);
+        }
         status.send_modify(|st| st.snapshots = Some(s.clone()));
         let mut tick = tokio::time::interval(self.check_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -177,20 +216,21 @@ impl SnapshotWriter {
             let current = input.borrow().clone();
             let writes = current.facts.writes();
             if writes {
-                last = self.refresh(&mut s).await.or(last);
-                if s.stored == 0 {
-                    last = None;
+                if let Ok(found) = self.refresh(&mut s).await {
+                    last.update(found);
                 }
             }
             if let Some(reason) = snapshot_due(
                 unix_ms(),
                 writes,
                 current.facts.revision(),
-                last,
+                last.last_snapshot(),
                 self.schedule,
             ) {
                 if self.snapshot_now(&current, &reason, &mut s).await {
-                    last = self.refresh(&mut s).await;
+                    if let Ok(found) = self.refresh(&mut s).await {
+                        last.update(found);
+                    }
                 }
             }
             status.send_modify(|st| st.snapshots = Some(s.clone()));

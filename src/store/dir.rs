@@ -15,6 +15,18 @@
 //! `link` fails if the name exists, atomically, on local filesystems and
 //! NFS alike. Conditionally created objects (records) carry no info file;
 //! their info is computed when read.
+//!
+//! Every file eco writes here is `0600`: a snapshot is the whole database,
+//! secrets included (as `etcdctl snapshot save` writes it).
+//!
+//! Listings read info files, never payloads: a file without info (a crash
+//! leftover, a copy) is skipped by a `stat`, whatever its size. An info
+//! file that does not parse, or names another object, is skipped by
+//! listings with a warning (once per object) — it commits nothing — and
+//! is an error naming it when that object is read. **Symlinks are
+//! followed**, in reads and listings alike (a cluster directory may live
+//! on another volume); directories nest at most [`MAX_DEPTH`] deep, so a
+//! symlink loop is an error naming where, never an endless walk.
 
 use super::{
     CreateOutcome, ListPage, ObjectInfo, ObjectReader, ObjectStore, StoreError, check_name,
@@ -31,6 +43,29 @@ pub const PAGE_SIZE: usize = 1000;
 pub struct DirStore {
     root: PathBuf,
     page_size: usize,
+    /// Objects whose unreadable info was already reported.
+    warned: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+/// The deepest an object name nests (`<cluster>/snapshots/<file>` is 3).
+pub const MAX_DEPTH: usize = 16;
+
+/// The largest record (a conditionally created object without an info
+/// file) read to compute its info; records are small JSON documents.
+const MAX_RECORD: u64 = 1 << 20;
+
+/// The mode of every file the store writes: readable by eco's user only.
+pub const OBJECT_MODE: u32 = 0o600;
+
+/// Creates (or truncates) `path` with [`OBJECT_MODE`].
+async fn create_private(path: &Path) -> std::io::Result<tokio::fs::File> {
+    tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(OBJECT_MODE)
+        .open(path)
+        .await
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
@@ -43,6 +78,7 @@ impl DirStore {
         Self {
             root,
             page_size: PAGE_SIZE,
+            warned: Default::default(),
         }
     }
 
@@ -51,6 +87,7 @@ impl DirStore {
         Self {
             root,
             page_size: page_size.max(1),
+            warned: Default::default(),
         }
     }
 
@@ -87,23 +124,48 @@ impl DirStore {
     async fn read_info(&self, name: &str) -> Result<Option<ObjectInfo>, StoreError> {
         match tokio::fs::read(self.meta_path(name)).await {
             Ok(bytes) => {
-                serde_json::from_slice(&bytes)
-                    .map(Some)
-                    .map_err(|e| StoreError::Metadata {
+                let info: ObjectInfo =
+                    serde_json::from_slice(&bytes).map_err(|e| StoreError::Metadata {
                         name: name.into(),
                         message: e.to_string(),
-                    })
+                    })?;
+                if info.name != name {
+                    return Err(StoreError::Metadata {
+                        name: name.into(),
+                        message: format!("its info file describes {:?}", info.name),
+                    });
+                }
+                Ok(Some(info))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // A conditionally created object has no info file.
-                match tokio::fs::read(self.path(name)).await {
-                    Ok(content) if is_record_name(name) => Ok(Some(ObjectInfo {
+                // A conditionally created object (a record) has no info
+                // file; anything else without one is not committed. Only
+                // records are read, and only small ones.
+                if !is_record_name(name) {
+                    return Ok(None);
+                }
+                let path = self.path(name);
+                match tokio::fs::metadata(&path).await {
+                    Ok(m) if m.len() > MAX_RECORD => {
+                        return Err(StoreError::Metadata {
+                            name: name.into(),
+                            message: format!(
+                                "{} bytes, more than a record can hold ({MAX_RECORD})",
+                                m.len()
+                            ),
+                        });
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(e) => return Err(io(name)(e)),
+                }
+                match tokio::fs::read(&path).await {
+                    Ok(content) => Ok(Some(ObjectInfo {
                         name: name.into(),
                         size: content.len() as u64,
                         sha256: hex::encode(Sha256::digest(&content)),
                         metadata: BTreeMap::new(),
                     })),
-                    Ok(_) => Ok(None),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                     Err(e) => Err(io(name)(e)),
                 }
@@ -136,7 +198,24 @@ impl DirStore {
                 } else {
                     format!("{rel}/{file}")
                 };
-                let kind = entry.file_type().await.map_err(io(&name))?;
+                let mut kind = entry.file_type().await.map_err(io(&name))?;
+                if kind.is_symlink() {
+                    // Followed: what matters is what it points to.
+                    match tokio::fs::metadata(entry.path()).await {
+                        Ok(m) => kind = m.file_type(),
+                        // A dangling link holds nothing.
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                        Err(e) => return Err(io(&name)(e)),
+                    }
+                }
+                if kind.is_dir() && name.split('/').count() >= MAX_DEPTH {
+                    return Err(StoreError::Io {
+                        what: format!("listing {}", entry.path().display()),
+                        source: std::io::Error::other(format!(
+                            "directories nest deeper than {MAX_DEPTH} levels (a symlink loop?)"
+                        )),
+                    });
+                }
                 if kind.is_dir() {
                     // Only descend where the prefix can still match.
                     if name.starts_with(prefix) || prefix.starts_with(&format!("{name}/")) {
@@ -207,6 +286,7 @@ impl ObjectStore for DirStore {
             let mut file = tokio::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
+                .mode(OBJECT_MODE)
                 .open(&temp)
                 .await
                 .map_err(io(format!("creating {}", temp.display())))?;
@@ -244,7 +324,7 @@ impl ObjectStore for DirStore {
                 })?;
             let meta_temp = temp.with_extension("meta");
             let meta_result = async {
-                let mut m = tokio::fs::File::create(&meta_temp)
+                let mut m = create_private(&meta_temp)
                     .await
                     .map_err(io(format!("creating {}", meta_temp.display())))?;
                 m.write_all(&meta_bytes)
@@ -311,9 +391,22 @@ impl ObjectStore for DirStore {
                     next: last,
                 });
             }
-            // Objects without info are not committed: not listed.
-            if let Some(info) = self.read_info(&name).await? {
-                objects.push(info);
+            // Objects without info are not committed: not listed. An
+            // info file that does not parse commits nothing either.
+            match self.read_info(&name).await {
+                Ok(Some(info)) => objects.push(info),
+                Ok(None) => {}
+                Err(StoreError::Metadata { name, message }) => {
+                    let first = self
+                        .warned
+                        .lock()
+                        .map(|mut w| w.insert(name.clone()))
+                        .unwrap_or(false);
+                    if first {
+                        tracing::warn!(object = %name, error = %message, "skipping a store object whose info is unreadable (it is not listed; remove it or its .meta.json)");
+                    }
+                }
+                Err(e) => return Err(e),
             }
             last = Some(name);
         }
@@ -347,7 +440,7 @@ impl ObjectStore for DirStore {
         self.make_dir(&dir).await?;
         let temp = self.temp_path(name);
         let written = async {
-            let mut f = tokio::fs::File::create(&temp)
+            let mut f = create_private(&temp)
                 .await
                 .map_err(io(format!("creating {}", temp.display())))?;
             f.write_all(content)
@@ -455,5 +548,84 @@ mod tests {
         std::fs::write(&root, b"").unwrap();
         let s = DirStore::new(root);
         assert!(list_all(&s, "incarnations/").await.is_err());
+    }
+
+    fn bytes_read_by_this_process() -> u64 {
+        std::fs::read_to_string("/proc/self/io")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("rchar: "))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_listing_reads_info_never_payloads() {
+        let d = tempfile::tempdir().unwrap();
+        let s = DirStore::new(d.path().into());
+        s.put("c/snapshots/a.db", &mut &b"x"[..], BTreeMap::new())
+            .await
+            .unwrap();
+        // A crash leftover of 1 GiB without its info (sparse: no disk used).
+        let leftover = std::fs::File::create(d.path().join("c/snapshots/b.db")).unwrap();
+        leftover.set_len(1 << 30).unwrap();
+        let before = bytes_read_by_this_process();
+        let listed = list_all(&s, "c/snapshots/").await.unwrap();
+        let read = bytes_read_by_this_process() - before;
+        assert_eq!(listed.len(), 1);
+        assert!(read < 1 << 20, "a listing read {read} bytes");
+    }
+
+    #[tokio::test]
+    async fn junk_info_is_skipped_by_listings_and_an_error_naming_it_when_read() {
+        let d = tempfile::tempdir().unwrap();
+        let s = DirStore::new(d.path().into());
+        for name in ["c/snapshots/a.db", "c/snapshots/b.db", "c/snapshots/c.db"] {
+            s.put(name, &mut &b"x"[..], BTreeMap::new()).await.unwrap();
+        }
+        std::fs::write(d.path().join("c/snapshots/.b.db.meta.json"), b"{junk").unwrap();
+        // Info copied from another object: it commits nothing here.
+        std::fs::copy(
+            d.path().join("c/snapshots/.a.db.meta.json"),
+            d.path().join("c/snapshots/.c.db.meta.json"),
+        )
+        .unwrap();
+        let names: Vec<String> = list_all(&s, "c/snapshots/")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|o| o.name)
+            .collect();
+        assert_eq!(names, ["c/snapshots/a.db"]);
+        for bad in ["c/snapshots/b.db", "c/snapshots/c.db"] {
+            let err = s.head(bad).await.unwrap_err().to_string();
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn symlinks_are_followed_in_reads_and_listings_and_a_loop_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(elsewhere.path().join("c")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join("c"), d.path().join("c")).unwrap();
+        let s = DirStore::new(d.path().into());
+        s.put("c/snapshots/a.db", &mut &b"x"[..], BTreeMap::new())
+            .await
+            .unwrap();
+        s.create_if_absent("c/incarnations/0000000001", b"{}")
+            .await
+            .unwrap();
+        assert!(elsewhere.path().join("c/snapshots/a.db").is_file());
+        assert_eq!(list_all(&s, "c/snapshots/").await.unwrap().len(), 1);
+        assert_eq!(list_all(&s, "c/incarnations/").await.unwrap().len(), 1);
+        assert_eq!(list_all(&s, "").await.unwrap().len(), 2);
+        // A loop: c/loop -> c.
+        std::os::unix::fs::symlink(elsewhere.path().join("c"), elsewhere.path().join("c/loop"))
+            .unwrap();
+        let err = list_all(&s, "c/").await.unwrap_err().to_string();
+        assert!(err.contains("symlink loop"), "{err}");
     }
 }

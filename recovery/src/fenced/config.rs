@@ -123,7 +123,9 @@ impl ProtocolConfig {
     pub fn validate(&self, watched: WatchedTiming) -> Vec<TimingProblem> {
         let mut problems = Vec::new();
         let t = self.quorum_loss_timeout;
-        let min_loss = watched.election_timeout * ELECTIONS_PER_TIMEOUT;
+        let min_loss = watched
+            .election_timeout
+            .saturating_mul(ELECTIONS_PER_TIMEOUT);
         if t < min_loss {
             problems.push(TimingProblem {
                 setting: Setting::QuorumLossTimeout,
@@ -135,7 +137,9 @@ impl ProtocolConfig {
                 ),
             });
         }
-        let pass = watched.probe_interval + 2 * watched.call_timeout;
+        let pass = watched
+            .probe_interval
+            .saturating_add(watched.call_timeout.saturating_mul(2));
         if t < pass {
             problems.push(TimingProblem {
                 setting: Setting::QuorumLossTimeout,

@@ -7,7 +7,7 @@ use super::effects::Effect;
 use super::effects::{AlertKind, EffectKind};
 use super::ids::{Incarnation, InstanceId, Millis, majority};
 use super::messages::{AcceptedValue, Envelope, Message, Rejection};
-use super::observation::{DataReport, RecordListing};
+use super::observation::{DataReport, RecordListing, SnapshotListing};
 use super::protocol::{CreateResult, Protocol, effect};
 use super::ranking::{RankError, rank};
 use super::value::{SeedRecord, SeedSource, SeedValue};
@@ -66,8 +66,11 @@ impl Protocol {
 
     fn delay(&self) -> Millis {
         let exp = self.backoff.min(self.cfg.max_backoff_exponent);
-        let jitter = self.random % (self.cfg.takeover_jitter + 1);
-        self.cfg.takeover_after.saturating_mul(1 << exp) + jitter
+        let jitter = self.random % self.cfg.takeover_jitter.saturating_add(1);
+        self.cfg
+            .takeover_after
+            .saturating_mul(1 << exp)
+            .saturating_add(jitter)
     }
 
     /// Another coordinator is making progress: postpone a takeover.
@@ -580,7 +583,16 @@ impl Protocol {
                 }
             }
         } else {
-            let snapshot = self.store.as_ref().and_then(|s| s.newest_snapshot.as_ref());
+            let snapshot = match self.store.as_ref().map(|s| &s.snapshots) {
+                Some(SnapshotListing::Complete(newest)) => newest.as_ref(),
+                Some(SnapshotListing::Failed(_)) if self.cfg.faults.store_error_as_empty => None,
+                Some(SnapshotListing::Failed(e)) => {
+                    return self.abort(format!(
+                        "the store's snapshot listing failed ({e}); waiting (its snapshot may hold the newest data: a listing error is never \"no snapshot\")"
+                    ));
+                }
+                None => return self.abort("the store has not been listed yet".into()),
+            };
             let reports: BTreeMap<InstanceId, DataReport> = round
                 .reports
                 .iter()

@@ -114,7 +114,7 @@ pub fn lost(
     let since = now.saturating_sub(t);
     // 3 (checked first: positive evidence of health wins over everything).
     for s in samples {
-        if s.at + t < now {
+        if s.at.saturating_add(t) < now {
             continue;
         }
         if voters.iter().any(|v| v == me) && s.probe == Some(Probe::Leader) {

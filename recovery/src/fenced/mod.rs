@@ -94,7 +94,7 @@ pub use ids::{BootId, Incarnation, InstanceId, Millis};
 pub use messages::{AcceptedValue, Envelope, Message, Rejection};
 pub use observation::{
     DataReport, GroupFacts, LocalData, Observation, PeerFact, Probe, RecordListing, SnapshotFacts,
-    StoreFacts,
+    SnapshotListing, StoreFacts,
 };
 pub use owed::Owed;
 pub use persisted::{PersistError, PersistedState, decode, encode};

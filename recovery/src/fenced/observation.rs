@@ -75,11 +75,21 @@ pub enum RecordListing {
     Failed(String),
 }
 
+/// The store's listing of snapshots, reduced to the newest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SnapshotListing {
+    /// A complete listing: its newest snapshot, `None` when there is none.
+    Complete(Option<SnapshotFacts>),
+    /// The listing failed: never read as "no snapshot" (the store's
+    /// snapshot may be the only copy of the newest data).
+    Failed(String),
+}
+
 /// What the daemon last learned from the store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreFacts {
     pub records: RecordListing,
-    pub newest_snapshot: Option<SnapshotFacts>,
+    pub snapshots: SnapshotListing,
 }
 
 /// What this instance holds on disk (read from its WAL; may take a while).

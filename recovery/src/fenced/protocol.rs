@@ -87,6 +87,8 @@ pub struct Protocol {
     /// The last thing that stopped progress, for `explain`.
     pub(super) last_problem: Option<String>,
     pub(super) inbox: VecDeque<Envelope>,
+    /// Messages from senders outside the group and `V_n`, dropped.
+    pub(super) dropped_messages: u64,
 }
 
 impl Protocol {
@@ -121,6 +123,7 @@ impl Protocol {
             local_requested: false,
             last_problem: None,
             inbox: VecDeque::new(),
+            dropped_messages: 0,
         }
     }
 
@@ -353,6 +356,45 @@ impl Protocol {
         }
     }
 
+    /// Whether the store's last complete listing holds a record of
+    /// incarnation `n`.
+    fn store_holds_record_of(&self, n: Incarnation) -> bool {
+        match self.store.as_ref().map(|s| &s.records) {
+            Some(RecordListing::Complete(records)) => records.iter().any(|r| r.incarnation == n),
+            _ => false,
+        }
+    }
+
+    /// Another instance says `record` was decided. The store is the commit
+    /// point, and a message is only a keyholder's claim: the record is
+    /// adopted only when the store's last complete listing holds exactly
+    /// it. Otherwise the claim is ignored — a real decision is in the store
+    /// and adopted from the next listing (at most a store read later), a
+    /// forged one never is.
+    fn on_decided(&mut self, env: &Envelope, record: SeedRecord, out: &mut Vec<Effect>) {
+        if record.incarnation <= self.state.incarnation {
+            return;
+        }
+        let confirmed = match self.store.as_ref().map(|s| &s.records) {
+            Some(RecordListing::Complete(records)) => {
+                records.iter().find(|r| r.same_decision(&record)).cloned()
+            }
+            _ => None,
+        };
+        if let Some(stored) = confirmed {
+            self.adopt(
+                stored,
+                out,
+                "a coordinator announced it and the store holds it",
+            );
+        } else {
+            self.last_problem = Some(format!(
+                "{} says incarnation {} was decided, but the store's last listing does not hold that record: waiting for the store (a decision is acted on only when the store confirms it)",
+                env.from, record.incarnation
+            ));
+        }
+    }
+
     /// Learn that `record` exists: seed it if this instance is its seeder
     /// and took part in deciding it, else join it.
     pub(super) fn adopt(&mut self, record: SeedRecord, out: &mut Vec<Effect>, how: &str) {
@@ -408,6 +450,16 @@ impl Protocol {
         if env.to_boot.is_some_and(|b| b != self.boot) {
             return; // an answer meant for a previous life
         }
+        if !self.may_send(&env) {
+            self.dropped_messages += 1;
+            self.last_problem = Some(format!(
+                "dropped a {} message from {}, which is neither in the group nor a voting member (messages dropped so far: {})",
+                env.message.kind(),
+                env.from,
+                self.dropped_messages
+            ));
+            return;
+        }
         match env.message.clone() {
             Message::Prepare {
                 target,
@@ -419,12 +471,38 @@ impl Protocol {
                 ballot,
                 value,
             } => self.on_accept(&env, target, ballot, value, out),
-            Message::Decided { record } => self.adopt(record, out, "a coordinator announced it"),
+            Message::Decided { record } => self.on_decided(&env, record, out),
             Message::Promise { .. }
             | Message::Report { .. }
             | Message::Accepted { .. }
             | Message::Reject { .. } => self.on_answer(env, out),
         }
+    }
+
+    /// Whether `env.from` may send `env.message`: a coordinator's message
+    /// (prepare, accept, decided) only from an instance of the group; an
+    /// answer also from a member of `V_n` (a voter the provider no longer
+    /// lists may still hold data). Before the first group is known, no one
+    /// is refused. The sender's id is gossip's (the daemon checks it
+    /// against the datagram's source); a keyholder outside the group is
+    /// refused here, whatever id it claims that the group does not hold.
+    fn may_send(&self, env: &Envelope) -> bool {
+        if self.group.instances.is_empty() {
+            return true;
+        }
+        let in_group = self.group.instances.contains(&env.from);
+        match env.message {
+            Message::Prepare { .. } | Message::Accept { .. } | Message::Decided { .. } => in_group,
+            Message::Promise { .. }
+            | Message::Report { .. }
+            | Message::Accepted { .. }
+            | Message::Reject { .. } => in_group || self.state.voters.contains(&env.from),
+        }
+    }
+
+    /// Messages refused by [`Self::may_send`] since this process started.
+    pub fn dropped_messages(&self) -> u64 {
+        self.dropped_messages
     }
 
     /// Note another coordinator's ballot: progress, and the ballot to beat.
@@ -513,6 +591,14 @@ impl Protocol {
                 self.evaluate()
             } else if n == 0 {
                 self.bootstrap_verdict()
+            } else if !self.store_holds_record_of(n) {
+                // A prepare for an incarnation this instance has never
+                // heard of is a claim: only the store says `n` exists.
+                Verdict::Undecided {
+                    reason: format!(
+                        "the store's last listing holds no record of incarnation {n}: not promising for an incarnation it does not confirm"
+                    ),
+                }
             } else {
                 // This instance is behind (a lost disk, or it missed an
                 // incarnation): it holds no data of `n`; judge with the

@@ -122,7 +122,7 @@ mod scenario {
     use crate::fenced::{
         Ballot, Effect, EffectKind, Envelope, Input, InstanceId, LocalData, Message, Observation,
         PersistedState, Probe, Protocol, ProtocolConfig, RecordListing, SeedRecord, SeedSource,
-        SeedValue, SnapshotFacts, StoreFacts, observation::DataReport,
+        SeedValue, SnapshotFacts, SnapshotListing, StoreFacts, observation::DataReport,
     };
     use std::collections::{BTreeMap, BTreeSet};
 
@@ -175,7 +175,7 @@ mod scenario {
     pub fn store(records: Vec<SeedRecord>, newest_snapshot: Option<SnapshotFacts>) -> Input {
         Input::Store(StoreFacts {
             records: RecordListing::Complete(records),
-            newest_snapshot,
+            snapshots: SnapshotListing::Complete(newest_snapshot),
         })
     }
 
@@ -423,6 +423,176 @@ fn a_fully_replaced_group_seeds_from_the_store() {
     assert!(
         matches!(&r.value.source, SeedSource::Store { name, .. } if name == "final"),
         "{r:?}"
+    );
+}
+
+/// The store's snapshot holds the newest data and its listing fails while
+/// the records answer: the coordinator waits instead of ranking without it
+/// (a listing error is never "no snapshot"), and seeds from the store once
+/// the listing answers.
+#[test]
+fn a_failed_snapshot_listing_is_waited_out_never_read_as_no_snapshot() {
+    use super::{
+        EffectKind, GroupFacts, Input, Probe, RecordListing, SeedSource, SnapshotFacts,
+        SnapshotListing, StoreFacts,
+    };
+    use scenario::*;
+    use std::collections::BTreeSet;
+    let old = ids(&["a", "b", "c"]);
+    let gone: BTreeSet<String> = ids(&["b", "c"]).into_iter().collect();
+    let mut p = member("a", 7, &["a", "b", "c"]);
+    p.handle(
+        0,
+        Input::Group(GroupFacts {
+            instances: ids(&["a", "d", "e"]).into_iter().collect(),
+            certified_gone: gone.clone(),
+        }),
+    );
+    let snapshot = SnapshotFacts {
+        name: "final".into(),
+        cluster_id: Some(11),
+        incarnation: 1,
+        commit_index: 500,
+        revision: 980,
+    };
+    p.handle(
+        0,
+        Input::Store(StoreFacts {
+            records: RecordListing::Complete(vec![record_1(old.clone())]),
+            snapshots: SnapshotListing::Failed("a page failed".into()),
+        }),
+    );
+    let own = wal(11, 400);
+    let run = |p: &mut super::Protocol, from: u64, steps: u64| {
+        let mut created = None;
+        for step in from..from + steps {
+            let at = step * 250;
+            let mut queue = p.handle(at, observe(at, Probe::Failed, &gone));
+            while let Some(e) = queue.pop() {
+                match e.kind {
+                    EffectKind::ReadLocalData => {
+                        queue.extend(p.handle(at, Input::LocalData(own.clone())))
+                    }
+                    EffectKind::CreateRecord(r) => created = Some(r),
+                    _ => {}
+                }
+            }
+            if created.is_some() {
+                break;
+            }
+        }
+        created
+    };
+    assert_eq!(run(&mut p, 0, 120), None, "{:?}", p.explain());
+    p.handle(30_000, store(vec![record_1(old)], Some(snapshot)));
+    let r = run(&mut p, 121, 120).unwrap_or_else(|| panic!("no record: {:?}", p.explain()));
+    assert!(
+        matches!(&r.value.source, SeedSource::Store { name, .. } if name == "final"),
+        "the store's newer snapshot seeds: {r:?}"
+    );
+}
+
+/// A keyholder forges protocol messages (found from outside: one forged
+/// `Decided` stopped etcd, moved the data aside and rewrote the state to a
+/// non-existent incarnation). Nothing the store does not confirm is acted
+/// on: a `Decided` whose record the store does not hold, a coordinator's
+/// message from outside the group, a prepare for an incarnation the store
+/// has never recorded — none changes the state or stops etcd.
+#[test]
+fn forged_messages_never_cause_a_stop_a_join_or_a_seeding() {
+    use super::{
+        Ballot, EffectKind, GroupFacts, Input, Message, Probe, SeedRecord, SeedSource, SeedValue,
+    };
+    use scenario::*;
+    use std::collections::BTreeSet;
+    let acts = |fx: &[super::Effect]| {
+        fx.iter().any(|e| {
+            matches!(
+                e.kind,
+                EffectKind::Freeze
+                    | EffectKind::Join(_)
+                    | EffectKind::Seed(_)
+                    | EffectKind::Persist(_)
+            )
+        })
+    };
+    let mut p = member("a", 7, &["a", "b", "c"]);
+    p.handle(
+        0,
+        Input::Group(GroupFacts {
+            instances: ids(&["a", "b", "c"]).into_iter().collect(),
+            certified_gone: BTreeSet::new(),
+        }),
+    );
+    p.handle(0, store(vec![record_1(ids(&["a", "b", "c"]))], None));
+    let forged = SeedRecord {
+        incarnation: 2,
+        value: SeedValue {
+            source: SeedSource::Empty,
+            seeder: "b".into(),
+        },
+        ballot: Ballot::new(9, "b"),
+        voters: ids(&["b"]),
+        token_suffix: 1,
+        data_loss: false,
+    };
+    // The cluster is healthy and the quorum is lost alike: a claim is not
+    // the store.
+    for probe in [Probe::Leader, Probe::NoLeader] {
+        for at in [0u64, 500, 1_000, 1_500, 2_000] {
+            p.handle(at, observe(at, probe.clone(), &BTreeSet::new()));
+        }
+        for (from, forged) in [
+            (
+                "b",
+                Message::Decided {
+                    record: forged.clone(),
+                },
+            ),
+            (
+                "mallory",
+                Message::Decided {
+                    record: forged.clone(),
+                },
+            ),
+            (
+                "mallory",
+                Message::Prepare {
+                    target: 2,
+                    voters: ids(&["a", "b", "c"]),
+                    ballot: Ballot::new(99, "mallory"),
+                },
+            ),
+            (
+                "b",
+                Message::Prepare {
+                    target: 7,
+                    voters: ids(&["x", "y"]),
+                    ballot: Ballot::new(99, "b"),
+                },
+            ),
+        ] {
+            let fx = p.handle(2_000, message(from, "a", None, forged.clone()));
+            assert!(!acts(&fx), "{from} {forged:?} led to {fx:?}");
+        }
+        assert_eq!(p.state().incarnation, 1, "{:?}", p.explain());
+        assert!(!p.state().frozen);
+    }
+    assert!(
+        p.dropped_messages() >= 2,
+        "mallory's messages are dropped and counted"
+    );
+    // The real record in the store is adopted from the listing.
+    let mut real = forged.clone();
+    real.value.seeder = "c".into();
+    p.handle(
+        3_000,
+        store(vec![record_1(ids(&["a", "b", "c"])), real.clone()], None),
+    );
+    assert_eq!(p.state().incarnation, 2);
+    assert_eq!(
+        p.state().decided.as_ref().map(|r| r.value.seeder.clone()),
+        Some("c".into())
     );
 }
 

@@ -106,3 +106,14 @@ pub struct SeedRecord {
     /// `accept_loss_after` fired: members were skipped; data may be lost.
     pub data_loss: bool,
 }
+
+impl SeedRecord {
+    /// Whether `other` records the same decision: the incarnation, what
+    /// seeds it and who, and its token. `voters` is left out: the
+    /// steady-state operator rewrites `V_n` after the decision.
+    pub fn same_decision(&self, other: &SeedRecord) -> bool {
+        self.incarnation == other.incarnation
+            && self.value == other.value
+            && self.token_suffix == other.token_suffix
+    }
+}

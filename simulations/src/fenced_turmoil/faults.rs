@@ -92,6 +92,10 @@ pub struct Plan {
     /// Time-ordered.
     pub events: Vec<(Millis, Fault)>,
     pub targeted: Option<Targeted>,
+    /// A hostile keyholder outside the group (host `mallory`) sends forged
+    /// recovery messages from this seed on: under group members' ids and
+    /// its own. `None`: no forger.
+    pub forger: Option<u64>,
 }
 
 impl Plan {
@@ -252,6 +256,11 @@ impl Plan {
             spares,
             events,
             targeted,
+            // A stream of its own: a seed without a forger is unchanged.
+            forger: {
+                let mut f = Rng::new(seed ^ 0xf0_46e5 ^ nodes as u64);
+                f.chance(250).then(|| f.next_u64())
+            },
         }
     }
 }

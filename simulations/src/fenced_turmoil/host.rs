@@ -20,7 +20,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 pub const PORT: u16 = 7946;
-const KEY: [u8; 32] = [0x3c; 32];
+/// The group's gossip key (the forger holds it too).
+pub const KEY: [u8; 32] = [0x3c; 32];
 /// The daemon's `etcd.probe_interval`: one pass.
 pub const PASS: Duration = Duration::from_millis(250);
 

@@ -79,6 +79,7 @@
 //!   `accept_loss_after` is off.
 
 pub mod faults;
+pub mod forger;
 pub mod host;
 pub mod invariants;
 pub mod world;
@@ -184,6 +185,12 @@ impl Driver<'_> {
         for (i, name) in names.iter().enumerate() {
             let (s, all) = (shared.clone(), names.clone());
             sim.host(name.as_str(), move || host::run(i, s.clone(), all.clone()));
+        }
+        if let Some(forger_seed) = plan.forger {
+            let all = names.clone();
+            sim.host(forger::FORGER, move || {
+                forger::run(forger_seed, all.clone(), host::KEY)
+            });
         }
         Driver {
             sim,

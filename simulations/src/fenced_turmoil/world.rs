@@ -18,7 +18,7 @@ use recovery::fenced::ids::majority;
 use recovery::fenced::{
     AlertKind, Ballot, CreateResult, GroupFacts, Incarnation, InstanceId, LocalData, Millis,
     PersistedState, Probe, ProtocolConfig, RecordListing, SeedPlan, SeedRecord, SeedSource,
-    SeedValue, SnapshotFacts, StoreFacts, encode,
+    SeedValue, SnapshotFacts, SnapshotListing, StoreFacts, encode,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -387,15 +387,15 @@ impl World {
                 }
                 Err(e) => {
                     return StoreFacts {
-                        records: RecordListing::Failed(e),
-                        newest_snapshot: None,
+                        records: RecordListing::Failed(e.clone()),
+                        snapshots: SnapshotListing::Failed(e),
                     };
                 }
             }
         }
         StoreFacts {
             records: RecordListing::Complete(records),
-            newest_snapshot: self.snapshot.as_ref().map(|s| s.facts.clone()),
+            snapshots: SnapshotListing::Complete(self.snapshot.as_ref().map(|s| s.facts.clone())),
         }
     }
 
@@ -502,6 +502,18 @@ impl World {
     /// Another instance seeds `r.incarnation`: move the data aside; the
     /// planner adds this instance once it reaches the new leader.
     pub fn join(&mut self, i: usize, r: &SeedRecord) {
+        if !self
+            .records
+            .get(&r.incarnation)
+            .is_some_and(|s| s.same_decision(r))
+        {
+            let text = format!(
+                "{} joins incarnation {} seeded by {}, which the store does not record",
+                self.slots[i].id, r.incarnation, r.value.seeder
+            );
+            let now = self.now;
+            self.inv.violation(now, text);
+        }
         let e = &mut self.slots[i].etcd;
         if e.incarnation >= r.incarnation {
             return;

@@ -209,8 +209,14 @@ impl Cluster {
         if opts.network == Network::Namespaces {
             netns::add_bridge(opts.net)?;
         }
-        std::fs::write(dir.join("gossip.keys"), format!("{}\n", opts.gossip_key))
-            .context("gossip keys")?;
+        let keys = dir.join("gossip.keys");
+        std::fs::write(&keys, format!("{}\n", opts.gossip_key)).context("gossip keys")?;
+        // A secret: eco refuses a key file others can read.
+        std::fs::set_permissions(
+            &keys,
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
+        )
+        .context("gossip keys mode")?;
         Ok(Self {
             root,
             opts,

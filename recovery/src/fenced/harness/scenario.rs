@@ -42,6 +42,14 @@ pub struct Scenario {
     pub snapshot: Option<(u64, u64)>,
     /// Store outages `[from, to)`.
     pub outages: Vec<(Millis, Millis)>,
+    /// Windows `[from, to)` in which only the snapshot listing fails (the
+    /// records answer): a snapshot that holds the newest data must never
+    /// be read as absent.
+    pub snapshot_listing_outages: Vec<(Millis, Millis)>,
+    /// A hostile keyholder outside the group sends forged messages at
+    /// these times (`Decided` for records the store does not hold,
+    /// prepares and accepts under an id the group does not have).
+    pub forgeries: Vec<Millis>,
     /// When each instance boots (bootstrap: instances start at random times).
     pub boot_at: Vec<Millis>,
     pub accept_loss_after: Option<Millis>,
@@ -116,6 +124,22 @@ impl Scenario {
             }
         }
         let coordinator_crash = rng.chance(300).then(|| rng.range(1_000, 60_000));
+        // From a stream of its own, so every other choice of a seed stays
+        // what it was before this fault existed.
+        let mut partial = Rng::new(seed.wrapping_mul(131).wrapping_add(17));
+        let mut snapshot_listing_outages = Vec::new();
+        if partial.chance(333) {
+            for _ in 0..partial.range(1, 2) {
+                let from = partial.below(FAULTS_UNTIL);
+                snapshot_listing_outages.push((from, from + partial.range(1_000, 30_000)));
+            }
+        }
+        let mut forgeries = Vec::new();
+        if partial.chance(250) {
+            for _ in 0..partial.range(5, 40) {
+                forgeries.push(partial.below(FAULTS_UNTIL));
+            }
+        }
         Scenario {
             kind,
             nodes,
@@ -123,6 +147,8 @@ impl Scenario {
             commits,
             snapshot,
             outages,
+            snapshot_listing_outages,
+            forgeries,
             boot_at,
             accept_loss_after,
             coordinator_crash,
@@ -132,5 +158,11 @@ impl Scenario {
 
     pub fn store_down(&self, t: Millis) -> bool {
         self.outages.iter().any(|(a, b)| *a <= t && t < *b)
+    }
+
+    pub fn snapshot_listing_down(&self, t: Millis) -> bool {
+        self.snapshot_listing_outages
+            .iter()
+            .any(|(a, b)| *a <= t && t < *b)
     }
 }

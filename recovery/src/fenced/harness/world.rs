@@ -11,7 +11,8 @@ use crate::fenced::ids::{Incarnation, InstanceId, Millis, majority};
 use crate::fenced::{
     AlertKind, Ballot, CreateResult, Effect, EffectKind, Envelope, Faults, GroupFacts, Input,
     LocalData, Message, Observation, PeerFact, Probe, Protocol, ProtocolConfig, RecordListing,
-    SeedPlan, SeedRecord, SeedSource, SnapshotFacts, StoreFacts, decode, encode,
+    SeedPlan, SeedRecord, SeedSource, SeedValue, SnapshotFacts, SnapshotListing, StoreFacts,
+    decode, encode,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -50,7 +51,12 @@ enum Ev {
     Restart(usize),
     Terminate(usize),
     Boot(usize),
+    /// The hostile keyholder sends one forged message.
+    Forge,
 }
+
+/// The id the hostile keyholder signs with: never an instance of the group.
+pub const FORGER: &str = "mallory";
 
 pub struct Node {
     pub id: InstanceId,
@@ -96,6 +102,9 @@ pub struct World {
     pub current_voters: Vec<InstanceId>,
     /// The scenario's coordinator crash has happened.
     pub coordinator_crashed: bool,
+    /// The forger's own stream: forgeries never change what the rest of a
+    /// seed does.
+    forge_rng: Rng,
 }
 
 impl World {
@@ -221,8 +230,12 @@ impl World {
             current: OLD,
             current_voters: Vec::new(),
             coordinator_crashed: false,
+            forge_rng: Rng::new(seed.wrapping_mul(977).wrapping_add(3)),
         };
         w.current_voters = w.voters.clone();
+        for t in w.sc.forgeries.clone() {
+            w.at(t, Ev::Forge);
+        }
         for i in 0..w.sc.nodes {
             let at = w.sc.boot_at[i];
             w.at(at, Ev::Boot(i));
@@ -403,6 +416,7 @@ impl World {
     fn step(&mut self, ev: Ev) {
         match ev {
             Ev::Boot(i) => self.boot(i),
+            Ev::Forge => self.forge(),
             Ev::Crash(i, disk_loss) => self.crash(i, disk_loss),
             Ev::Restart(i) => self.boot(i),
             Ev::Terminate(i) => {
@@ -477,14 +491,19 @@ impl World {
     }
 
     fn store_facts(&self) -> StoreFacts {
-        let records = if self.sc.store_down(self.now) {
-            RecordListing::Failed("store outage".into())
-        } else {
-            RecordListing::Complete(self.records.values().cloned().collect())
-        };
+        if self.sc.store_down(self.now) {
+            return StoreFacts {
+                records: RecordListing::Failed("store outage".into()),
+                snapshots: SnapshotListing::Failed("store outage".into()),
+            };
+        }
         StoreFacts {
-            records,
-            newest_snapshot: self.snapshot.clone(),
+            records: RecordListing::Complete(self.records.values().cloned().collect()),
+            snapshots: if self.sc.snapshot_listing_down(self.now) {
+                SnapshotListing::Failed("snapshot listing fails".into())
+            } else {
+                SnapshotListing::Complete(self.snapshot.clone())
+            },
         }
     }
 
@@ -675,6 +694,17 @@ impl World {
                     );
                 }
                 EffectKind::Join(record) => {
+                    let id = self.nodes[i].id.clone();
+                    let stored = self.records.get(&record.incarnation);
+                    if !stored.is_some_and(|s| s.same_decision(&record)) {
+                        self.inv.violation(
+                            self.now,
+                            format!(
+                                "{id} joins incarnation {} seeded by {}, which the store does not record",
+                                record.incarnation, record.value.seeder
+                            ),
+                        );
+                    }
                     // The old data is moved aside; the instance joins the
                     // new cluster (as a learner: not one of its voters).
                     if self.inv.seeds.contains_key(&record.incarnation) {
@@ -684,6 +714,73 @@ impl World {
                 EffectKind::Alert(kind) => self.alerts.push(kind),
             }
         }
+    }
+
+    /// One forged message to a random instance: a `Decided` for a record
+    /// the store does not hold (under a group member's id or the forger's),
+    /// or a prepare or accept under the forger's id. Invariants then catch
+    /// any stop, join or seeding the store does not confirm.
+    fn forge(&mut self) {
+        if self.nodes.is_empty() {
+            return;
+        }
+        let to = self.nodes[self.forge_rng.below(self.nodes.len() as u64) as usize]
+            .id
+            .clone();
+        let next = self.records.keys().max().copied().unwrap_or(OLD) + 1;
+        let impersonated = self.nodes[self.forge_rng.below(self.nodes.len() as u64) as usize]
+            .id
+            .clone();
+        let (from, message) = match self.forge_rng.below(4) {
+            0 | 1 => {
+                let from = if self.forge_rng.below(2) == 0 {
+                    impersonated.clone()
+                } else {
+                    FORGER.to_string()
+                };
+                let record = SeedRecord {
+                    incarnation: next + self.forge_rng.below(3),
+                    value: SeedValue {
+                        source: SeedSource::Empty,
+                        seeder: impersonated,
+                    },
+                    ballot: Ballot::new(self.forge_rng.below(1_000), FORGER),
+                    voters: vec![FORGER.to_string()],
+                    token_suffix: self.forge_rng.next_u64(),
+                    data_loss: false,
+                };
+                (from, Message::Decided { record })
+            }
+            2 => (
+                FORGER.to_string(),
+                Message::Prepare {
+                    target: next + self.forge_rng.below(3),
+                    voters: vec![FORGER.to_string()],
+                    ballot: Ballot::new(1_000_000 + self.forge_rng.below(1_000), FORGER),
+                },
+            ),
+            _ => (
+                FORGER.to_string(),
+                Message::Accept {
+                    target: next,
+                    ballot: Ballot::new(1_000_000 + self.forge_rng.below(1_000), FORGER),
+                    value: SeedValue {
+                        source: SeedSource::Empty,
+                        seeder: FORGER.to_string(),
+                    },
+                },
+            ),
+        };
+        // Straight to the instance (the network's faults draw from the
+        // seed's main stream).
+        let env = Envelope {
+            from,
+            from_boot: self.forge_rng.next_u64(),
+            to,
+            to_boot: None,
+            message,
+        };
+        self.at(self.now + 1, Ev::Deliver(env));
     }
 
     /// The seeder now runs the new incarnation, seeded from the record's

@@ -1,0 +1,121 @@
+//! Reading a file that holds a secret (the gossip keys; later TLS keys):
+//! the file must not be open to every user of the machine.
+//!
+//! The rule, as for SSH private keys but allowing a group: **refused** when
+//! others may read or write it or the group may write it (`o+rwx`, `g+w`);
+//! **accepted with a warning** when the group may read it (a Kubernetes
+//! secret volume with `fsGroup` is group-readable); accepted silently at
+//! `0600`/`0400`. Symlinks are followed (Kubernetes projects secrets
+//! through them): the mode checked is the target's.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFileError {
+    #[error("cannot read {what} {path}: {source}")]
+    Read {
+        what: &'static str,
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{what} {path} is open to other users (mode {mode:04o}); it holds a secret: chmod 600 it (allowed: no access for others, read-only for the group)"
+    )]
+    TooOpen {
+        what: &'static str,
+        path: std::path::PathBuf,
+        mode: u32,
+    },
+}
+
+/// What a file's mode means for the secret it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModeVerdict {
+    /// Only its owner may read it.
+    Private,
+    /// Its group may read it too (worth a warning).
+    GroupReadable,
+    /// Others may read or write it, or its group may write it.
+    TooOpen,
+}
+
+/// Whether `mode` keeps a secret: nothing for others, no group write.
+pub fn check_mode(mode: u32) -> ModeVerdict {
+    let mode = mode & 0o777;
+    if mode & 0o007 != 0 || mode & 0o020 != 0 {
+        ModeVerdict::TooOpen
+    } else if mode & 0o040 != 0 {
+        ModeVerdict::GroupReadable
+    } else {
+        ModeVerdict::Private
+    }
+}
+
+/// Reads `path` (named `what` in errors, e.g. "gossip.key_file") after
+/// checking its mode.
+pub fn read(path: &Path, what: &'static str) -> Result<String, SecretFileError> {
+    let read_err = |source| SecretFileError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    };
+    let mode = std::fs::metadata(path)
+        .map_err(read_err)?
+        .permissions()
+        .mode()
+        & 0o777;
+    match check_mode(mode) {
+        ModeVerdict::TooOpen => {
+            return Err(SecretFileError::TooOpen {
+                what,
+                path: path.to_path_buf(),
+                mode,
+            });
+        }
+        ModeVerdict::GroupReadable => tracing::warn!(
+            file = %path.display(),
+            mode = format!("{mode:04o}"),
+            "{what} is readable by its group; 0600 keeps it to eco's user"
+        ),
+        ModeVerdict::Private => {}
+    }
+    std::fs::read_to_string(path).map_err(read_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes() {
+        for (mode, want) in [
+            (0o600, ModeVerdict::Private),
+            (0o400, ModeVerdict::Private),
+            (0o640, ModeVerdict::GroupReadable),
+            (0o440, ModeVerdict::GroupReadable),
+            (0o644, ModeVerdict::TooOpen),
+            (0o604, ModeVerdict::TooOpen),
+            (0o660, ModeVerdict::TooOpen),
+            (0o601, ModeVerdict::TooOpen),
+            (0o777, ModeVerdict::TooOpen),
+        ] {
+            assert_eq!(check_mode(mode), want, "{mode:o}");
+        }
+    }
+
+    #[test]
+    fn a_world_readable_key_file_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys");
+        std::fs::write(&path, "00").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = read(&path, "gossip.key_file").unwrap_err().to_string();
+        assert!(
+            err.contains("gossip.key_file") && err.contains("keys") && err.contains("0644"),
+            "{err}"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read(&path, "gossip.key_file").unwrap(), "00");
+    }
+}
