@@ -167,3 +167,64 @@ fn run_without_instance_id_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--instance-id"));
 }
+
+#[test]
+fn an_instance_id_that_etcd_cannot_take_is_refused_wherever_it_comes_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("eco.toml");
+    ConfigBuilder::eco_defaults("c", "group.toml")
+        .write(&path)
+        .unwrap();
+    std::fs::write(
+        dir.path().join("group.toml"),
+        "[[instance]]\nid = \"a\"\naddress = \"127.0.3.40\"\n",
+    )
+    .unwrap();
+    for (flag, env) in [(Some("e=x,y"), None), (None, Some("a b"))] {
+        let mut command = Command::new(eco_bin!());
+        command.args(["run", "--config", path.to_str().unwrap()]);
+        command.env_remove("ECO_INSTANCE_ID");
+        if let Some(id) = flag {
+            command.args(["--instance-id", id]);
+        }
+        if let Some(id) = env {
+            command.env("ECO_INSTANCE_ID", id);
+        }
+        let out = command.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        let id = flag.or(env).unwrap();
+        assert!(
+            err.contains(&format!("{id:?} is not an instance id")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn gossip_keys_that_do_not_parse_name_where_they_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("eco.toml");
+    ConfigBuilder::eco_defaults("c", "group.toml")
+        .write(&path)
+        .unwrap();
+    std::fs::write(
+        dir.path().join("group.toml"),
+        "[[instance]]\nid = \"a\"\naddress = \"127.0.3.41\"\n",
+    )
+    .unwrap();
+    let out = Command::new(eco_bin!())
+        .args([
+            "run",
+            "--config",
+            path.to_str().unwrap(),
+            "--instance-id",
+            "a",
+        ])
+        .env("ECO_GOSSIP_KEYS", "not-hex")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("ECO_GOSSIP_KEYS"), "{err}");
+}
