@@ -462,3 +462,72 @@ fn a_record_of_another_cluster_is_never_acted_on() {
         "{log}"
     );
 }
+
+/// The store as an operator may leave it: the cluster's directory is a
+/// symlink to another volume, a crash left a 1 GiB snapshot without its
+/// info, another's info file is junk. eco lists through the link, skips
+/// what commits nothing without reading it, keeps taking snapshots and
+/// applies retention; a listing that fails (a symlink loop) is an error,
+/// never an empty store.
+#[test]
+fn an_odd_store_is_read_as_it_is_and_a_failing_listing_is_never_empty() {
+    let mut i = Instance::new(eco_bin!(), "127.0.6.5").with_dir_store();
+    let elsewhere = i.dir.path().join("other-volume/it");
+    std::fs::create_dir_all(elsewhere.join("snapshots")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, i.store_dir().join("it")).unwrap();
+    let leftover =
+        std::fs::File::create(elsewhere.join("snapshots/i0000000001-r00000000000000000001-x.db"))
+            .unwrap();
+    leftover.set_len(1 << 30).unwrap();
+    std::fs::write(elsewhere.join("snapshots/junk.db"), b"x").unwrap();
+    std::fs::write(elsewhere.join("snapshots/.junk.db.meta.json"), b"{junk").unwrap();
+    i.configure(|c| {
+        c.snapshot_interval(Duration::from_secs(10))
+            .retention(1, 0, 0)
+    });
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    let cfg = i.config.to_str().unwrap().to_string();
+    let listed = |i: &Instance| -> Option<Vec<String>> {
+        let (code, out, _) = i.eco(&["snapshot", "list", "--config", &cfg, "--json"]);
+        (code == 0).then(|| {
+            serde_json::from_str::<serde_json::Value>(&out)
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+    };
+    // Snapshots land through the link, and retention keeps one.
+    let mut names = Vec::new();
+    for n in 0..3 {
+        assert!(write(&i.endpoint(), &format!("k{n}"), "v"));
+        let next = testkit::wait_until(Duration::from_secs(40), || {
+            let now = listed(&i)?;
+            (now.len() == 1 && !names.contains(&now[0])).then(|| now[0].clone())
+        });
+        names.push(next.unwrap_or_else(|| panic!("snapshot {n}: {:?}", listed(&i))));
+    }
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("it/snapshots/i0000000001-r"))
+    );
+    assert!(
+        std::fs::read_dir(elsewhere.join("snapshots"))
+            .unwrap()
+            .flatten()
+            .any(
+                |e| e.file_name().to_string_lossy() == names[2].trim_start_matches("it/snapshots/")
+            ),
+        "the snapshot is on the other volume"
+    );
+    assert!(i.log().contains("junk.db"), "the junk info is named once");
+    // A symlink loop: the listing fails, naming why — never "no snapshot".
+    std::os::unix::fs::symlink(&elsewhere, elsewhere.join("snapshots/loop")).unwrap();
+    let (code, out, err) = i.eco(&["snapshot", "list", "--config", &cfg]);
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("symlink loop"), "{err}");
+}
