@@ -32,6 +32,8 @@ pub struct Metrics {
     etcd_crashes: Counter,
     seen_starts: AtomicU64,
     seen_crashes: AtomicU64,
+    recovery_messages_dropped: Counter,
+    seen_dropped: AtomicU64,
     gossip: Mutex<Option<GossipExport>>,
 }
 
@@ -76,6 +78,8 @@ impl Metrics {
             etcd_crashes: Counter::default(),
             seen_starts: AtomicU64::new(0),
             seen_crashes: AtomicU64::new(0),
+            recovery_messages_dropped: Counter::default(),
+            seen_dropped: AtomicU64::new(0),
             registry: Mutex::new(Registry::default()),
             gossip: Mutex::new(None),
         };
@@ -114,6 +118,11 @@ impl Metrics {
             "Exits of etcd that eco did not ask for",
             m.etcd_crashes.clone(),
         );
+        registry.register(
+            "recovery_messages_dropped",
+            "Quorum-loss protocol messages dropped: their sender is neither an instance of the group nor a voting member",
+            m.recovery_messages_dropped.clone(),
+        );
         if let Ok(mut r) = m.registry.lock() {
             *r = registry;
         }
@@ -132,6 +141,13 @@ impl Metrics {
             .set(member.map(|m| m.db_size).unwrap_or(0));
         advance(&self.etcd_starts, &self.seen_starts, s.process.starts);
         advance(&self.etcd_crashes, &self.seen_crashes, s.process.crashes);
+        if let Some(r) = &s.recovery {
+            advance(
+                &self.recovery_messages_dropped,
+                &self.seen_dropped,
+                r.dropped_messages,
+            );
+        }
         if let Ok(g) = self.gossip.lock() {
             if let Some(g) = g.as_ref() {
                 for (counter, seen, read) in &g.counters {

@@ -32,6 +32,10 @@ pub struct Explanation {
     pub waiting_for: Vec<String>,
     /// The detector's verdict and the last problem met.
     pub summary: String,
+    /// Messages dropped because their sender is neither in the group nor a
+    /// voting member, since this process started.
+    #[serde(default)]
+    pub dropped_messages: u64,
 }
 
 impl Protocol {
@@ -120,6 +124,7 @@ impl Protocol {
             phase,
             waiting_for,
             summary,
+            dropped_messages: self.dropped_messages,
         }
     }
 }
