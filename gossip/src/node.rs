@@ -28,6 +28,9 @@ const ANNOUNCE_MAX: Duration = Duration::from_secs(5);
 const ANNOUNCE_FANOUT: usize = 3;
 /// Retransmissions per update, as a multiple of foca's LAN default.
 const RETRANSMISSION_FACTOR: NonZeroU8 = NonZeroU8::new(2).expect("2 is not zero");
+/// Datagrams handled in a row before due timers run regardless: a flood
+/// of datagrams never starves the probes.
+const DATAGRAMS_BEFORE_TIMERS: usize = 64;
 
 /// How to run a node.
 #[derive(Clone, Debug)]
@@ -278,6 +281,8 @@ struct Node<T: Transport> {
     /// The `boot` of published versions: the process start, or higher
     /// after refuting a forged state of this instance.
     version_boot: u64,
+    /// Datagrams handled since timers last ran.
+    datagrams_in_a_row: usize,
     liveness: HashMap<String, (Liveness, Instant)>,
     addresses: HashMap<String, SocketAddr>,
     events: mpsc::UnboundedSender<Event>,
@@ -329,6 +334,7 @@ impl<T: Transport> Node<T> {
             state,
             sequence: 0,
             version_boot: boot,
+            datagrams_in_a_row: 0,
             liveness: HashMap::new(),
             addresses: HashMap::new(),
             events,
@@ -393,6 +399,9 @@ impl<T: Transport> Node<T> {
         let mut buf = vec![0u8; 65_536];
         let transport = self.transport.clone();
         loop {
+            if self.datagrams_in_a_row >= DATAGRAMS_BEFORE_TIMERS {
+                self.run_due_timers();
+            }
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
@@ -413,17 +422,23 @@ impl<T: Transport> Node<T> {
                     Some(Command::Send { to, bytes }) => self.send_message(to, bytes).await,
                     Some(Command::SetSeeds(seeds)) => self.config.seeds = seeds,
                 },
-                // Timers before datagrams: a flood of datagrams must never
-                // starve the probes and announcements that keep membership.
-                Some(expired) = std::future::poll_fn(|cx| self.timers.poll_expired(cx)) => {
-                    let _ = self.foca.handle_timer(expired.into_inner(), &mut self.runtime);
-                }
-                _ = tokio::time::sleep_until(self.next_announce) => self.announce(),
-                _ = republish.tick() => self.publish(),
                 received = transport.recv_from(&mut buf) => {
+                    self.datagrams_in_a_row += 1;
                     if let Ok((n, from)) = received {
                         self.receive(&buf[..n], from);
                     }
+                }
+                Some(expired) = std::future::poll_fn(|cx| self.timers.poll_expired(cx)) => {
+                    self.datagrams_in_a_row = 0;
+                    let _ = self.foca.handle_timer(expired.into_inner(), &mut self.runtime);
+                }
+                _ = tokio::time::sleep_until(self.next_announce) => {
+                    self.datagrams_in_a_row = 0;
+                    self.announce();
+                }
+                _ = republish.tick() => {
+                    self.datagrams_in_a_row = 0;
+                    self.publish();
                 }
             }
             self.flush().await;
@@ -444,12 +459,27 @@ impl<T: Transport> Node<T> {
                 if let Err(e) = self.foca.handle_data(&bytes, &mut self.runtime) {
                     tracing::trace!(error = %e, "foca declined a packet");
                 }
-                let refute = self
-                    .broadcasts
-                    .held
-                    .lock()
-                    .map(|h| h.own_claimed.is_some())
-                    .unwrap_or(false);
+                // Our own states relayed back are old news; only one above
+                // what we published is a forgery to refute now (one equal to
+                // it is outdone by our next publication anyway).
+                let current = Version {
+                    boot: self.version_boot,
+                    sequence: self.sequence,
+                };
+                let refute = {
+                    let mut held = self
+                        .broadcasts
+                        .held
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    match held.own_claimed.take() {
+                        Some(c) if c > current => {
+                            held.own_claimed = Some(c);
+                            true
+                        }
+                        _ => false,
+                    }
+                };
                 if refute {
                     self.publish();
                 }
@@ -464,6 +494,24 @@ impl<T: Transport> Node<T> {
             }
             Some(Frame::Message { .. }) => {}
             None => GossipMetrics::add(&self.metrics.datagrams_rejected, 1),
+        }
+    }
+
+    /// Runs the timers (and an announcement) that are due, without waiting:
+    /// after [`DATAGRAMS_BEFORE_TIMERS`] datagrams in a row, so a flood can
+    /// never starve the probes that keep membership. Datagrams otherwise
+    /// come first, so an ack already received is read before its probe
+    /// times out.
+    fn run_due_timers(&mut self) {
+        self.datagrams_in_a_row = 0;
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        while let std::task::Poll::Ready(Some(expired)) = self.timers.poll_expired(&mut cx) {
+            let _ = self
+                .foca
+                .handle_timer(expired.into_inner(), &mut self.runtime);
+        }
+        if Instant::now() >= self.next_announce {
+            self.announce();
         }
     }
 

@@ -341,9 +341,20 @@ pub fn inject(
         }
         Scenario::StoreWiped => {
             let dir = c.store().join(c.name()).join("snapshots");
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir).context("wipe the snapshots")?;
+            // The writer may be uploading into it: retry while a new
+            // temporary file appears between the walk and the last rmdir.
+            let mut wiped = Ok(());
+            for _ in 0..20 {
+                wiped = match std::fs::remove_dir_all(&dir) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                    other => other,
+                };
+                if wiped.is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
+            wiped.context("wipe the snapshots")?;
             let limit = Instant::now() + Duration::from_secs(30);
             let mut alert = None;
             let mut again = false;
