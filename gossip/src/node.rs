@@ -12,7 +12,7 @@ use foca::{AccumulatingRuntime, Config, Foca, OwnedNotification, Timer};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use std::collections::{HashMap, HashSet};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::num::{NonZeroU8, NonZeroU32};
 use std::sync::Arc;
 use std::time::Duration;
@@ -144,6 +144,7 @@ enum Command {
     SetState(Box<PeerState>),
     Send { to: String, bytes: Vec<u8> },
     SetSeeds(Vec<SocketAddr>),
+    SetPeers(HashMap<String, HashSet<IpAddr>>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -235,6 +236,17 @@ impl Gossip {
             .map_err(|_| GossipError::Stopped)
     }
 
+    /// The instances addressed messages may come from, with the addresses
+    /// each sends from (the group, as its provider lists it). A message
+    /// whose claimed sender is not listed, or comes from another address,
+    /// is dropped and counted (`messages_rejected`). Until first set, no
+    /// message is refused.
+    pub fn set_peers(&self, peers: HashMap<String, HashSet<IpAddr>>) -> Result<(), GossipError> {
+        self.commands
+            .send(Command::SetPeers(peers))
+            .map_err(|_| GossipError::Stopped)
+    }
+
     /// Instance id → what this node knows (including itself).
     pub fn view(&self) -> HashMap<String, PeerView> {
         self.view.borrow().clone()
@@ -283,6 +295,8 @@ struct Node<T: Transport> {
     version_boot: u64,
     /// Datagrams handled since timers last ran.
     datagrams_in_a_row: usize,
+    /// Who may send addressed messages, from where (`Gossip::set_peers`).
+    peers: Option<HashMap<String, HashSet<IpAddr>>>,
     liveness: HashMap<String, (Liveness, Instant)>,
     addresses: HashMap<String, SocketAddr>,
     events: mpsc::UnboundedSender<Event>,
@@ -335,6 +349,7 @@ impl<T: Transport> Node<T> {
             sequence: 0,
             version_boot: boot,
             datagrams_in_a_row: 0,
+            peers: None,
             liveness: HashMap::new(),
             addresses: HashMap::new(),
             events,
@@ -421,6 +436,7 @@ impl<T: Transport> Node<T> {
                     }
                     Some(Command::Send { to, bytes }) => self.send_message(to, bytes).await,
                     Some(Command::SetSeeds(seeds)) => self.config.seeds = seeds,
+                    Some(Command::SetPeers(peers)) => self.peers = Some(peers),
                 },
                 received = transport.recv_from(&mut buf) => {
                     self.datagrams_in_a_row += 1;
@@ -515,14 +531,19 @@ impl<T: Transport> Node<T> {
         }
     }
 
-    /// Whether `instance` is a member of this node's view reached at
-    /// `source` (the datagram's address): a message's claimed sender must be
-    /// the member it comes from, so a keyholder cannot speak for another.
+    /// Whether `instance` may have sent a message from `source` (the
+    /// datagram's address): it is one of the peers set, sending from one of
+    /// its addresses — so a keyholder can neither speak for another nor
+    /// from outside the group. The group's addresses come from its provider,
+    /// not from gossip (whose view lags a restart), so a message is never
+    /// refused for membership news not yet heard.
     fn sent_from(&self, instance: &str, source: SocketAddr) -> bool {
-        let canonical = |a: SocketAddr| SocketAddr::new(a.ip().to_canonical(), a.port());
-        self.foca
-            .iter_members()
-            .any(|m| m.id().instance == instance && canonical(m.id().addr) == canonical(source))
+        match &self.peers {
+            None => true,
+            Some(peers) => peers
+                .get(instance)
+                .is_some_and(|ips| ips.contains(&source.ip().to_canonical())),
+        }
     }
 
     /// While some seeds are not among the members, announce to a few of

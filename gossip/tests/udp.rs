@@ -236,6 +236,14 @@ async fn a_keyholder_cannot_speak_for_another() {
     })
     .await;
     assert!(converged, "two nodes converge");
+    // The group, as the daemon sets it from its provider.
+    g2.set_peers(
+        [(1, addr(12, 1)), (2, addr(12, 2))]
+            .into_iter()
+            .map(|(n, a)| (format!("i-{n}"), std::iter::once(a.ip()).collect()))
+            .collect(),
+    )
+    .unwrap();
     let keys = Keyring::new(&[A], "it").unwrap();
     let forger = tokio::net::UdpSocket::bind("127.0.12.9:7946")
         .await

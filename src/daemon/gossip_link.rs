@@ -9,7 +9,8 @@ use crate::provider::{Group, Host};
 use crate::wall_clock::unix_ms;
 use anyhow::Context;
 use gossip::{Event, Gossip, GossipConfig, Keyring, PeerState};
-use std::net::SocketAddr;
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub(super) struct GossipLink {
@@ -55,6 +56,21 @@ async fn addresses<'a>(hosts: impl Iterator<Item = &'a Host>, port: u16) -> Vec<
     out
 }
 
+/// Each instance of `group` with the addresses it sends from (a name that
+/// does not resolve now has none until the next refresh).
+async fn peers(group: &Group, port: u16) -> HashMap<String, HashSet<IpAddr>> {
+    let mut out = HashMap::new();
+    for i in &group.instances {
+        let ips = addresses(std::iter::once(&i.host), port)
+            .await
+            .into_iter()
+            .map(|a| a.ip().to_canonical())
+            .collect();
+        out.insert(i.id.clone(), ips);
+    }
+    out
+}
+
 impl GossipLink {
     /// Starts the node, or `None` without gossip keys.
     pub async fn start(ctx: &Ctx, group: &Group) -> anyhow::Result<Option<Self>> {
@@ -81,6 +97,7 @@ impl GossipLink {
         let (node, events) = Gossip::bind(bind, config, PeerState::default())
             .await
             .context("cannot start gossip (gossip.bind / gossip.port)")?;
+        let _ = node.set_peers(peers(group, port).await);
         tracing::info!(%bind, "gossip started");
         Ok(Some(Self {
             node,
@@ -95,10 +112,12 @@ impl GossipLink {
         self.events.take()
     }
 
-    /// The group's instances become the seeds.
+    /// The group's instances become the seeds, and the only senders of
+    /// addressed messages (each from its own addresses).
     pub async fn set_seeds(&self, group: &Group) {
         let seeds = addresses(group.instances.iter().map(|i| &i.host), self.port).await;
         let _ = self.node.set_seeds(seeds);
+        let _ = self.node.set_peers(peers(group, self.port).await);
     }
 
     /// Publishes `state` if it differs from the last one published.

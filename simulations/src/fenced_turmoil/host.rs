@@ -229,6 +229,18 @@ pub async fn run(i: usize, shared: Shared, hosts: Vec<String>) -> turmoil::Resul
         persisted.as_ref().is_some_and(|p| p.frozen),
     );
     let (gossip, mut events) = Gossip::start(SimSocket(socket), config, state)?;
+    // The group's addresses, as the daemon gives them from its provider.
+    gossip.set_peers(
+        hosts
+            .iter()
+            .map(|h| {
+                (
+                    h.clone(),
+                    std::iter::once(turmoil::lookup(h.as_str())).collect(),
+                )
+            })
+            .collect(),
+    )?;
     let mut driver = Driver::new(Protocol::new(id.clone(), boot, cfg, persisted));
     let mut io = SimIo {
         i,
