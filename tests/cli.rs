@@ -168,18 +168,24 @@ fn run_without_instance_id_is_a_clear_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--instance-id"));
 }
 
-#[test]
-fn an_instance_id_that_etcd_cannot_take_is_refused_wherever_it_comes_from() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("eco.toml");
+/// A config in `dir` for a group of one instance `a` at `address`.
+fn one_instance(dir: &std::path::Path, address: &str) -> std::path::PathBuf {
+    let path = dir.join("eco.toml");
     ConfigBuilder::eco_defaults("c", "group.toml")
         .write(&path)
         .unwrap();
     std::fs::write(
-        dir.path().join("group.toml"),
-        "[[instance]]\nid = \"a\"\naddress = \"127.0.3.40\"\n",
+        dir.join("group.toml"),
+        format!("[[instance]]\nid = \"a\"\naddress = \"{address}\"\n"),
     )
     .unwrap();
+    path
+}
+
+#[test]
+fn an_instance_id_that_etcd_cannot_take_is_refused_wherever_it_comes_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = one_instance(dir.path(), "127.0.3.40");
     for (flag, env) in [(Some("e=x,y"), None), (None, Some("a b"))] {
         let mut command = Command::new(eco_bin!());
         command.args(["run", "--config", path.to_str().unwrap()]);
@@ -204,15 +210,7 @@ fn an_instance_id_that_etcd_cannot_take_is_refused_wherever_it_comes_from() {
 #[test]
 fn gossip_keys_that_do_not_parse_name_where_they_came_from() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("eco.toml");
-    ConfigBuilder::eco_defaults("c", "group.toml")
-        .write(&path)
-        .unwrap();
-    std::fs::write(
-        dir.path().join("group.toml"),
-        "[[instance]]\nid = \"a\"\naddress = \"127.0.3.41\"\n",
-    )
-    .unwrap();
+    let path = one_instance(dir.path(), "127.0.3.41");
     let out = Command::new(eco_bin!())
         .args([
             "run",
