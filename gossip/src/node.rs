@@ -289,10 +289,9 @@ struct Node<T: Transport> {
     timers: DelayQueue<Timer<NodeId>>,
     broadcasts: StateBroadcasts,
     state: PeerState,
-    sequence: u64,
-    /// The `boot` of published versions: the process start, or higher
-    /// after refuting a forged state of this instance.
-    version_boot: u64,
+    /// The version of the last state published: `boot` is the process
+    /// start (or higher after refuting a forged state of this instance).
+    published: Version,
     /// Datagrams handled since timers last ran.
     datagrams_in_a_row: usize,
     /// Who may send addressed messages, from where (`Gossip::set_peers`).
@@ -346,8 +345,7 @@ impl<T: Transport> Node<T> {
             timers: DelayQueue::new(),
             broadcasts,
             state,
-            sequence: 0,
-            version_boot: boot,
+            published: Version { boot, sequence: 0 },
             datagrams_in_a_row: 0,
             peers: None,
             liveness: HashMap::new(),
@@ -362,34 +360,47 @@ impl<T: Transport> Node<T> {
         }
     }
 
-    fn publish(&mut self) {
+    /// Another keyholder's state of this instance newer than what it
+    /// published, taken from the broadcast handler. Our own states relayed
+    /// back are not newer and are dropped here; one equal to ours is
+    /// outdone by our next publication anyway.
+    fn take_forged_claim(&self) -> Option<Version> {
         let mut held = self
             .broadcasts
             .held
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let claimed = held.own_claimed.take();
-        let mut version = Version {
-            boot: self.version_boot,
-            sequence: self.sequence + 1,
+        held.own_claimed.take().filter(|c| *c > self.published)
+    }
+
+    fn publish(&mut self) {
+        let forged = self.take_forged_claim();
+        self.publish_above(forged);
+    }
+
+    /// Publishes the state with the next version, above `forged` when
+    /// another keyholder published a newer state of this instance (the
+    /// refutation, as SWIM refutes a suspicion).
+    fn publish_above(&mut self, forged: Option<Version>) {
+        let version = match forged {
+            None => Version {
+                sequence: self.published.sequence + 1,
+                ..self.published
+            },
+            Some(c) => {
+                GossipMetrics::add(&self.metrics.states_refused, 1);
+                tracing::warn!(
+                    claimed_boot = c.boot,
+                    claimed_sequence = c.sequence,
+                    "another keyholder published this instance's state; publishing above it"
+                );
+                Version {
+                    boot: c.boot,
+                    sequence: c.sequence + 1,
+                }
+            }
         };
-        if let Some(c) = claimed.filter(|c| *c >= version) {
-            // Someone published a state of ours newer than ours: refute it
-            // by publishing above it.
-            GossipMetrics::add(&self.metrics.states_refused, 1);
-            tracing::warn!(
-                claimed_boot = c.boot,
-                claimed_sequence = c.sequence,
-                "another keyholder published this instance's state; publishing above it"
-            );
-            version = Version {
-                boot: c.boot,
-                sequence: c.sequence + 1,
-            };
-        }
-        self.version_boot = version.boot;
-        self.sequence = version.sequence;
-        drop(held);
+        self.published = version;
         let item = StateItem {
             version,
             state: self.state.clone(),
@@ -475,29 +486,8 @@ impl<T: Transport> Node<T> {
                 if let Err(e) = self.foca.handle_data(&bytes, &mut self.runtime) {
                     tracing::trace!(error = %e, "foca declined a packet");
                 }
-                // Our own states relayed back are old news; only one above
-                // what we published is a forgery to refute now (one equal to
-                // it is outdone by our next publication anyway).
-                let current = Version {
-                    boot: self.version_boot,
-                    sequence: self.sequence,
-                };
-                let refute = {
-                    let mut held = self
-                        .broadcasts
-                        .held
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner());
-                    match held.own_claimed.take() {
-                        Some(c) if c > current => {
-                            held.own_claimed = Some(c);
-                            true
-                        }
-                        _ => false,
-                    }
-                };
-                if refute {
-                    self.publish();
+                if let Some(forged) = self.take_forged_claim() {
+                    self.publish_above(Some(forged));
                 }
             }
             Some(Frame::Message { from, to, bytes }) if to == self.me => {
