@@ -122,6 +122,20 @@ pub async fn create(
     }
 }
 
+/// The seeding record of incarnation `n`, if the store holds one (checked
+/// against its name and cluster like every record).
+pub async fn get(
+    store: &dyn ObjectStore,
+    cluster: &str,
+    n: u64,
+) -> Result<Option<IncarnationRecord>, RecordError> {
+    let name = record_name(cluster, n);
+    match read(store, &name).await? {
+        Some(bytes) => Ok(Some(parse_record(&name, &bytes, cluster, n)?)),
+        None => Ok(None),
+    }
+}
+
 /// Every seeding record of the cluster, by incarnation (all pages listed; a
 /// store error is an error, never "no records").
 pub async fn all(
@@ -233,6 +247,12 @@ mod tests {
             err.contains("c/incarnations/0000000099") && err.contains("\"other\""),
             "{err}"
         );
+        assert!(
+            get(&s, "c", 99).await.is_err(),
+            "one record, read alone, too"
+        );
+        assert_eq!(get(&s, "c", 1).await.unwrap(), Some(rec("a", 1)));
+        assert_eq!(get(&s, "c", 2).await.unwrap(), None);
         // Under the right name but for another incarnation: the same.
         let s = MemoryStore::with_page_size(1);
         let bytes = serde_json::to_vec(&rec("x", 7)).unwrap();

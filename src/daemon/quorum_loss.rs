@@ -245,7 +245,7 @@ impl QuorumLossIo<'_> {
         let cluster = self.ctx.cluster();
         // Acted on only when the store confirms it: the record must be
         // there, and be this decision (never a token made up from a claim).
-        let token = match record::all(store, cluster).await?.remove(&k) {
+        let token = match record::get(store, cluster, k).await? {
             Some(r) if facts::seed_record(&r, None).same_decision(rec) => r.token,
             Some(r) => anyhow::bail!(
                 "the store's record of incarnation {k} (seeded by {}) is not the decision to join (seeded by {}): not acting on it",
