@@ -356,13 +356,19 @@ impl Protocol {
         }
     }
 
+    /// The records of the store's last complete listing; none when the
+    /// listing failed or was never read (never a reason to act).
+    fn listed_records(&self) -> &[SeedRecord] {
+        match self.store.as_ref().map(|s| &s.records) {
+            Some(RecordListing::Complete(records)) => records,
+            _ => &[],
+        }
+    }
+
     /// Whether the store's last complete listing holds a record of
     /// incarnation `n`.
     fn store_holds_record_of(&self, n: Incarnation) -> bool {
-        match self.store.as_ref().map(|s| &s.records) {
-            Some(RecordListing::Complete(records)) => records.iter().any(|r| r.incarnation == n),
-            _ => false,
-        }
+        self.listed_records().iter().any(|r| r.incarnation == n)
     }
 
     /// Another instance says `record` was decided. The store is the commit
@@ -375,12 +381,11 @@ impl Protocol {
         if record.incarnation <= self.state.incarnation {
             return;
         }
-        let confirmed = match self.store.as_ref().map(|s| &s.records) {
-            Some(RecordListing::Complete(records)) => {
-                records.iter().find(|r| r.same_decision(&record)).cloned()
-            }
-            _ => None,
-        };
+        let confirmed = self
+            .listed_records()
+            .iter()
+            .find(|r| r.same_decision(&record))
+            .cloned();
         if let Some(stored) = confirmed {
             self.adopt(
                 stored,
@@ -483,8 +488,8 @@ impl Protocol {
     /// (prepare, accept, decided) only from an instance of the group; an
     /// answer also from a member of `V_n` (a voter the provider no longer
     /// lists may still hold data). Before the first group is known, no one
-    /// is refused. The sender's id is gossip's (the daemon checks it
-    /// against the datagram's source); a keyholder outside the group is
+    /// is refused. The sender's id is gossip's (gossip checks it against
+    /// the datagram's source and the group's addresses); a keyholder outside the group is
     /// refused here, whatever id it claims that the group does not hold.
     fn may_send(&self, env: &Envelope) -> bool {
         if self.group.instances.is_empty() {
