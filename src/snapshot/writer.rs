@@ -127,6 +127,14 @@ impl SnapshotWriter {
         }
     }
 
+    /// Lists the store (`refresh`); what the writer knows of the newest
+    /// snapshot follows the listing, and stays as it was when it failed.
+    async fn learn(&self, s: &mut SnapshotStatus, known: &mut Known) {
+        if let Ok(found) = self.refresh(s).await {
+            known.update(found);
+        }
+    }
+
     /// Takes one snapshot now and applies retention after it.
     pub async fn snapshot_now(
         &self,
@@ -202,9 +210,7 @@ impl SnapshotWriter {
     ) {
         let mut s = SnapshotStatus::default();
         let mut last = Known::default();
-        if let Ok(found) = self.refresh(&mut s).await {
-            last.update(found);
-        }
+        self.learn(&mut s, &mut last).await;
         status.send_modify(|st| st.snapshots = Some(s.clone()));
         let mut tick = tokio::time::interval(self.check_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -216,9 +222,7 @@ impl SnapshotWriter {
             let current = input.borrow().clone();
             let writes = current.facts.writes();
             if writes {
-                if let Ok(found) = self.refresh(&mut s).await {
-                    last.update(found);
-                }
+                self.learn(&mut s, &mut last).await;
             }
             if let Some(reason) = snapshot_due(
                 unix_ms(),
@@ -228,9 +232,7 @@ impl SnapshotWriter {
                 self.schedule,
             ) {
                 if self.snapshot_now(&current, &reason, &mut s).await {
-                    if let Ok(found) = self.refresh(&mut s).await {
-                        last.update(found);
-                    }
+                    self.learn(&mut s, &mut last).await;
                 }
             }
             status.send_modify(|st| st.snapshots = Some(s.clone()));
