@@ -55,12 +55,10 @@ pub fn pick_candidates(
         .skip(1)
         .filter(|c| !is_member(c))
         .collect();
-    if !others.is_empty() {
-        for k in 0..OTHER_CANDIDATES_PER_PASS.min(others.len()) {
-            let c = others[(cursor + k) % others.len()];
-            if !out.contains(c) {
-                out.push(c.clone());
-            }
+    for k in 0..OTHER_CANDIDATES_PER_PASS.min(others.len()) {
+        let c = others[(cursor + k) % others.len()];
+        if !out.contains(c) {
+            out.push(c.clone());
         }
     }
     out
@@ -120,8 +118,9 @@ impl ClusterView {
     }
 
     /// One observation: the own member's Status (`local`, when etcd runs
-    /// here), the member list — asked of every candidate at once, the first
-    /// answer in `candidates` order wins — and every member's Status, the
+    /// here), the member list — asked at once of the candidates
+    /// [`pick_candidates`] takes this pass, the first answer in `candidates`
+    /// order wins — and every member's Status, the
     /// members of the last list probed at the same time (those new in this
     /// list right after). Each call, connection included, is bounded by the
     /// call timeout: a pass waits on etcd for one call timeout while the
