@@ -23,7 +23,9 @@
 //! leftover, a copy) is skipped by a `stat`, whatever its size. An info
 //! file that does not parse, or names another object, is skipped by
 //! listings with a warning (once per object) — it commits nothing — and
-//! is an error naming it when that object is read. **Symlinks are
+//! is an error naming it when that object is read. A record that cannot be
+//! read (larger than a record can be) fails the listing instead: records
+//! are never skipped. **Symlinks are
 //! followed**, in reads and listings alike (a cluster directory may live
 //! on another volume); directories nest at most [`MAX_DEPTH`] deep, so a
 //! symlink loop is an error naming where, never an endless walk.
@@ -396,7 +398,9 @@ impl ObjectStore for DirStore {
             match self.read_info(&name).await {
                 Ok(Some(info)) => objects.push(info),
                 Ok(None) => {}
-                Err(StoreError::Metadata { name, message }) => {
+                // A record's problem fails the listing: records are the
+                // record of truth, never skipped.
+                Err(StoreError::Metadata { name, message }) if !is_record_name(&name) => {
                     let first = self
                         .warned
                         .lock()
@@ -627,5 +631,21 @@ mod tests {
             .unwrap();
         let err = list_all(&s, "c/").await.unwrap_err().to_string();
         assert!(err.contains("symlink loop"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_oversized_record_fails_the_listing_instead_of_being_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        let s = DirStore::new(d.path().into());
+        s.create_if_absent("c/incarnations/0000000001", b"{}")
+            .await
+            .unwrap();
+        let big = std::fs::File::create(d.path().join("c/incarnations/0000000002")).unwrap();
+        big.set_len(MAX_RECORD + 1).unwrap();
+        let err = list_all(&s, "c/incarnations/")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("0000000002"), "{err}");
     }
 }
