@@ -72,3 +72,33 @@ for v in 3.4 3.5; do
   "$tools/etcd-$v/bin/etcd" --version | sed -n "1s/^/install-deps: etcd-$v: /p" >&2
 done
 command -v protoc >/dev/null && log "$(protoc --version)"
+
+# The AWS tests' tools (idempotent; each skipped when already installed):
+#   - a Python virtual environment with moto[server] (EC2, Auto Scaling, S3
+#     on loopback) and the AWS CLI, pinned in scripts/aws-tools-requirements.txt;
+#   - s3s-fs (crates.io), a second S3 implementation that enforces
+#     conditional writes, for the store contract suite;
+#   - s3rver (npm), an S3 that ignores If-None-Match, to prove eco refuses it.
+venv="$tools/aws-venv"
+req="$root/scripts/aws-tools-requirements.txt"
+if ! cmp -s "$req" "$venv/.requirements" 2>/dev/null; then
+  log "creating the AWS tools venv ($venv): moto[server], awscli"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/.requirements"
+fi
+S3S_FS_VERSION=0.14.1
+if [ ! -x "$tools/s3s-fs/bin/s3s-fs" ] || ! grep -qx "$S3S_FS_VERSION" "$tools/s3s-fs/.version" 2>/dev/null; then
+  log "building s3s-fs $S3S_FS_VERSION (crates.io) into $tools/s3s-fs"
+  cargo install --quiet --locked --features binary --root "$tools/s3s-fs" "s3s-fs@$S3S_FS_VERSION"
+  echo "$S3S_FS_VERSION" > "$tools/s3s-fs/.version"
+fi
+S3RVER_VERSION=3.7.1
+if [ ! -x "$tools/s3rver/node_modules/.bin/s3rver" ] || ! grep -qx "$S3RVER_VERSION" "$tools/s3rver/.version" 2>/dev/null; then
+  log "installing s3rver $S3RVER_VERSION (npm) into $tools/s3rver"
+  rm -rf "$tools/s3rver"
+  npm install --silent --no-audit --no-fund --prefix "$tools/s3rver" "s3rver@$S3RVER_VERSION" >/dev/null
+  echo "$S3RVER_VERSION" > "$tools/s3rver/.version"
+fi
+log "aws tools: $("$venv/bin/python" -c 'import moto; print("moto", moto.__version__)'), s3s-fs $S3S_FS_VERSION, s3rver $S3RVER_VERSION"

@@ -71,6 +71,8 @@ pub struct Seen {
     pub members: Option<(Vec<Member>, String)>,
     /// Status by member id, for members that answered.
     pub statuses: HashMap<u64, MemberStatus>,
+    /// Where each listed member is asked (`EtcdAccess::member_endpoint`).
+    pub endpoints: HashMap<u64, String>,
 }
 
 impl Seen {
@@ -84,7 +86,7 @@ impl Seen {
             .find(|m| self.statuses.get(&m.id).is_some_and(|s| s.is_leader()));
         leader
             .or_else(|| members.iter().find(healthy))
-            .and_then(|m| m.client_urls.first().cloned())
+            .and_then(|m| self.endpoints.get(&m.id).cloned())
     }
 
     /// The cluster's highest raft index seen (for the voters record).
@@ -170,6 +172,7 @@ impl ClusterView {
                 .next()
                 .map(|(_, list, endpoint)| (list, endpoint)),
             statuses: HashMap::new(),
+            endpoints: HashMap::new(),
         };
         let mut statuses: HashMap<String, (u64, MemberStatus)> = HashMap::new();
         let mut collect = |done: Result<Asked, tokio::task::JoinError>,
@@ -198,7 +201,7 @@ impl ClusterView {
         };
         let endpoints: Vec<(u64, String)> = list
             .iter()
-            .filter_map(|m| m.client_urls.first().map(|u| (m.id, u.clone())))
+            .filter_map(|m| self.access.member_endpoint(m).map(|u| (m.id, u)))
             .collect();
         // Members this pass has not probed yet (new in the list).
         let mut new = tokio::task::JoinSet::new();
@@ -225,6 +228,7 @@ impl ClusterView {
                 }
             }
         }
+        seen.endpoints = endpoints.iter().cloned().collect();
         self.last_members = endpoints;
         (local_status, seen)
     }

@@ -34,6 +34,19 @@ pub struct InstanceStatus {
     pub member: Option<MemberStatus>,
     pub probe_error: Option<String>,
     pub group: Option<Group>,
+    /// Why the group shown is not the provider's latest answer (the last
+    /// complete view is kept while the provider fails or answers
+    /// incompletely); absent when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_problem: Option<String>,
+    /// The provider announced this instance's termination (a lifecycle
+    /// hook waits for its graceful leave).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination: Option<crate::provider::TerminationNotice>,
+    /// Why the snapshot store cannot serve quorum-loss recovery (it does
+    /// not honour conditional creates), found at start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_problem: Option<String>,
     pub state: Option<LocalState>,
     /// The snapshot writer's view (absent when no store is configured).
     #[serde(default)]

@@ -65,6 +65,27 @@ pub fn render(s: &InstanceStatus) -> String {
     );
     line("next action", s.next.action.clone());
     line("because", s.next.reason.clone());
+    if let Some(t) = &s.termination {
+        line(
+            "terminating",
+            match &t.hook {
+                Some(h) => format!(
+                    "{} — lifecycle hook {} of group {} waits (heartbeat timeout {} s)",
+                    t.source,
+                    h.name,
+                    h.group,
+                    h.heartbeat_timeout_ms / 1000
+                ),
+                None => format!("{} — no lifecycle hook waits", t.source),
+            },
+        );
+    }
+    if let Some(problem) = &s.store_problem {
+        line("store", format!("REFUSED — {problem}"));
+    }
+    if let Some(problem) = &s.group_problem {
+        line("group", format!("STALE — {problem}"));
+    }
     if let Some(r) = &s.recovery {
         line(
             "recovery",

@@ -185,6 +185,7 @@ fn a_second_eco_on_the_same_data_directory_exits_naming_the_first() {
         log: &log,
         netns: None,
         die_with_parent: false,
+        env: &[],
     }
     .spawn()
     .unwrap();

@@ -25,6 +25,10 @@
 //!   between two steps is table-tested.
 //! - [`seeding`]: the steps that seed incarnation 1 or n+1 once its record
 //!   exists, from what is on disk now (a seeding resumes from any crash).
+//! - [`asg`]: the AWS provider's lifecycle table — which instances of an
+//!   auto-scaling group are members, leaving, or certified gone;
+//!   [`termination`]: what a termination notice (the lifecycle hook) adds
+//!   to a leave — the final snapshot first, heartbeats, completion.
 //! - [`voters`]: keeping `V_n` in the state file and the store's record.
 //! - [`snapshot_schedule`] and [`retention`]: who writes snapshots, when,
 //!   and which stored snapshots to keep; [`moved_aside`]: which moved-aside
@@ -35,6 +39,7 @@
 //! daemon can observe only partially without saying so: inputs that may be
 //! unknown are `Option`s, and "unknown" leads to waiting, never to action.
 
+pub mod asg;
 pub mod fenced;
 pub mod formation;
 pub mod moved_aside;
@@ -44,4 +49,5 @@ pub mod retention;
 pub mod seeding;
 pub mod snapshot_schedule;
 pub mod startup;
+pub mod termination;
 pub mod voters;

@@ -160,6 +160,11 @@ struct ChaosArgs {
     /// The soak's seed: the same seed, the same schedule of faults.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Where the group and the store come from: `static` (a group file
+    /// and a directory store) or `aws` (an auto-scaling group and S3 on
+    /// the local AWS emulator, `make deps` installs it).
+    #[arg(long, default_value = "static", value_parser = ["static", "aws"])]
+    provider: String,
 }
 
 fn main() {
@@ -368,7 +373,13 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         monkey,
         duration,
         seed,
+        provider,
     } = args;
+    let aws = provider == "aws";
+    if aws && monkey {
+        eprintln!("chaos: the soak runs on the static provider; --provider aws runs the matrix");
+        return 2;
+    }
     let root = testkit::workspace_root();
     let scenarios = match chaos::parse_scenarios(&names) {
         Ok(s) => s,
@@ -407,6 +418,7 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         work,
         runs,
         keep,
+        aws,
     };
     if monkey {
         return monkey_command(&opts, duration, seed, json, out.as_deref());
@@ -425,7 +437,7 @@ fn chaos_command(args: ChaosArgs) -> i32 {
     }
     if let Some(dir) = out {
         let command = format!(
-            "cargo run --release -p simulations -- chaos --scenario {} --instances {instances} --runs {runs}",
+            "cargo run --release -p simulations -- chaos --scenario {} --instances {instances} --runs {runs} --provider {provider}",
             names.join(",")
         );
         let write = || -> std::io::Result<()> {

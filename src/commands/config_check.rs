@@ -1,7 +1,10 @@
 //! `eco config check`, beyond the file itself: the files the config names
 //! must open and parse the way `eco run` will read them — the group file,
-//! the gossip key file (and its mode), the store directory. Each problem
-//! names the key and the file.
+//! the gossip key file (and its mode), the store directory, and for an S3
+//! store the credential files the AWS environment variables name. Each
+//! problem names the key and the file. Nothing is contacted: whether the
+//! bucket is reachable, writable and honours conditional writes is proven
+//! by `eco run` at start (the S3 store's `check_at_start`).
 
 use crate::config::{Config, ProviderKind, SnapshotStoreKind};
 
@@ -50,5 +53,59 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
             }
         }
     }
+    if config.snapshot.store == SnapshotStoreKind::S3 {
+        problems.extend(s3_credential_files(|var| std::env::var_os(var)));
+    }
     problems
+}
+
+/// The files of the AWS SDK's default credential chain that the
+/// environment names, each of which must be readable (the chain would
+/// fail on it at start). `env` looks a variable up.
+fn s3_credential_files(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for var in [
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_CONFIG_FILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ] {
+        if let Some(path) = env(var).filter(|p| !p.is_empty()) {
+            let path = std::path::PathBuf::from(path);
+            if let Err(e) = std::fs::File::open(&path) {
+                problems.push(format!(
+                    "snapshot.s3: {var} names {}, which cannot be read: {e} (the AWS SDK's credential chain reads it)",
+                    path.display()
+                ));
+            }
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::s3_credential_files;
+    use std::ffi::OsString;
+
+    #[test]
+    fn s3_credential_files_named_by_the_environment_must_be_readable() {
+        let d = tempfile::tempdir().unwrap();
+        let present = d.path().join("credentials");
+        std::fs::write(&present, "[default]\n").unwrap();
+        let missing = d.path().join("no-such-file");
+        let env = |var: &str| match var {
+            "AWS_SHARED_CREDENTIALS_FILE" => Some(OsString::from(&present)),
+            "AWS_WEB_IDENTITY_TOKEN_FILE" => Some(OsString::from(&missing)),
+            "AWS_CONFIG_FILE" => Some(OsString::new()),
+            _ => None,
+        };
+        let problems = s3_credential_files(env);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("AWS_WEB_IDENTITY_TOKEN_FILE"),
+            "{problems:?}"
+        );
+        assert!(problems[0].contains("no-such-file"), "{problems:?}");
+        assert!(s3_credential_files(|_| None).is_empty());
+    }
 }

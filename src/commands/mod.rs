@@ -13,8 +13,8 @@ use crate::store::ObjectStore;
 use std::sync::Arc;
 
 /// The store the config names, or an error saying how to configure one.
-pub fn store(config: &Config) -> anyhow::Result<Arc<dyn ObjectStore>> {
-    crate::store::from_config(config)?.ok_or_else(|| {
+pub async fn store(config: &Config) -> anyhow::Result<Arc<dyn ObjectStore>> {
+    crate::store::from_config(config).await?.ok_or_else(|| {
         anyhow::anyhow!(
             "no snapshot store is configured: set snapshot.store = \"dir\" and [snapshot.dir] path"
         )

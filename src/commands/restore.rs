@@ -26,7 +26,7 @@ pub async fn run(
             "{from} is not a file; to restore a stored snapshot, pass --config naming the store"
         )
     })?;
-    let store = super::store(config)?;
+    let store = super::store(config).await?;
     let parent = req
         .data_dir
         .parent()

@@ -10,7 +10,7 @@ use anyhow::Context;
 
 /// Takes a snapshot of this instance's etcd into the configured store.
 pub async fn now(config: &Config, instance_id: Option<&str>) -> anyhow::Result<String> {
-    let store = super::store(config)?;
+    let store = super::store(config).await?;
     let me = super::identity(config, instance_id).await?;
     let instance_id = me.id.as_str();
     let client_url = crate::etcd::flags::client_url(&config.etcd, &me.host);
@@ -42,7 +42,7 @@ pub async fn now(config: &Config, instance_id: Option<&str>) -> anyhow::Result<S
 
 /// The cluster's snapshots, oldest first (every page of the listing).
 pub async fn list(config: &Config) -> anyhow::Result<Vec<ObjectInfo>> {
-    let store = super::store(config)?;
+    let store = super::store(config).await?;
     let all = list_all(&*store, &SnapshotName::prefix(&config.cluster.name)).await?;
     Ok(all
         .into_iter()

@@ -58,6 +58,10 @@ pub struct ProviderConfig {
     /// `[provider.static]`, required when `kind = "static"`.
     #[serde(rename = "static", default, skip_serializing_if = "Option::is_none")]
     pub static_group: Option<StaticProviderConfig>,
+    /// `[provider.aws]`, optional when `kind = "aws"` (every key has a
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aws: Option<AwsProviderConfig>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -65,6 +69,41 @@ pub struct ProviderConfig {
 pub enum ProviderKind {
     /// A list of instances in a TOML file that is re-read on every refresh.
     Static,
+    /// The EC2 auto-scaling group this instance belongs to (IMDSv2 for the
+    /// identity, the Auto Scaling and EC2 APIs for the group).
+    Aws,
+}
+
+/// `[provider.aws]`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwsProviderConfig {
+    /// The auto-scaling group; by default the one `DescribeAutoScalingInstances`
+    /// reports for this instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_name: Option<String>,
+    /// The region; by default the one the instance metadata service reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// An Auto Scaling / EC2 endpoint other than AWS's (an emulator, a VPC
+    /// endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// How often the group is read from the Auto Scaling and EC2 APIs.
+    #[serde(default = "defaults::aws_group_refresh")]
+    pub refresh_interval: ConfigDuration,
+    /// The bound of every AWS call (each attempt); the SDK retries
+    /// throttling and transient errors with back-off within
+    /// `max_attempts`.
+    #[serde(default = "defaults::aws_call_timeout")]
+    pub call_timeout: ConfigDuration,
+    #[serde(default = "defaults::aws_max_attempts")]
+    pub max_attempts: u32,
+    /// How long eco works on a graceful leave (the termination lifecycle
+    /// hook) before it lets the group continue regardless — within the
+    /// hook's own global timeout.
+    #[serde(default = "defaults::aws_leave_timeout")]
+    pub leave_timeout: ConfigDuration,
 }
 
 /// `[provider.static]`
@@ -155,6 +194,13 @@ pub struct EtcdConfig {
     pub heartbeat_interval: ConfigDuration,
     #[serde(default = "defaults::election_timeout")]
     pub election_timeout: ConfigDuration,
+    /// What clients are told to connect to (`--advertise-client-urls`), when
+    /// not this instance's own client URL: a load balancer or a DNS name in
+    /// front of the cluster. eco itself still asks every member at its own
+    /// address (its peer URL's host, with `client_scheme` and
+    /// `client_port`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advertise_client_urls: Vec<String>,
     /// Extra command-line flags passed to etcd verbatim (`--flag=value`).
     /// Flags eco sets itself are refused.
     #[serde(default)]
@@ -217,6 +263,9 @@ pub enum SnapshotStoreKind {
     None,
     /// A directory (shared by every instance for the record of truth).
     Dir,
+    /// An S3 bucket (or an S3-compatible store that honours
+    /// `If-None-Match: *`).
+    S3,
 }
 
 /// `[snapshot]`
@@ -228,6 +277,9 @@ pub struct SnapshotConfig {
     /// `[snapshot.dir]`, required when `store = "dir"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<DirStoreConfig>,
+    /// `[snapshot.s3]`, required when `store = "s3"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3: Option<S3StoreConfig>,
     /// Take a snapshot this often when the revision advanced.
     #[serde(default = "defaults::snapshot_interval")]
     pub interval: ConfigDuration,
@@ -250,6 +302,74 @@ pub struct SnapshotConfig {
 #[serde(deny_unknown_fields)]
 pub struct DirStoreConfig {
     pub path: PathBuf,
+}
+
+/// Server-side encryption of the objects eco writes to S3.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub enum S3Encryption {
+    /// No `x-amz-server-side-encryption` header (the bucket's default
+    /// applies).
+    #[serde(rename = "none")]
+    None,
+    /// SSE-S3.
+    #[serde(rename = "AES256")]
+    Aes256,
+    /// SSE-KMS, with `kms_key_id` or the account's default key.
+    #[serde(rename = "aws:kms")]
+    AwsKms,
+}
+
+/// `[snapshot.s3]`
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3StoreConfig {
+    pub bucket: String,
+    /// Every object eco lists, writes or deletes is under
+    /// `<prefix>/<cluster name>/`; clusters may share a bucket.
+    #[serde(default = "defaults::s3_prefix")]
+    pub prefix: String,
+    /// The bucket's region; by default the SDK's (environment, profile, or
+    /// the instance metadata service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// An S3-compatible endpoint (`http://127.0.0.1:9000`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Path-style addressing (`endpoint/bucket/key`), which most
+    /// S3-compatible stores need.
+    #[serde(default)]
+    pub force_path_style: bool,
+    #[serde(default = "defaults::s3_encryption")]
+    pub encryption: S3Encryption,
+    /// The KMS key for `encryption = "aws:kms"` (id, ARN or alias).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key_id: Option<String>,
+    /// Size of the parts of a multipart upload (5 MiB to 5 GiB); memory
+    /// used by an upload is about `part_size` × `parts_in_flight`.
+    #[serde(default = "defaults::s3_part_size")]
+    pub part_size: u64,
+    #[serde(default = "defaults::s3_parts_in_flight")]
+    pub parts_in_flight: u32,
+    /// The bound of each attempt of an S3 call that is not a transfer (a
+    /// transfer's parts get `transfer_timeout`).
+    #[serde(default = "defaults::aws_call_timeout")]
+    pub call_timeout: ConfigDuration,
+    /// The bound of each attempt of a part upload or of a download's
+    /// first byte.
+    #[serde(default = "defaults::s3_transfer_timeout")]
+    pub transfer_timeout: ConfigDuration,
+    /// Attempts per call, the first included: throttling and transient
+    /// errors are retried with exponential back-off.
+    #[serde(default = "defaults::aws_max_attempts")]
+    pub max_attempts: u32,
+    /// At start, besides the sequential probe (a key created twice, the
+    /// second refused), this many bursts of 8 concurrent conditional
+    /// creates of one key, of which exactly one must win: a way to catch an
+    /// S3-compatible store that checks `If-None-Match` and then writes
+    /// without atomicity. 0 (the default) trusts the endpoint for
+    /// concurrent creates, as AWS S3 documents.
+    #[serde(default)]
+    pub concurrent_create_probes: u32,
 }
 
 /// `[recovery]`
@@ -365,6 +485,33 @@ pub mod defaults {
     pub fn keep_moved_aside_for() -> ConfigDuration {
         ConfigDuration::from_secs(7 * 24 * 3600)
     }
+    pub fn aws_group_refresh() -> ConfigDuration {
+        ConfigDuration::from_secs(10)
+    }
+    pub fn aws_call_timeout() -> ConfigDuration {
+        ConfigDuration::from_secs(10)
+    }
+    pub fn aws_max_attempts() -> u32 {
+        4
+    }
+    pub fn aws_leave_timeout() -> ConfigDuration {
+        ConfigDuration::from_secs(10 * 60)
+    }
+    pub fn s3_prefix() -> String {
+        "eco".to_string()
+    }
+    pub fn s3_encryption() -> S3Encryption {
+        S3Encryption::Aes256
+    }
+    pub fn s3_part_size() -> u64 {
+        16 * 1024 * 1024
+    }
+    pub fn s3_parts_in_flight() -> u32 {
+        2
+    }
+    pub fn s3_transfer_timeout() -> ConfigDuration {
+        ConfigDuration::from_secs(120)
+    }
     pub fn gossip_port() -> u32 {
         7946
     }
@@ -421,6 +568,7 @@ macro_rules! default_from_empty_table {
     )*};
 }
 default_from_empty_table!(
+    AwsProviderConfig,
     EtcdConfig,
     GossipConfig,
     SnapshotConfig,

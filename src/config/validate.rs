@@ -1,7 +1,10 @@
 //! Checks serde cannot do: ranges, cross-key rules, provider requirements.
 //! Every problem names the key, says what is wrong and what is allowed.
 
-use super::{AutoCompactionMode, Config, ConfigDuration, ProviderKind, Scheme, SnapshotStoreKind};
+use super::{
+    AutoCompactionMode, Config, ConfigDuration, ProviderKind, S3Encryption, S3StoreConfig, Scheme,
+    SnapshotStoreKind,
+};
 use recovery::fenced::{ProtocolConfig, Setting, WatchedTiming};
 use std::fmt;
 use std::time::Duration;
@@ -141,6 +144,36 @@ pub fn validate(c: &Config) -> Vec<Problem> {
                 ck.at_least("provider.static.refresh_interval", s.refresh_interval, Duration::from_millis(100));
             }
         },
+        ProviderKind::Aws => {
+            if let Some(a) = &c.provider.aws {
+                if let Some(name) = &a.group_name {
+                    if name.trim().is_empty() || name.len() > 255 {
+                        ck.fail("provider.aws.group_name", "must be 1 to 255 characters; or remove it to use the instance's own group");
+                    }
+                }
+                if let Some(region) = &a.region {
+                    if region.is_empty() || !region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+                        ck.fail("provider.aws.region", format!("{region:?} is not a region name (like \"eu-west-1\")"));
+                    }
+                }
+                if let Some(endpoint) = &a.endpoint {
+                    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                        ck.fail("provider.aws.endpoint", format!("{endpoint:?} is not an http(s) URL"));
+                    }
+                }
+                ck.at_least("provider.aws.refresh_interval", a.refresh_interval, Duration::from_secs(1));
+                ck.at_least("provider.aws.call_timeout", a.call_timeout, Duration::from_millis(100));
+                if !(1..=10).contains(&a.max_attempts) {
+                    ck.fail("provider.aws.max_attempts", format!("{} is out of range; allowed: 1 to 10", a.max_attempts));
+                }
+            }
+        }
+    }
+    if c.provider.kind != ProviderKind::Aws && c.provider.aws.is_some() {
+        ck.fail("provider.aws", "is set but provider.kind is not \"aws\"; set provider.kind = \"aws\" or remove the table");
+    }
+    if c.provider.kind != ProviderKind::Static && c.provider.static_group.is_some() {
+        ck.fail("provider.static", "is set but provider.kind is not \"static\"; set provider.kind = \"static\" or remove the table");
     }
 
     let e = &c.etcd;
@@ -161,6 +194,28 @@ pub fn validate(c: &Config) -> Vec<Problem> {
             ck.fail(
                 key,
                 "\"https\" needs TLS certificates, which this version of eco cannot configure yet; allowed: \"http\"",
+            );
+        }
+    }
+    for (i, url) in e.advertise_client_urls.iter().enumerate() {
+        let key = format!("etcd.advertise_client_urls[{i}]");
+        let want = format!("{}://", e.client_scheme.as_str());
+        let rest = url.strip_prefix(want.as_str());
+        let ok = rest.is_some_and(|r| {
+            let authority = r.trim_end_matches('/');
+            !authority.is_empty()
+                && !authority.contains('/')
+                && !authority.contains(',')
+                && authority
+                    .rsplit_once(':')
+                    .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0))
+        });
+        if !ok {
+            ck.fail(
+                &key,
+                format!(
+                    "{url:?} is not a client URL; allowed: {want}HOST:PORT (the scheme of etcd.client_scheme, a host or address, a port)"
+                ),
             );
         }
     }
@@ -327,6 +382,18 @@ pub fn validate(c: &Config) -> Vec<Problem> {
     if s.store != SnapshotStoreKind::Dir && s.dir.is_some() {
         ck.fail("snapshot.dir", "is set but snapshot.store is not \"dir\"; set snapshot.store = \"dir\" or remove the table");
     }
+    match (s.store, &s.s3) {
+        (SnapshotStoreKind::S3, None) => ck.fail(
+            "snapshot.s3",
+            "the table is required when snapshot.store = \"s3\"; it needs at least `bucket`",
+        ),
+        (SnapshotStoreKind::S3, Some(s3)) => check_s3(&mut ck, s3),
+        (_, Some(_)) => ck.fail(
+            "snapshot.s3",
+            "is set but snapshot.store is not \"s3\"; set snapshot.store = \"s3\" or remove the table",
+        ),
+        (_, None) => {}
+    }
     ck.at_least("snapshot.interval", s.interval, Duration::from_secs(10));
     if s.max_age < s.interval {
         ck.fail(
@@ -395,6 +462,123 @@ pub fn validate(c: &Config) -> Vec<Problem> {
     ck.problems
 }
 
+/// `[snapshot.s3]`: names S3 accepts, sizes within S3's multipart limits.
+fn check_s3(ck: &mut Checker, s3: &S3StoreConfig) {
+    if let Err(why) = check_bucket_name(&s3.bucket) {
+        ck.fail(
+            "snapshot.s3.bucket",
+            format!("{:?} is not an S3 bucket name: {why}; allowed: 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit", s3.bucket),
+        );
+    }
+    if s3.prefix.starts_with('/')
+        || s3.prefix.ends_with('/')
+        || crate::store::check_name(&s3.prefix).is_err()
+        || s3.prefix.len() > 256
+    {
+        ck.fail(
+            "snapshot.s3.prefix",
+            format!("{:?} is not a key prefix eco can use; allowed: 1 to 256 bytes of '/'-separated segments of letters, digits and - _ . + =, no segment empty or starting with '.', no leading or trailing '/'", s3.prefix),
+        );
+    }
+    if let Some(region) = &s3.region {
+        if region.is_empty()
+            || !region
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
+            ck.fail(
+                "snapshot.s3.region",
+                format!("{region:?} is not a region name (like \"eu-west-1\")"),
+            );
+        }
+    }
+    if let Some(endpoint) = &s3.endpoint {
+        let authority = endpoint
+            .strip_prefix("https://")
+            .or_else(|| endpoint.strip_prefix("http://"))
+            .map(|rest| rest.split('/').next().unwrap_or(""));
+        if !authority.is_some_and(|a| !a.is_empty() && !a.contains(char::is_whitespace)) {
+            ck.fail(
+                "snapshot.s3.endpoint",
+                format!("{endpoint:?} is not an http(s) URL (like \"https://s3.example.com\" or \"http://127.0.0.1:9000\")"),
+            );
+        }
+    }
+    match (&s3.encryption, &s3.kms_key_id) {
+        (S3Encryption::AwsKms, Some(key)) if key.trim().is_empty() => ck.fail(
+            "snapshot.s3.kms_key_id",
+            "is empty; name a KMS key (id, ARN or alias) or remove it to use the account's default key",
+        ),
+        (S3Encryption::AwsKms, _) | (_, None) => {}
+        (_, Some(_)) => ck.fail(
+            "snapshot.s3.kms_key_id",
+            "is only used with encryption = \"aws:kms\"; set that or remove the key",
+        ),
+    }
+    const MIB: u64 = 1024 * 1024;
+    if !(5 * MIB..=5 * 1024 * MIB).contains(&s3.part_size) {
+        ck.fail(
+            "snapshot.s3.part_size",
+            format!("{} bytes is outside S3's part sizes; allowed: 5 MiB (5242880) to 5 GiB (5368709120)", s3.part_size),
+        );
+    }
+    if !(1..=16).contains(&s3.parts_in_flight) {
+        ck.fail(
+            "snapshot.s3.parts_in_flight",
+            format!("{} is out of range; allowed: 1 to 16 (an upload holds part_size × (parts_in_flight + 1) bytes)", s3.parts_in_flight),
+        );
+    }
+    ck.at_least(
+        "snapshot.s3.call_timeout",
+        s3.call_timeout,
+        Duration::from_millis(100),
+    );
+    ck.at_least(
+        "snapshot.s3.transfer_timeout",
+        s3.transfer_timeout,
+        Duration::from_secs(1),
+    );
+    if !(1..=10).contains(&s3.max_attempts) {
+        ck.fail(
+            "snapshot.s3.max_attempts",
+            format!("{} is out of range; allowed: 1 to 10", s3.max_attempts),
+        );
+    }
+}
+
+/// S3's bucket naming rules (general purpose buckets).
+fn check_bucket_name(name: &str) -> Result<(), &'static str> {
+    if !(3..=63).contains(&name.len()) {
+        return Err("it must be 3 to 63 characters");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+    {
+        return Err("it has a character other than lowercase letters, digits, '.' and '-'");
+    }
+    let alnum = |b: Option<u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if !alnum(name.bytes().next()) || !alnum(name.bytes().last()) {
+        return Err("it must start and end with a letter or digit");
+    }
+    if name.contains("..") {
+        return Err("it has two adjacent periods");
+    }
+    if name.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Err("it is formatted as an IP address");
+    }
+    if ["xn--", "sthree-", "amzn-s3-demo-"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || ["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"]
+            .iter()
+            .any(|suffix| name.ends_with(suffix))
+    {
+        return Err("it has a prefix or suffix S3 reserves");
+    }
+    Ok(())
+}
+
 const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
 
 /// A log filter is a comma-separated list of directives, each a level or
@@ -439,6 +623,179 @@ mod tests {
             Ok(_) => panic!("expected a problem with:\n{extra}"),
             Err(e) => e.to_string(),
         }
+    }
+
+    #[test]
+    fn snapshot_s3_rules() {
+        let s3 = |keys: &str| format!("[snapshot]\nstore = \"s3\"\n[snapshot.s3]\n{keys}\n");
+        let ok = parse_str(
+            &format!(
+                "{BASE}{}",
+                s3("bucket = \"eco-snapshots.prod-1\"\nprefix = \"eco/prod\"\nregion = \"eu-west-3\"\nendpoint = \"http://127.0.0.1:9000\"\nencryption = \"aws:kms\"\nkms_key_id = \"alias/eco\"\npart_size = 5242880\nparts_in_flight = 16")
+            ),
+            Path::new("/x/eco.toml"),
+            Path::new("/x"),
+        )
+        .unwrap();
+        let got = ok.snapshot.s3.unwrap();
+        assert_eq!(
+            (got.bucket.as_str(), got.prefix.as_str()),
+            ("eco-snapshots.prod-1", "eco/prod")
+        );
+        let defaults = parse_str(
+            &format!("{BASE}{}", s3("bucket = \"b-1\"")),
+            Path::new("/x/eco.toml"),
+            Path::new("/x"),
+        )
+        .unwrap()
+        .snapshot
+        .s3
+        .unwrap();
+        assert_eq!(
+            (
+                defaults.prefix.as_str(),
+                defaults.part_size,
+                defaults.parts_in_flight
+            ),
+            ("eco", 16 * 1024 * 1024, 2)
+        );
+        let cases: &[(&str, &str, &str)] = &[
+            ("bucket = \"ab\"", "snapshot.s3.bucket", "3 to 63"),
+            ("bucket = \"Upper\"", "snapshot.s3.bucket", "lowercase"),
+            (
+                "bucket = \"under_score\"",
+                "snapshot.s3.bucket",
+                "lowercase",
+            ),
+            ("bucket = \"-dash\"", "snapshot.s3.bucket", "start and end"),
+            (
+                "bucket = \"a..b\"",
+                "snapshot.s3.bucket",
+                "adjacent periods",
+            ),
+            (
+                "bucket = \"192.168.1.1\"",
+                "snapshot.s3.bucket",
+                "IP address",
+            ),
+            ("bucket = \"xn--bucket\"", "snapshot.s3.bucket", "reserves"),
+            (
+                "bucket = \"b-1\"\nprefix = \"/eco\"",
+                "snapshot.s3.prefix",
+                "no leading or trailing",
+            ),
+            (
+                "bucket = \"b-1\"\nprefix = \"eco/\"",
+                "snapshot.s3.prefix",
+                "no leading or trailing",
+            ),
+            (
+                "bucket = \"b-1\"\nprefix = \"\"",
+                "snapshot.s3.prefix",
+                "1 to 256",
+            ),
+            (
+                "bucket = \"b-1\"\nprefix = \"a//b\"",
+                "snapshot.s3.prefix",
+                "empty",
+            ),
+            (
+                "bucket = \"b-1\"\nprefix = \"a/.hidden\"",
+                "snapshot.s3.prefix",
+                "starting with '.'",
+            ),
+            (
+                "bucket = \"b-1\"\nprefix = \"sp ace\"",
+                "snapshot.s3.prefix",
+                "letters, digits",
+            ),
+            (
+                "bucket = \"b-1\"\nregion = \"EU West\"",
+                "snapshot.s3.region",
+                "not a region",
+            ),
+            (
+                "bucket = \"b-1\"\nendpoint = \"s3.example.com\"",
+                "snapshot.s3.endpoint",
+                "http(s) URL",
+            ),
+            (
+                "bucket = \"b-1\"\nendpoint = \"http://\"",
+                "snapshot.s3.endpoint",
+                "http(s) URL",
+            ),
+            (
+                "bucket = \"b-1\"\nkms_key_id = \"alias/x\"",
+                "snapshot.s3.kms_key_id",
+                "only used with encryption = \"aws:kms\"",
+            ),
+            (
+                "bucket = \"b-1\"\nencryption = \"aws:kms\"\nkms_key_id = \" \"",
+                "snapshot.s3.kms_key_id",
+                "is empty",
+            ),
+            (
+                "bucket = \"b-1\"\nencryption = \"des\"",
+                "encryption",
+                "unknown variant `des`",
+            ),
+            (
+                "bucket = \"b-1\"\npart_size = 5242879",
+                "snapshot.s3.part_size",
+                "5 MiB (5242880) to 5 GiB",
+            ),
+            (
+                "bucket = \"b-1\"\npart_size = 5368709121",
+                "snapshot.s3.part_size",
+                "5 MiB (5242880) to 5 GiB",
+            ),
+            (
+                "bucket = \"b-1\"\nparts_in_flight = 0",
+                "snapshot.s3.parts_in_flight",
+                "1 to 16",
+            ),
+            (
+                "bucket = \"b-1\"\nparts_in_flight = 17",
+                "snapshot.s3.parts_in_flight",
+                "1 to 16",
+            ),
+            (
+                "bucket = \"b-1\"\ncall_timeout = \"10ms\"",
+                "snapshot.s3.call_timeout",
+                "at least 100ms",
+            ),
+            (
+                "bucket = \"b-1\"\ntransfer_timeout = \"10ms\"",
+                "snapshot.s3.transfer_timeout",
+                "at least 1s",
+            ),
+            (
+                "bucket = \"b-1\"\nmax_attempts = 0",
+                "snapshot.s3.max_attempts",
+                "1 to 10",
+            ),
+            ("prefix = \"eco\"", "bucket", "missing field `bucket`"),
+            (
+                "bucket = \"b-1\"\nsecret = \"x\"",
+                "secret",
+                "unknown field",
+            ),
+        ];
+        for (keys, key, message) in cases {
+            let err = error_of(&s3(keys));
+            assert!(err.contains(key), "key {key} missing from:\n{err}");
+            assert!(
+                err.contains(message),
+                "message {message:?} missing from:\n{err}"
+            );
+        }
+        let err = error_of(
+            "[snapshot]\nstore = \"dir\"\n[snapshot.dir]\npath = \"/s\"\n[snapshot.s3]\nbucket = \"b-1\"\n",
+        );
+        assert!(
+            err.contains("snapshot.s3") && err.contains("is not \"s3\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -568,8 +925,8 @@ mod tests {
             ),
             (
                 "[snapshot]\nstore = \"s3\"\n",
-                "store",
-                "unknown variant `s3`",
+                "snapshot.s3",
+                "required when snapshot.store = \"s3\"",
             ),
             (
                 "[snapshot]\ninterval = \"1s\"\n",
@@ -674,12 +1031,48 @@ mod tests {
             "{err}"
         );
 
+        // The AWS provider needs no table: every key has a default.
         let aws = "[cluster]\nname = \"c1\"\n[provider]\nkind = \"aws\"\n";
-        let err = parse_str(aws, Path::new("/x/eco.toml"), Path::new("/x"))
+        let c = parse_str(aws, Path::new("/x/eco.toml"), Path::new("/x")).unwrap();
+        assert_eq!(c.provider.kind, crate::config::ProviderKind::Aws);
+        for (extra, key) in [
+            (
+                "[provider.aws]\nregion = \"Not A Region\"\n",
+                "provider.aws.region",
+            ),
+            (
+                "[provider.aws]\nendpoint = \"localhost:5000\"\n",
+                "provider.aws.endpoint",
+            ),
+            (
+                "[provider.aws]\nmax_attempts = 0\n",
+                "provider.aws.max_attempts",
+            ),
+            (
+                "[provider.aws]\ngroup_name = \"\"\n",
+                "provider.aws.group_name",
+            ),
+            (
+                "[provider.aws]\nrefresh_interval = \"10ms\"\n",
+                "provider.aws.refresh_interval",
+            ),
+            (
+                "[provider.static]\ngroup_file = \"g.toml\"\n",
+                "provider.static",
+            ),
+        ] {
+            let err = parse_str(
+                &format!("{aws}{extra}"),
+                Path::new("/x/eco.toml"),
+                Path::new("/x"),
+            )
             .unwrap_err()
             .to_string();
+            assert!(err.contains(key), "{key}: {err}");
+        }
+        let err = error_of("[provider.aws]\n");
         assert!(
-            err.contains("unknown variant `aws`") && err.contains("static"),
+            err.contains("provider.aws") && err.contains("is not"),
             "{err}"
         );
 

@@ -54,6 +54,14 @@ impl Daemon {
                 tracing::info!(member_id = format!("{member_id:x}"), %name, "promoted a learner to voter");
                 Ok(())
             }
+            Action::TransferLeadership { member_id, name } => {
+                // MoveLeader must reach the leader: this instance's member.
+                let mut client = self.ctx.access.connect(&self.ctx.client_url).await?;
+                members::move_leader(&mut client, *member_id, self.ctx.access.call_timeout())
+                    .await?;
+                tracing::info!(member_id = format!("{member_id:x}"), %name, "handed leadership away");
+                Ok(())
+            }
             Action::RemoveMember { member_id, name } => {
                 let endpoint = seen
                     .healthy_endpoint()

@@ -24,6 +24,8 @@
 //! - `steady_state.rs`: the planner's pass and the upkeep of `V_n`;
 //! - `execute.rs`: the planner's actions;
 //! - `publish.rs`: `/status`, the gossip PeerState, the writer's facts;
+//! - `termination.rs`: a termination notice (the lifecycle hook) carried
+//!   out: final snapshot, heartbeats, completion;
 //! - `signals.rs`: SIGTERM and SIGINT.
 
 mod context;
@@ -41,6 +43,7 @@ mod seeding;
 mod signals;
 mod start;
 mod steady_state;
+mod termination;
 
 use crate::cluster_view::ClusterView;
 use crate::config::Config;
@@ -52,6 +55,7 @@ use crate::quorum_loss::driver::Driver;
 use crate::record::VotersRecord;
 use crate::snapshot::writer::{SnapshotWriter, WriterInput};
 use crate::status::{InstanceStatus, NextAction, Phase};
+use crate::store::ConditionalCreate;
 use anyhow::Context;
 use context::Ctx;
 use durable::Durable;
@@ -95,6 +99,8 @@ struct Daemon {
     status: watch::Sender<InstanceStatus>,
     writer: watch::Sender<WriterInput>,
     voters_written: Option<VotersRecord>,
+    /// A termination the provider announced, in progress.
+    termination: Option<termination::Terminating>,
     started: Instant,
 }
 
@@ -122,7 +128,13 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
     // Before anything beside the data directory is read or written.
     let _lock = crate::instance_lock::acquire(&config.etcd.data_dir, &me.id)?;
     let durable = Durable::load(&config.etcd.data_dir, &config.cluster.name, &me.id)?;
-    let store = crate::store::from_config(&config).context("cannot set up the snapshot store")?;
+    let store = crate::store::from_config(&config)
+        .await
+        .context("cannot set up the snapshot store")?;
+    let conditional_create = match &store {
+        Some(s) => Some(check_store(&**s).await?),
+        None => None,
+    };
     let protocol = ProtocolConfig::for_timeout(
         config.recovery.quorum_loss_timeout.millis(),
         config.recovery.accept_loss_after.map(|d| d.millis()),
@@ -155,6 +167,11 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
         member: None,
         probe_error: None,
         group: Some(group.clone()),
+        group_problem: None,
+        termination: None,
+        store_problem: (conditional_create == Some(ConditionalCreate::Ignored)).then(|| {
+            "the snapshot store does not honour conditional creates (If-None-Match: *): quorum-loss recovery is off; snapshots are still written".to_string()
+        }),
         state: durable.state().cloned(),
         snapshots: None,
         gossip: Vec::new(),
@@ -181,15 +198,22 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
     if let Some(g) = &gossip {
         metrics.watch_gossip(g.node.metrics());
     }
+    let refused_store = conditional_create == Some(ConditionalCreate::Ignored);
+    if refused_store {
+        tracing::error!(
+            store = %ctx.store.as_ref().map(|s| s.describe()).unwrap_or_default(),
+            "the store does not honour conditional creates (If-None-Match: *): quorum-loss recovery is OFF — two instances could both win a record of truth and reseed twice; snapshots are still written. Use a store that honours them (AWS S3 does)"
+        );
+    }
     let quorum_loss = match (&gossip, &ctx.store) {
-        (Some(_), Some(_)) => Some(Driver::new(Protocol::new(
+        (Some(_), Some(_)) if !refused_store => Some(Driver::new(Protocol::new(
             ctx.id(),
             rand::random(),
             ctx.protocol.clone(),
             durable.protocol_state()?,
         ))),
         _ => {
-            if group.instances.len() > 1 {
+            if group.instances.len() > 1 && !refused_store {
                 tracing::warn!(
                     "quorum-loss recovery needs gossip keys and a snapshot store; without them a lost quorum waits for a human"
                 );
@@ -206,6 +230,8 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
         group: GroupView {
             group,
             departed: Default::default(),
+            problem: None,
+            answered_at: Some(Instant::now()),
         },
         newest: NewestRecord::default(),
         gossip,
@@ -216,6 +242,7 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
         status,
         writer,
         voters_written: None,
+        termination: None,
         started: Instant::now(),
     };
     // The provider's certified-gone answer is known before the first pass.
@@ -292,14 +319,7 @@ impl Daemon {
     async fn run_loop(&mut self, signals: &mut Signals) -> anyhow::Result<Exit> {
         let mut tick = tokio::time::interval(self.ctx.config.etcd.probe_interval.get());
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let refresh = self
-            .ctx
-            .config
-            .provider
-            .static_group
-            .as_ref()
-            .map(|s| s.refresh_interval.get());
-        let mut group_tick = tokio::time::interval(refresh.unwrap_or(Duration::from_secs(5)));
+        let mut group_tick = tokio::time::interval(self.ctx.provider.refresh_interval());
         group_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut process = self.etcd.watch();
         let mut events = self.gossip.as_mut().and_then(GossipLink::take_events);
@@ -340,5 +360,34 @@ impl Daemon {
                 _ = group_tick.tick() => self.refresh_group().await,
             }
         }
+    }
+}
+
+/// How many times, and how far apart, the store's start check is tried
+/// before eco gives up (a store unreachable at boot may be a moment's
+/// outage; a missing bucket or denied access is bad input).
+const STORE_CHECK_ATTEMPTS: u32 = 6;
+const STORE_CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// Proves the store usable and asks whether it honours conditional
+/// creates; an error after every attempt stops eco with the store's
+/// reason (what the bucket, key and cause are).
+async fn check_store(store: &dyn crate::store::ObjectStore) -> anyhow::Result<ConditionalCreate> {
+    let mut attempt = 1;
+    loop {
+        match store.check_at_start().await {
+            Ok(c) => return Ok(c),
+            Err(e) if attempt < STORE_CHECK_ATTEMPTS => {
+                tracing::warn!(store = %store.describe(), error = %e, attempt, "the snapshot store is not usable yet; trying again");
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(format!(
+                    "the snapshot store {} is not usable ({STORE_CHECK_ATTEMPTS} attempts)",
+                    store.describe()
+                )));
+            }
+        }
+        attempt += 1;
+        tokio::time::sleep(STORE_CHECK_EVERY).await;
     }
 }

@@ -41,6 +41,10 @@ pub(super) struct GroupView {
     /// Of the instances asked about (`V_n`), those the provider certifies
     /// gone.
     pub departed: BTreeSet<String>,
+    /// Why `group` is not the provider's latest answer, since when.
+    pub problem: Option<String>,
+    /// When `group` was last answered.
+    pub answered_at: Option<Instant>,
 }
 
 /// The store's newest incarnation, read at most every
@@ -108,9 +112,23 @@ impl Daemon {
                 if let Some(g) = &self.gossip {
                     g.set_seeds(&group).await;
                 }
+                if self.group.problem.take().is_some() {
+                    tracing::info!("the provider answers again");
+                }
                 self.group.group = group;
+                self.group.answered_at = Some(Instant::now());
             }
-            Err(e) => tracing::error!(error = %e, "cannot refresh the group"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot refresh the group; keeping the last complete view");
+                let age = self
+                    .group
+                    .answered_at
+                    .map(|at| format!("{} s ago", at.elapsed().as_secs()))
+                    .unwrap_or_else(|| "at start".into());
+                self.group.problem = Some(format!(
+                    "{e}: keeping the last complete view of the group (answered {age}); nothing is removed or reseeded on a failed answer"
+                ));
+            }
         }
         let mut watched: BTreeSet<String> = self
             .durable

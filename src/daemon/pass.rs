@@ -63,7 +63,12 @@ impl Daemon {
                 Ok(())
             }
             Decider::Formation => self.form().await,
-            Decider::Planner => self.steady_state(seen).await,
+            Decider::Planner => {
+                if self.terminating(seen).await {
+                    return Ok(());
+                }
+                self.steady_state(seen).await
+            }
         }
     }
 }

@@ -44,6 +44,8 @@ impl Daemon {
         };
         let state = self.durable.state().cloned();
         let group = self.group.group.clone();
+        let group_problem = self.group.problem.clone();
+        let termination = self.ctx.provider.termination();
         let recovery = self.protocol().map(|p| p.explain());
         self.status.send_modify(|s| {
             s.ready = ready.ready;
@@ -54,6 +56,8 @@ impl Daemon {
             s.members = rows;
             s.gossip = gossip;
             s.group = Some(group);
+            s.group_problem = group_problem;
+            s.termination = termination;
             s.state = state;
             if recovery.is_some() {
                 s.recovery = recovery;

@@ -22,6 +22,7 @@ pub(super) fn action_name(a: &Action) -> &'static str {
         Action::JoinAsLearner { .. } => "join as a learner",
         Action::Promote { .. } => "promote a learner",
         Action::RemoveMember { .. } => "remove a member",
+        Action::TransferLeadership { .. } => "hand leadership away",
         Action::RecordMemberId { .. } => "record the member id",
         Action::Wait => "wait",
         Action::Nothing => "keep etcd running",

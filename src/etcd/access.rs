@@ -8,8 +8,9 @@
 //! One client per member: Status, Snapshot and Defragment answer for the
 //! member a client is connected to.
 
+use super::members::Member;
 use super::probe::{MemberProbe, ProbeError};
-use crate::config::EtcdConfig;
+use crate::config::{EtcdConfig, Scheme};
 use etcd_client::{Client, ConnectOptions};
 use std::time::Duration;
 
@@ -17,17 +18,46 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct EtcdAccess {
     call_timeout: Duration,
+    /// Where members are probed when they advertise other client URLs (a
+    /// load balancer, `etcd.advertise_client_urls`): the host of their
+    /// peer URL with this scheme and client port. `None`: their first
+    /// advertised client URL.
+    member_client: Option<(Scheme, u32)>,
 }
 
 impl EtcdAccess {
     /// Every call times out after `call_timeout`.
     pub fn new(call_timeout: Duration) -> Self {
-        Self { call_timeout }
+        Self {
+            call_timeout,
+            member_client: None,
+        }
     }
 
-    /// The access the config describes (`etcd.call_timeout`).
+    /// The access the config describes (`etcd.call_timeout`; members
+    /// reached by their peer host when `etcd.advertise_client_urls` tells
+    /// clients something else).
     pub fn from_config(config: &EtcdConfig) -> Self {
-        Self::new(config.call_timeout.get())
+        let mut access = Self::new(config.call_timeout.get());
+        if !config.advertise_client_urls.is_empty() {
+            access.member_client = Some((config.client_scheme, config.client_port));
+        }
+        access
+    }
+
+    /// Where eco asks member `m` itself (Status answers for the member a
+    /// client talks to): its first advertised client URL, or — when the
+    /// cluster advertises a load balancer — its peer URL's host with the
+    /// client scheme and port.
+    pub fn member_endpoint(&self, m: &Member) -> Option<String> {
+        match self.member_client {
+            None => m.client_urls.first().cloned(),
+            Some((scheme, port)) => m
+                .peer_urls
+                .iter()
+                .find_map(|u| url_host(u))
+                .map(|host| format!("{}://{host}:{port}", scheme.as_str())),
+        }
     }
 
     /// The same access with another call timeout (long transfers).
@@ -67,5 +97,60 @@ impl EtcdAccess {
     /// A reusable Status probe of the member at `endpoint`.
     pub fn probe(&self, endpoint: String) -> MemberProbe {
         MemberProbe::new(endpoint, self.clone())
+    }
+}
+
+/// The host of `scheme://host:port[/path]`, IPv6 in brackets as written.
+fn url_host(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split('/').next()?;
+    let host = match authority.rsplit_once(':') {
+        Some((h, port)) if !port.contains(']') => h,
+        _ => authority,
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(peer: &str, client: &str) -> Member {
+        Member {
+            id: 1,
+            name: "a".into(),
+            peer_urls: vec![peer.into()],
+            client_urls: vec![client.into()],
+            is_learner: false,
+        }
+    }
+
+    #[test]
+    fn members_behind_a_load_balancer_are_asked_at_their_own_host() {
+        let m = member("http://10.0.0.5:2380", "http://etcd.example.com:2379");
+        let plain = EtcdAccess::new(Duration::from_secs(1));
+        assert_eq!(
+            plain.member_endpoint(&m).as_deref(),
+            Some("http://etcd.example.com:2379")
+        );
+        let mut config: EtcdConfig = toml::from_str("").unwrap();
+        config.advertise_client_urls = vec!["http://etcd.example.com:2379".into()];
+        config.client_port = 12379;
+        let behind = EtcdAccess::from_config(&config);
+        assert_eq!(
+            behind.member_endpoint(&m).as_deref(),
+            Some("http://10.0.0.5:12379")
+        );
+        let v6 = member("http://[::1]:2380", "");
+        assert_eq!(
+            behind.member_endpoint(&v6).as_deref(),
+            Some("http://[::1]:12379")
+        );
+        let pod = member("http://eco-0.eco.ns.svc:2380/", "");
+        assert_eq!(
+            behind.member_endpoint(&pod).as_deref(),
+            Some("http://eco-0.eco.ns.svc:12379")
+        );
+        assert_eq!(url_host("nonsense"), None);
     }
 }

@@ -49,7 +49,11 @@ pub fn peer_url(config: &EtcdConfig, host: &Host) -> String {
 /// The full argument list for the supervised etcd.
 pub fn etcd_args(config: &EtcdConfig, spec: &LaunchSpec) -> Vec<String> {
     let bind = Host::Ip(spec.bind);
-    let client = client_url(config, &spec.host);
+    let client = if config.advertise_client_urls.is_empty() {
+        client_url(config, &spec.host)
+    } else {
+        config.advertise_client_urls.join(",")
+    };
     let peer = peer_url(config, &spec.host);
     let listen_client = client_url(config, &bind);
     let listen_peer = peer_url(config, &bind);

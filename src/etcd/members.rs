@@ -158,3 +158,15 @@ pub async fn remove(
             e => e,
         })
 }
+
+/// Hands raft leadership to member `to` (`MoveLeader`). etcd accepts it
+/// only from the leader, so `client` must be connected to the leader.
+pub async fn move_leader(
+    client: &mut Client,
+    to: u64,
+    timeout: Duration,
+) -> Result<(), MembershipError> {
+    timed("MoveLeader", timeout, client.move_leader(to))
+        .await
+        .map(|_| ())
+}

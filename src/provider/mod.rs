@@ -16,14 +16,18 @@
 //!   stop waiting for a member that may hold the only copy of acknowledged
 //!   writes.
 //!
-//! The static provider (`static_file.rs`) reads a file; cloud providers
-//! (AWS auto-scaling groups, Kubernetes StatefulSets) plug in behind the
+//! The static provider (`static_file.rs`) reads a file; the AWS provider
+//! (`aws/`) reads an EC2 auto-scaling group through IMDSv2 and the Auto
+//! Scaling and EC2 APIs, and announces the termination lifecycle hook
+//! ([`Provider::termination`]); Kubernetes StatefulSets plug in behind the
 //! same trait.
 
+mod aws;
 mod group;
 mod static_file;
 
 pub use group::{Group, Host, Identity, Instance, check_instance_id};
+pub use recovery::asg::Standing;
 pub use static_file::parse_group_file;
 
 use crate::config::{Config, ProviderKind};
@@ -59,6 +63,39 @@ pub enum ProviderError {
     BadInstanceId(String),
     #[error("the provider is not configured: {0}")]
     NotConfigured(String),
+    /// The instance metadata service did not answer (or not as expected).
+    #[error("the instance metadata service: {0}")]
+    Metadata(String),
+    /// An AWS API call failed (after the SDK's retries).
+    #[error("AWS {call}: {message}")]
+    Aws { call: &'static str, message: String },
+    /// The provider's answers do not make a complete group: the last
+    /// complete one stays.
+    #[error("the group is incomplete: {0}")]
+    Incomplete(String),
+}
+
+/// The provider announces that this instance is being terminated and
+/// waits for it (an EC2 termination lifecycle hook in `Terminating:Wait`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TerminationNotice {
+    /// What said so (`lifecycle state Terminating:Wait`).
+    pub source: String,
+    /// The hook that waits for eco; `None` when nothing waits (no hook is
+    /// configured: the instance leaves by the normal departed path).
+    pub hook: Option<TerminationHook>,
+}
+
+/// A lifecycle hook holding this instance until eco completes it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TerminationHook {
+    pub group: String,
+    pub name: String,
+    /// The group continues by itself (the hook's default result) when no
+    /// heartbeat arrives for this long.
+    pub heartbeat_timeout_ms: u64,
+    /// The most the hook waits, heartbeats or not.
+    pub global_timeout_ms: Option<u64>,
 }
 
 /// Source of the group of instances. Dyn-safe; every future is `Send`.
@@ -76,6 +113,25 @@ pub trait Provider: Send + Sync {
     /// evidence only: an id it cannot vouch for either way is not in the
     /// answer.
     async fn departed(&self, ids: &BTreeSet<String>) -> Result<BTreeSet<String>, ProviderError>;
+
+    /// The termination of this instance the provider announced, as of the
+    /// last `discover`; `None` for providers without one.
+    fn termination(&self) -> Option<TerminationNotice> {
+        None
+    }
+
+    /// Tells the hook eco is still working on the leave.
+    async fn termination_heartbeat(&self, _hook: &TerminationHook) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    /// Lets the group continue the termination (`CONTINUE`).
+    async fn complete_termination(&self, _hook: &TerminationHook) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    /// How often the group should be read again.
+    fn refresh_interval(&self) -> std::time::Duration;
 }
 
 /// The provider the config names, for this instance: `instance_id` is the
@@ -102,7 +158,30 @@ pub async fn from_config(
             Ok(Arc::new(static_file::StaticProvider::open(
                 s.group_file.clone(),
                 id,
+                s.refresh_interval.get(),
             )?))
+        }
+        ProviderKind::Aws => {
+            let defaults;
+            let aws = match &config.provider.aws {
+                Some(a) => a,
+                None => {
+                    defaults = crate::config::AwsProviderConfig::default();
+                    &defaults
+                }
+            };
+            let provider = aws::AwsProvider::connect(aws).await?;
+            // The metadata service names this instance; an id given too must
+            // be the same (a config copied to the wrong machine).
+            if let Some(id) = instance_id.map(str::trim).filter(|s| !s.is_empty()) {
+                if id != provider.identity().id {
+                    return Err(ProviderError::BadInstanceId(format!(
+                        "{id:?} was given, but the instance metadata service says this is {:?}",
+                        provider.identity().id
+                    )));
+                }
+            }
+            Ok(Arc::new(provider))
         }
     }
 }

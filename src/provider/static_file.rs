@@ -22,6 +22,7 @@ use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,12 +73,13 @@ pub struct StaticProvider {
     identity: Identity,
     last_good: Mutex<Option<Group>>,
     last_error: Mutex<Option<String>>,
+    refresh: Duration,
 }
 
 impl StaticProvider {
     /// Reads the group file once (it must be readable and list
     /// `self_id`): this instance's identity comes from it.
-    pub fn open(path: PathBuf, self_id: String) -> Result<Self, ProviderError> {
+    pub fn open(path: PathBuf, self_id: String, refresh: Duration) -> Result<Self, ProviderError> {
         let text = std::fs::read_to_string(&path).map_err(|source| ProviderError::Read {
             path: path.clone(),
             source,
@@ -93,6 +95,7 @@ impl StaticProvider {
             path,
             last_good: Mutex::new(Some(group)),
             last_error: Mutex::new(None),
+            refresh,
         })
     }
 
@@ -109,6 +112,10 @@ impl StaticProvider {
 impl Provider for StaticProvider {
     fn identity(&self) -> &Identity {
         &self.identity
+    }
+
+    fn refresh_interval(&self) -> Duration {
+        self.refresh
     }
 
     async fn departed(&self, ids: &BTreeSet<String>) -> Result<BTreeSet<String>, ProviderError> {
@@ -212,7 +219,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("group.toml");
         std::fs::write(&path, GOOD).unwrap();
-        let p = StaticProvider::open(path.clone(), "a".into()).unwrap();
+        let p = StaticProvider::open(path.clone(), "a".into(), Duration::from_secs(1)).unwrap();
         assert_eq!(p.identity().host.to_string(), "127.0.0.11");
         assert_eq!(p.discover().await.unwrap().instances.len(), 2);
 
@@ -237,7 +244,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("group.toml");
         std::fs::write(&path, GOOD).unwrap();
-        let p = StaticProvider::open(path.clone(), "a".into()).unwrap();
+        let p = StaticProvider::open(path.clone(), "a".into(), Duration::from_secs(1)).unwrap();
         std::fs::write(
             &path,
             "[[instance]]\nid = \"b\"\naddress = \"127.0.0.12\"\n",
@@ -257,7 +264,7 @@ mod tests {
             "certified gone, itself included"
         );
         // Not listed at start: its address is unknown, so it cannot start.
-        let err = StaticProvider::open(path, "a".into())
+        let err = StaticProvider::open(path, "a".into(), Duration::from_secs(1))
             .err()
             .expect("an error")
             .to_string();
@@ -266,10 +273,14 @@ mod tests {
 
     #[test]
     fn first_read_failing_is_an_error() {
-        let err = StaticProvider::open(PathBuf::from("/nonexistent/group.toml"), "a".into())
-            .err()
-            .expect("an error")
-            .to_string();
+        let err = StaticProvider::open(
+            PathBuf::from("/nonexistent/group.toml"),
+            "a".into(),
+            Duration::from_secs(1),
+        )
+        .err()
+        .expect("an error")
+        .to_string();
         assert!(err.contains("/nonexistent/group.toml"), "{err}");
     }
 
@@ -279,7 +290,7 @@ mod tests {
         let path = dir.path().join("group.toml");
         let three = format!("{GOOD}[[instance]]\nid = \"c\"\naddress = \"127.0.0.13\"\n");
         std::fs::write(&path, &three).unwrap();
-        let p = StaticProvider::open(path.clone(), "a".into()).unwrap();
+        let p = StaticProvider::open(path.clone(), "a".into(), Duration::from_secs(1)).unwrap();
         let ask: BTreeSet<String> = ["a", "b", "c", "x"].iter().map(|s| s.to_string()).collect();
         let gone = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
         assert_eq!(p.departed(&ask).await.unwrap(), gone(&["x"]));

@@ -1,9 +1,10 @@
 //! Object stores: where snapshots and the record of truth
 //! (`incarnations/<n>`) live. One dyn-safe trait ([`ObjectStore`], held as
 //! `Arc<dyn ObjectStore>`), built by one factory ([`from_config`]); the
-//! directory store ([`dir`]) and an in-memory store for tests
-//! ([`memory`]) implement it, and the contract tests run over both. Nothing
-//! outside this module names a concrete store.
+//! directory store ([`dir`]), the S3 store ([`s3`]) and an in-memory store
+//! for tests ([`memory`]) implement it, and one contract suite
+//! ([`contract`]) runs over each. Nothing outside this module names a
+//! concrete store.
 //!
 //! Guarantees every store gives:
 //! - an object is visible only once it is complete (half-written objects are
@@ -12,13 +13,18 @@
 //!   sha256 is computed on the way and returned;
 //! - `list` is paginated and callers must follow every page
 //!   ([`list_all`] does); any error is an error, never an empty listing;
+//!   objects the store did not commit (foreign or half-written) are
+//!   skipped, never deleted;
 //! - `create_if_absent` is atomic: of several concurrent creators of one
-//!   name, exactly one wins and the others read the winner's content.
+//!   name, exactly one wins and the others read the winner's content —
+//!   where the store can prove it ([`ObjectStore::check_at_start`]; an S3
+//!   endpoint may ignore `If-None-Match`).
 
-#[cfg(test)]
-mod contract;
+#[doc(hidden)]
+pub mod contract;
 pub mod dir;
 pub mod memory;
+pub mod s3;
 
 use crate::config::{Config, SnapshotStoreKind};
 use std::collections::BTreeMap;
@@ -71,6 +77,20 @@ pub enum StoreError {
     Unavailable(String),
 }
 
+/// Whether a store's conditional create is atomic, as proven at start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionalCreate {
+    /// A second create of an existing name is refused.
+    Honoured,
+    /// The store overwrote an existing object on a conditional create (an
+    /// S3-compatible endpoint that ignores `If-None-Match: *`), or let
+    /// several concurrent creators of one name win (one that checks the
+    /// header and then writes): two instances could both "win" a record,
+    /// so nothing that relies on the record of truth (quorum-loss
+    /// recovery) may run on it.
+    Ignored,
+}
+
 /// A reader over an object's content.
 pub type ObjectReader = Box<dyn AsyncRead + Send + Unpin>;
 
@@ -107,18 +127,41 @@ pub trait ObjectStore: Send + Sync {
         name: &str,
         content: &[u8],
     ) -> Result<CreateOutcome, StoreError>;
+
+    /// Checks, once at start, that the store is usable and whether its
+    /// conditional create is honoured. Stores whose conditional create
+    /// cannot be ignored (directory, memory) answer `Honoured` without
+    /// I/O; the S3 store proves the bucket reachable and writable, writes
+    /// a probe object twice and makes bursts of concurrent creates (see
+    /// [`s3`]). An error means the store is unusable (missing bucket,
+    /// access denied, unreachable endpoint), with the cause in its message.
+    async fn check_at_start(&self) -> Result<ConditionalCreate, StoreError> {
+        Ok(ConditionalCreate::Honoured)
+    }
 }
 
 /// The store the config names: `None` when `snapshot.store = "none"`. A
 /// store that is configured but cannot be built is an error, never "no
-/// store" (that would silently turn quorum-loss recovery off).
-pub fn from_config(config: &Config) -> Result<Option<Arc<dyn ObjectStore>>, StoreError> {
-    match (config.snapshot.store, &config.snapshot.dir) {
-        (SnapshotStoreKind::None, _) => Ok(None),
-        (SnapshotStoreKind::Dir, Some(d)) => Ok(Some(Arc::new(dir::DirStore::new(d.path.clone())))),
-        (SnapshotStoreKind::Dir, None) => Err(StoreError::Unavailable(
-            "snapshot.store = \"dir\" needs [snapshot.dir] path".into(),
-        )),
+/// store" (that would silently turn quorum-loss recovery off). Building
+/// contacts nothing; call [`ObjectStore::check_at_start`] before relying
+/// on the store.
+pub async fn from_config(config: &Config) -> Result<Option<Arc<dyn ObjectStore>>, StoreError> {
+    match config.snapshot.store {
+        SnapshotStoreKind::None => Ok(None),
+        SnapshotStoreKind::Dir => match &config.snapshot.dir {
+            Some(d) => Ok(Some(Arc::new(dir::DirStore::new(d.path.clone())))),
+            None => Err(StoreError::Unavailable(
+                "snapshot.store = \"dir\" needs [snapshot.dir] path".into(),
+            )),
+        },
+        SnapshotStoreKind::S3 => match &config.snapshot.s3 {
+            Some(s3) => Ok(Some(Arc::new(
+                s3::S3Store::connect(s3, &config.cluster.name).await?,
+            ))),
+            None => Err(StoreError::Unavailable(
+                "snapshot.store = \"s3\" needs [snapshot.s3] bucket".into(),
+            )),
+        },
     }
 }
 

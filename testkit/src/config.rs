@@ -12,9 +12,9 @@
 
 use anyhow::Context;
 use eco::config::{
-    ApiConfig, ClusterConfig, Config, ConfigDuration, DirStoreConfig, EtcdConfig, GossipConfig,
-    LogConfig, ProviderConfig, ProviderKind, RecoveryConfig, SnapshotConfig, SnapshotStoreKind,
-    StaticProviderConfig, defaults,
+    ApiConfig, AwsProviderConfig, ClusterConfig, Config, ConfigDuration, DirStoreConfig,
+    EtcdConfig, GossipConfig, LogConfig, ProviderConfig, ProviderKind, RecoveryConfig,
+    S3StoreConfig, SnapshotConfig, SnapshotStoreKind, StaticProviderConfig, defaults,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,6 +43,7 @@ impl ConfigBuilder {
                         instance_id: None,
                         refresh_interval: defaults::group_refresh(),
                     }),
+                    aws: None,
                 },
                 etcd: EtcdConfig::default(),
                 gossip: GossipConfig::default(),
@@ -156,6 +157,40 @@ impl ConfigBuilder {
     pub fn dir_store(mut self, path: impl Into<PathBuf>) -> Self {
         self.config.snapshot.store = SnapshotStoreKind::Dir;
         self.config.snapshot.dir = Some(DirStoreConfig { path: path.into() });
+        self.config.snapshot.s3 = None;
+        self
+    }
+
+    /// The AWS provider (instead of the static one) against `endpoint`
+    /// (the emulator), the group read every `refresh`.
+    pub fn aws_provider(mut self, endpoint: &str, refresh: Duration) -> Self {
+        let p = &mut self.config.provider;
+        p.kind = ProviderKind::Aws;
+        p.static_group = None;
+        p.aws = Some(AwsProviderConfig {
+            endpoint: Some(endpoint.to_string()),
+            refresh_interval: d(refresh),
+            call_timeout: d(Duration::from_secs(2)),
+            max_attempts: 2,
+            ..AwsProviderConfig::default()
+        });
+        self
+    }
+
+    /// Snapshots and records go to the S3 bucket `bucket` at `endpoint`
+    /// (path style, no encryption header).
+    pub fn s3_store(mut self, endpoint: &str, bucket: &str) -> Self {
+        let mut s3: S3StoreConfig =
+            toml::from_str(&format!("bucket = {bucket:?}")).expect("an S3 table with a bucket");
+        s3.endpoint = Some(endpoint.to_string());
+        s3.force_path_style = true;
+        s3.region = Some("us-east-1".into());
+        s3.encryption = eco::config::S3Encryption::None;
+        s3.call_timeout = d(Duration::from_secs(2));
+        s3.max_attempts = 2;
+        self.config.snapshot.store = SnapshotStoreKind::S3;
+        self.config.snapshot.dir = None;
+        self.config.snapshot.s3 = Some(s3);
         self
     }
 

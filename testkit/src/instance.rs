@@ -103,6 +103,7 @@ impl Instance {
             log: &self.log_path(),
             netns: None,
             die_with_parent: false,
+            env: &[],
         }
         .spawn()
         .expect("spawn eco");

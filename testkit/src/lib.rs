@@ -39,12 +39,14 @@
 //! every caller would unwrap anyway. Every wait is bounded in time (and so
 //! in count); every process is killed by its pid, never by name.
 
+pub mod aws;
 pub mod cluster;
 pub mod config;
 pub mod etcd;
 pub mod instance;
 pub mod ledger;
 pub mod process;
+pub mod s3_server;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

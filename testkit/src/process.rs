@@ -42,6 +42,9 @@ pub struct EcoRun<'a> {
     pub netns: Option<&'a str>,
     /// See [`die_with_parent`].
     pub die_with_parent: bool,
+    /// Environment variables added to eco's (the AWS emulator's endpoints
+    /// and credentials).
+    pub env: &'a [(String, String)],
 }
 
 impl EcoRun<'_> {
@@ -65,6 +68,7 @@ impl EcoRun<'_> {
             .arg(self.config)
             .arg("--instance-id")
             .arg(self.instance_id)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);

@@ -22,6 +22,9 @@ pub enum Action {
     /// Remove a member (the leader, or an instance clearing its own stale
     /// member).
     RemoveMember { member_id: u64, name: String },
+    /// Hand raft leadership to another voter (the leader's instance is
+    /// leaving: the new leader's instance removes its member).
+    TransferLeadership { member_id: u64, name: String },
     /// Record this member id in the state file.
     RecordMemberId { member_id: u64 },
     /// Nothing is possible now; the reason says what it waits for.

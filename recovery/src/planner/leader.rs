@@ -31,6 +31,29 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
         members.iter().filter(|m| o.owner_of(m).is_none()).collect();
     departed.sort_by_key(|m| (m.name == o.local.instance_id, m.id));
     if let Some(m) = departed.first() {
+        if m.name == o.local.instance_id && !m.is_learner {
+            // Only this instance departs and it leads: hand leadership to a
+            // healthy voter first; that one's instance removes this member
+            // with a stable leader (a leader removing itself steps down
+            // only once the removal commits, and the cluster elects blind).
+            if let Some(to) = members
+                .iter()
+                .filter(|v| !v.is_learner && v.healthy && v.id != m.id && !v.never_started())
+                .min_by_key(|v| v.id)
+            {
+                return Some(Step::new(
+                    Action::TransferLeadership {
+                        member_id: to.id,
+                        name: to.name.clone(),
+                    },
+                    format!(
+                        "this instance is leaving and its member {} leads: hand leadership to {} first; its instance then removes this member",
+                        label(m),
+                        label(to)
+                    ),
+                ));
+            }
+        }
         if m.is_learner {
             return Some(Step::new(
                 Action::RemoveMember {

@@ -82,6 +82,7 @@ fn kinds(p: &Plan) -> Vec<&'static str> {
             Action::JoinAsLearner { .. } => "join",
             Action::Promote { .. } => "promote",
             Action::RemoveMember { .. } => "remove",
+            Action::TransferLeadership { .. } => "transfer",
             Action::RecordMemberId { .. } => "record",
             Action::Wait => "wait",
             Action::Nothing => "nothing",
@@ -603,9 +604,35 @@ fn a_removed_instance_leaves_and_never_fights() {
     let mut o = out_of_group(leader());
     o.group.retain(|(id, _)| id != "c");
     assert_eq!(removes(&plan(&o)), Some(3), "others first");
+    // Itself last: leadership handed to a healthy voter first (whose
+    // instance then removes it); with no healthy voter to take it, the
+    // leader removes itself when that keeps quorum.
     let mut o = out_of_group(leader());
     o.members = Some(vec![member(1, "a", A), member(2, "b", B)]);
-    assert_eq!(removes(&plan(&o)), Some(1), "itself last");
+    let p = plan(&o);
+    assert!(
+        matches!(
+            p.steps.first().map(|s| &s.action),
+            Some(Action::TransferLeadership { member_id: 2, .. })
+        ),
+        "{p:?}"
+    );
+    assert_eq!(removes(&p), None, "no removal while it leads");
+    let mut o = out_of_group(leader());
+    o.members = Some(vec![
+        member(1, "a", A),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    if let Some(m) = o.members.as_mut() {
+        m[1] = sick(member(2, "b", B), 0);
+        m[2] = sick(member(3, "c", C), 0);
+    }
+    assert_eq!(
+        removes(&plan(&o)),
+        None,
+        "1 of 2 healthy could not commit it"
+    );
 }
 
 #[test]

@@ -56,6 +56,9 @@ pub struct Options {
     pub runs: usize,
     /// Keep every run's directory (logs, data), not only failed ones.
     pub keep: bool,
+    /// The AWS provider and the S3 store on the local AWS emulator
+    /// (`--provider aws`) instead of the group file and a directory.
+    pub aws: bool,
 }
 
 /// Bound of every wait for the cluster to be whole.
@@ -116,7 +119,7 @@ fn run_scenario(s: Scenario, opts: &Options, slot: usize, run: usize) -> Outcome
         quorum_loss_timeout_s: opts.quorum_loss_timeout_s as f64,
         ..Outcome::default()
     };
-    if let Some(why) = s.unsupported() {
+    if let Some(why) = s.unsupported(opts.aws) {
         o.skipped = Some(why);
         o.passed = true;
         return o;
@@ -458,12 +461,9 @@ pub(crate) fn start_cluster(
             wait: Duration::from_secs(30),
             force: true,
         },
+        aws: opts.aws.then(cluster::AwsOptions::default),
     })?;
-    let mut group = Vec::new();
-    for _ in 0..opts.instances {
-        group.push(c.add_next(None)?);
-    }
-    c.set_group(&group)?;
+    let group = c.launch(opts.instances)?;
     for id in &group {
         c.start(id)?;
     }

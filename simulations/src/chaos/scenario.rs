@@ -107,8 +107,24 @@ impl Scenario {
         }
     }
 
-    /// Why this scenario cannot run here, if it cannot.
-    pub fn unsupported(self) -> Option<String> {
+    /// Why this scenario cannot run here, if it cannot (`aws`: on the AWS
+    /// provider and the emulator's S3).
+    pub fn unsupported(self, aws: bool) -> Option<String> {
+        if aws {
+            let why = match self {
+                s if s.partitions() => Some(
+                    "partitions need network namespaces; the AWS emulator's instances live on loopback",
+                ),
+                Scenario::LeaveFollower | Scenario::LeaveLeader => Some(
+                    "an AWS group removes an instance through the termination hook (tests/aws.rs scales in)",
+                ),
+                Scenario::StoreWiped => Some("wipes a directory store"),
+                _ => None,
+            };
+            if let Some(why) = why {
+                return Some(format!("not on --provider aws: {why}"));
+            }
+        }
         if self.partitions() {
             return testkit::cluster::partitions_unavailable();
         }
@@ -138,24 +154,11 @@ fn majority(n: usize) -> usize {
     n / 2 + 1
 }
 
-/// Replaces `gone` by new instances in the same zones; returns the group.
+/// Replaces `gone` by new instances (empty disks, started): new ids in
+/// the same zones in the group file, or new EC2 instances the AWS group
+/// launches when they are terminated; returns the group.
 fn replace(c: &mut Cluster, group: &[String], gone: &[String]) -> anyhow::Result<Vec<String>> {
-    let mut now: Vec<String> = group
-        .iter()
-        .filter(|id| !gone.contains(id))
-        .cloned()
-        .collect();
-    let mut fresh = Vec::new();
-    for id in gone {
-        let zone = c.nodes.get(id).and_then(|n| n.zone.clone());
-        fresh.push(c.add_next(zone.as_deref())?);
-    }
-    now.extend(fresh.iter().cloned());
-    c.set_group(&now)?;
-    for id in &fresh {
-        c.start(id)?;
-    }
-    Ok(now)
+    c.replace(group, gone)
 }
 
 /// Injects the fault of `s` into the running `group`; `leader` is the
@@ -310,12 +313,8 @@ pub fn inject(
             now
         }
         Scenario::StoreOutage => {
-            let store = c.store();
-            let away = store.with_file_name("store.away");
             let before = c.snapshot_names().len();
-            std::fs::rename(&store, &away).context("store away")?;
-            std::thread::sleep(Duration::from_secs(10));
-            std::fs::rename(&away, &store).context("store back")?;
+            c.store_outage(Duration::from_secs(10))?;
             steps.push((t(), "store back".into()));
             let limit = Instant::now() + Duration::from_secs(30);
             let mut resumed = false;

@@ -18,8 +18,10 @@
 //! Nothing is left behind: `Drop` kills every eco and every etcd on an
 //! instance's data directory by pid, and removes the namespaces.
 
+pub mod aws_group;
 pub mod netns;
 
+pub use aws_group::{AwsOptions, AwsSide};
 pub use netns::{partitions_unavailable, remove_all_namespaces};
 
 use crate::config::ConfigBuilder;
@@ -77,6 +79,9 @@ pub struct Options {
     /// [`crate::process::die_with_parent`]).
     pub die_with_harness: bool,
     pub stopping: Stopping,
+    /// The AWS provider and S3 store on the local AWS emulator instead of
+    /// the group file and the directory store (see [`aws_group`]).
+    pub aws: Option<AwsOptions>,
 }
 
 impl Options {
@@ -101,6 +106,7 @@ impl Options {
                 wait: Duration::from_secs(20),
                 force: false,
             },
+            aws: None,
         }
     }
 }
@@ -125,6 +131,8 @@ pub struct Node {
     pub settings: ConfigBuilder,
     /// Its network namespace, if any.
     pub netns: Option<String>,
+    /// Environment of its eco (the AWS emulator's endpoints).
+    pub env: Vec<(String, String)>,
     pub process: Option<Child>,
 }
 
@@ -169,6 +177,8 @@ pub struct Cluster {
     pub nodes: BTreeMap<String, Node>,
     /// eco processes that did not exit when stopped (killed on drop).
     strays: Vec<Child>,
+    /// The AWS emulator, group and bucket (dropped after every process).
+    pub aws: Option<AwsSide>,
 }
 
 impl Cluster {
@@ -217,12 +227,24 @@ impl Cluster {
             <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
         )
         .context("gossip keys mode")?;
+        let aws = match &opts.aws {
+            Some(a) => {
+                anyhow::ensure!(
+                    opts.network == Network::Loopback,
+                    "the AWS emulator's instances live on loopback"
+                );
+                let name = opts.config.config().cluster.name.clone();
+                Some(AwsSide::start(&dir, &name, opts.net, a.clone())?)
+            }
+            None => None,
+        };
         Ok(Self {
             root,
             opts,
             next: 1,
             nodes: BTreeMap::new(),
             strays: Vec::new(),
+            aws,
         })
     }
 
@@ -293,13 +315,29 @@ impl Cluster {
         let dir = self.root().join(id);
         std::fs::create_dir_all(&dir).context("node dir")?;
         let config = dir.join("eco.toml");
-        let settings = self
-            .opts
-            .config
-            .clone()
-            .group_file("../group.toml")
-            .gossip_key_file("../gossip.keys")
-            .dir_store("../store");
+        let (settings, env) = match &self.aws {
+            None => (
+                self.opts
+                    .config
+                    .clone()
+                    .group_file("../group.toml")
+                    .gossip_key_file("../gossip.keys")
+                    .dir_store("../store"),
+                Vec::new(),
+            ),
+            Some(aws) => {
+                let endpoint = aws.emulator.endpoint();
+                (
+                    self.opts
+                        .config
+                        .clone()
+                        .aws_provider(&endpoint, aws.options.refresh)
+                        .gossip_key_file("../gossip.keys")
+                        .s3_store(&endpoint, &aws.bucket),
+                    aws.emulator.env(&address),
+                )
+            }
+        };
         settings.write(&config)?;
         self.nodes.insert(
             id.to_string(),
@@ -311,6 +349,7 @@ impl Cluster {
                 config,
                 settings,
                 netns,
+                env,
                 process: None,
             },
         );
@@ -328,8 +367,126 @@ impl Cluster {
         n.settings.write(&n.config)
     }
 
+    /// Launches a group of `n` instances (not started): the next `n`
+    /// instances in the group file, or an auto-scaling group of `n` on the
+    /// AWS emulator. Returns their ids.
+    pub fn launch(&mut self, n: usize) -> anyhow::Result<Vec<String>> {
+        if self.aws.is_none() {
+            let mut group = Vec::new();
+            for _ in 0..n {
+                group.push(self.add_next(None)?);
+            }
+            self.set_group(&group)?;
+            return Ok(group);
+        }
+        let launched = match self.aws.as_mut() {
+            Some(aws) => aws.create(n as u32)?,
+            None => Vec::new(),
+        };
+        self.declare_launched(&launched)
+    }
+
+    /// Declares the instances the AWS group launched.
+    fn declare_launched(
+        &mut self,
+        launched: &[crate::aws::GroupInstance],
+    ) -> anyhow::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for i in launched {
+            if let Some(aws) = &self.aws {
+                aws.wait_imds(&i.private_ip)?;
+            }
+            if !self.nodes.contains_key(&i.id) {
+                self.declare(&i.id, i.private_ip.clone(), Some(i.zone.clone()), None)?;
+            }
+            ids.push(i.id.clone());
+        }
+        Ok(ids)
+    }
+
+    /// `gone` (stopped already) are replaced by new instances with empty
+    /// disks, which are started: in the group file (new ids, same zones),
+    /// or on AWS by terminating their EC2 instances, which the group
+    /// replaces at once (new ids and addresses). Returns the group.
+    pub fn replace(&mut self, group: &[String], gone: &[String]) -> anyhow::Result<Vec<String>> {
+        let mut now: Vec<String> = group
+            .iter()
+            .filter(|id| !gone.contains(id))
+            .cloned()
+            .collect();
+        let fresh = match &self.aws {
+            None => {
+                let mut fresh = Vec::new();
+                for id in gone {
+                    let zone = self.nodes.get(id).and_then(|n| n.zone.clone());
+                    fresh.push(self.add_next(zone.as_deref())?);
+                }
+                now.extend(fresh.iter().cloned());
+                self.set_group(&now)?;
+                fresh
+            }
+            Some(aws) => {
+                let g = aws.group();
+                for id in gone {
+                    g.terminate_ec2(id);
+                }
+                let serving = aws.in_service(group.len(), gone);
+                let launched: Vec<_> = serving
+                    .into_iter()
+                    .filter(|i| !now.contains(&i.id))
+                    .collect();
+                let fresh = self.declare_launched(&launched)?;
+                now.extend(fresh.iter().cloned());
+                fresh
+            }
+        };
+        for id in &fresh {
+            self.start(id)?;
+        }
+        Ok(now)
+    }
+
+    /// AWS: sets the group's desired capacity to `n`. Growing, the new
+    /// instances are declared and started once running; shrinking, the
+    /// group holds the instances it chose in `Terminating:Wait` (with a
+    /// hook) for their eco to leave. Returns the instances in service.
+    pub fn scale_to(&mut self, n: usize) -> anyhow::Result<Vec<String>> {
+        let aws = self.aws.as_ref().context("scale_to needs the AWS group")?;
+        aws.group().set_desired(n as u32);
+        let serving = aws.in_service(n, &[]);
+        let fresh: Vec<_> = serving
+            .iter()
+            .filter(|i| !self.nodes.contains_key(&i.id))
+            .cloned()
+            .collect();
+        let ids: Vec<String> = serving.iter().map(|i| i.id.clone()).collect();
+        for id in self.declare_launched(&fresh)? {
+            self.start(&id)?;
+        }
+        Ok(ids)
+    }
+
+    /// The store is unreachable for `span` (the directory moved away, or
+    /// the emulator's S3 answering 503), then back.
+    pub fn store_outage(&self, span: Duration) -> anyhow::Result<()> {
+        if let Some(aws) = &self.aws {
+            aws.emulator.outage(&["s3"], span);
+            std::thread::sleep(span);
+            return Ok(());
+        }
+        let store = self.store();
+        let away = store.with_file_name("store.away");
+        std::fs::rename(&store, &away).context("store away")?;
+        std::thread::sleep(span);
+        std::fs::rename(&away, &store).context("store back")
+    }
+
     /// Writes the group file with these instances (atomically).
     pub fn set_group<S: AsRef<str>>(&self, ids: &[S]) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.aws.is_none(),
+            "the AWS group is changed through the emulator, not a group file"
+        );
         let mut members = Vec::new();
         for id in ids {
             let n = self.nodes.get(id.as_ref()).context("unknown instance")?;
@@ -348,6 +505,7 @@ impl Cluster {
             log: &n.dir.join("eco.log"),
             netns: n.netns.as_deref(),
             die_with_parent: self.opts.die_with_harness,
+            env: &n.env,
         }
         .spawn()
         .context("spawn eco")?;
@@ -438,6 +596,15 @@ impl Cluster {
 
     /// Numbers of the incarnation records in the store.
     pub fn records(&self) -> Vec<u64> {
+        if let Some(aws) = &self.aws {
+            let mut out: Vec<u64> = aws
+                .keys(self.name(), "incarnations/")
+                .iter()
+                .filter_map(|k| k.parse().ok())
+                .collect();
+            out.sort();
+            return out;
+        }
         let dir = self.store().join(self.name()).join("incarnations");
         let mut out: Vec<u64> = std::fs::read_dir(dir)
             .into_iter()
@@ -451,6 +618,13 @@ impl Cluster {
 
     /// Names of the snapshot objects in the store.
     pub fn snapshot_names(&self) -> Vec<String> {
+        if let Some(aws) = &self.aws {
+            return aws
+                .keys(self.name(), "snapshots/")
+                .into_iter()
+                .filter(|n| n.ends_with(".db") && !n.contains('/'))
+                .collect();
+        }
         snapshot_names(&self.store(), self.name())
     }
 
@@ -531,7 +705,8 @@ impl Cluster {
     /// Waits until the members are exactly `names`, all started voters, and
     /// every one of them answers reads with the same cluster id.
     pub fn wait_voters(&self, names: &[&str], limit: Duration) -> Option<u64> {
-        let want: Vec<(String, bool)> = names.iter().map(|n| (n.to_string(), false)).collect();
+        let mut want: Vec<(String, bool)> = names.iter().map(|n| (n.to_string(), false)).collect();
+        want.sort();
         wait_until(limit, || {
             let (cluster, members) = self.members()?;
             if members != want {

@@ -1,0 +1,322 @@
+//! eco on an EC2 auto-scaling group, end to end: real `eco` and etcd
+//! processes whose instances are launched through the Auto Scaling API of
+//! the local AWS emulator (moto, plus the test kit's IMDSv2 per instance
+//! and lifecycle-hook wait: `testkit/aws/`), with private addresses on
+//! loopback — so they find each other only through the AWS API — and
+//! snapshots and the record of truth in the emulator's S3. Under a write
+//! load whose every acknowledged write is recorded:
+//!
+//! - a 3-instance cluster forms from the group; an instance is terminated,
+//!   the group launches a replacement (new id, new address), and the
+//!   cluster is back to three voters with nothing lost;
+//! - desired capacity 3 → 5 → 3: the scale-out joins two learners one at
+//!   a time; the scale-in goes through the termination hook — each chosen
+//!   instance leaves gracefully and completes its lifecycle action
+//!   (`CONTINUE`), writes never stop for long, nothing lost;
+//! - two of three terminated and replaced: quorum loss, recovered with S3
+//!   as the store, writable with every acknowledged write;
+//! - an Auto Scaling and EC2 outage in steady state: nothing removed,
+//!   nothing reseeded, and `/status` says the group view is stale.
+
+use std::time::{Duration, Instant};
+use testkit::cluster::{AwsOptions, Cluster, Options};
+use testkit::eco_bin;
+use testkit::etcd::{client, rt, write};
+use testkit::ledger::{Ledger, lost_writes};
+use testkit::process::kill;
+use testkit::wait_until;
+
+/// A cluster on its own /16 (`127.<100+net>.0.0/16`) of the emulator.
+fn aws_cluster(net: u8) -> Cluster {
+    let mut o = Options::integration(eco_bin!());
+    o.net = net;
+    o.aws = Some(AwsOptions {
+        hook: Some(Duration::from_secs(60)),
+        refresh: Duration::from_secs(1),
+    });
+    Cluster::new(o).expect("cluster on the AWS emulator")
+}
+
+fn formed(c: &mut Cluster, n: usize) -> Vec<String> {
+    let ids = c.launch(n).expect("the group launches its instances");
+    for id in &ids {
+        c.start(id).expect("start eco");
+    }
+    let names: Vec<&str> = ids.iter().map(String::as_str).collect();
+    c.wait_voters(&names, Duration::from_secs(90))
+        .unwrap_or_else(|| panic!("{n} voters formed from the group"));
+    ids
+}
+
+fn kill_node(c: &mut Cluster, id: &str) {
+    let etcd = c.etcd_pids(id);
+    c.stop(id, libc::SIGKILL).expect("stop eco");
+    for pid in etcd {
+        kill(pid, libc::SIGKILL);
+    }
+}
+
+fn names(ids: &[String]) -> Vec<&str> {
+    ids.iter().map(String::as_str).collect()
+}
+
+fn assert_nothing_lost(c: &Cluster, ids: &[String], acked: &[(String, String)]) {
+    assert!(
+        acked.len() > 50,
+        "the load wrote too little: {}",
+        acked.len()
+    );
+    for id in ids {
+        let lost = lost_writes(&c.nodes[id].endpoint(), acked);
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
+}
+
+/// Writes a key every 100 ms through `endpoints` and records when each
+/// write was acknowledged, until stopped: the longest gap says whether
+/// the cluster stopped accepting writes.
+struct GapProbe {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<Instant>>,
+}
+
+impl GapProbe {
+    fn start(endpoints: Vec<String>) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut acks = Vec::new();
+            let mut n = 0u64;
+            let until = Instant::now() + Duration::from_secs(600);
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < until {
+                n += 1;
+                if endpoints
+                    .iter()
+                    .any(|e| write(e, &format!("gap/{n:06}"), "x"))
+                {
+                    acks.push(Instant::now());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            acks
+        });
+        Self { stop, handle }
+    }
+
+    fn longest_gap(self) -> Duration {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let acks = self.handle.join().unwrap_or_default();
+        acks.windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or_default()
+    }
+}
+
+fn status_json(c: &Cluster, id: &str) -> Option<serde_json::Value> {
+    let api = c.nodes.get(id)?.api();
+    let mut stream =
+        std::net::TcpStream::connect_timeout(&api.parse().ok()?, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    use std::io::{Read, Write};
+    stream
+        .write_all(format!("GET /status HTTP/1.0\r\nHost: {api}\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let body = text.split("\r\n\r\n").nth(1)?;
+    serde_json::from_str(body).ok()
+}
+
+#[test]
+fn forms_from_the_group_and_a_terminated_instance_is_replaced_with_nothing_lost() {
+    let mut c = aws_cluster(11);
+    let ids = formed(&mut c, 3);
+    for id in &ids {
+        assert!(id.starts_with("i-"), "instance ids are EC2 ids: {id}");
+        let s = status_json(&c, id).expect("status");
+        assert_eq!(
+            s["group"]["instances"].as_array().map(Vec::len),
+            Some(3),
+            "{s}"
+        );
+        assert!(
+            s["group"]["instances"][0]["zone"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("us-east-1"),
+            "{s}"
+        );
+    }
+    let ledger = Ledger::start(c.endpoints(&ids), 20_000);
+    std::thread::sleep(Duration::from_secs(2));
+
+    let victim = ids[1].clone();
+    kill_node(&mut c, &victim);
+    let at = Instant::now();
+    let now = c
+        .replace(&ids, std::slice::from_ref(&victim))
+        .expect("replaced by the group");
+    assert!(!now.contains(&victim));
+    c.wait_voters(&names(&now), Duration::from_secs(120))
+        .expect("three voters again, the replacement among them");
+    eprintln!(
+        "AWS: replacement a voter {:.1} s after the termination",
+        at.elapsed().as_secs_f64()
+    );
+    let (acked, _) = ledger.finish();
+    assert_nothing_lost(&c, &now, &acked);
+    assert_eq!(c.records(), vec![1], "a minority failure never reseeds");
+    assert!(!c.snapshot_names().is_empty(), "snapshots are in S3");
+}
+
+#[test]
+fn scale_out_then_in_through_the_termination_hook_loses_nothing() {
+    let mut c = aws_cluster(12);
+    let three = formed(&mut c, 3);
+    let ledger = Ledger::start(c.endpoints(&three), 20_000);
+
+    let five = c.scale_to(5).expect("scale out");
+    assert_eq!(five.len(), 5);
+    c.wait_voters(&names(&five), Duration::from_secs(150))
+        .expect("five voters after the scale-out");
+
+    let probe = GapProbe::start(c.endpoints(&five));
+    let at = Instant::now();
+    let kept = c.scale_to(3).expect("scale in");
+    let leaving: Vec<String> = five
+        .iter()
+        .filter(|id| !kept.contains(id))
+        .cloned()
+        .collect();
+    assert_eq!(
+        leaving.len(),
+        2,
+        "the group chose two instances: {leaving:?}"
+    );
+    c.wait_voters(&names(&kept), Duration::from_secs(150))
+        .expect("three voters after the scale-in");
+    let aws = c.aws.as_ref().expect("aws");
+    let completed = wait_until(Duration::from_secs(60), || {
+        let actions = aws.emulator.lifecycle_actions();
+        leaving
+            .iter()
+            .all(|id| {
+                actions.iter().any(|a| {
+                    a.action == "CompleteLifecycleAction"
+                        && a.instance_id.as_deref() == Some(id.as_str())
+                        && a.error.is_none()
+                        && a.result.as_deref() == Some("CONTINUE")
+                })
+            })
+            .then_some(actions)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "both leaving instances completed their lifecycle action: {:#?}",
+            aws.emulator.lifecycle_actions()
+        )
+    });
+    let heartbeats = completed
+        .iter()
+        .filter(|a| a.action == "RecordLifecycleActionHeartbeat" && a.error.is_none())
+        .count();
+    eprintln!(
+        "AWS scale-in: three voters {:.1} s after the desired capacity changed; {heartbeats} heartbeat(s)",
+        at.elapsed().as_secs_f64()
+    );
+    let gap = probe.longest_gap();
+    assert!(
+        gap < Duration::from_secs(5),
+        "writes stopped for {gap:?} during the scale-in: quorum must hold"
+    );
+    for id in &leaving {
+        wait_until(Duration::from_secs(30), || {
+            (aws.group().ec2_state(id).as_deref() == Some("terminated")).then_some(())
+        })
+        .unwrap_or_else(|| panic!("{id} is terminated once its hook is completed"));
+        assert!(
+            c.nodes[id].data_dir().join("member/wal").exists(),
+            "{id} kept its data (the instance's disk goes with it, eco never deletes)"
+        );
+        let log = c.nodes[id].log();
+        assert!(
+            log.contains("completed the lifecycle action"),
+            "{id}: {log}"
+        );
+    }
+    let (acked, _) = ledger.finish();
+    assert_nothing_lost(&c, &kept, &acked);
+    assert_eq!(c.records(), vec![1], "a scale-in never reseeds");
+}
+
+#[test]
+fn two_of_three_terminated_and_replaced_recover_from_s3_with_every_acknowledged_write() {
+    let mut c = aws_cluster(13);
+    let ids = formed(&mut c, 3);
+    let old = wait_until(Duration::from_secs(10), || {
+        rt().block_on(async {
+            let mut cl = client(&c.nodes[&ids[0]].endpoint()).await?;
+            cl.status().await.ok()?.header().map(|h| h.cluster_id())
+        })
+    })
+    .expect("cluster id");
+    let ledger = Ledger::start(c.endpoints(&ids), 20_000);
+    std::thread::sleep(Duration::from_secs(3));
+    let gone = vec![ids[1].clone(), ids[2].clone()];
+    for id in &gone {
+        kill_node(&mut c, id);
+    }
+    let at = Instant::now();
+    let now = c.replace(&ids, &gone).expect("replaced by the group");
+    let writable = wait_until(Duration::from_secs(120), || {
+        write(&c.nodes[&ids[0]].endpoint(), "probe/writable", "yes").then(Instant::now)
+    })
+    .expect("writable again within 120 s");
+    let new = c
+        .wait_voters(&names(&now), Duration::from_secs(150))
+        .expect("three voters again");
+    eprintln!(
+        "AWS quorum loss: writable {:.1} s after the loss, three voters after {:.1} s",
+        (writable - at).as_secs_f64(),
+        at.elapsed().as_secs_f64()
+    );
+    assert_ne!(new, old, "a reseed makes a new cluster id");
+    assert_eq!(
+        c.records(),
+        vec![1, 2],
+        "incarnation 2 is recorded in S3, once"
+    );
+    let (acked, _) = ledger.finish();
+    assert_nothing_lost(&c, &now, &acked);
+}
+
+#[test]
+fn an_api_outage_in_steady_state_removes_nothing_and_reseeds_nothing() {
+    let mut c = aws_cluster(14);
+    let ids = formed(&mut c, 3);
+    let members_before = c.member_ids().expect("members");
+    let ledger = Ledger::start(c.endpoints(&ids), 20_000);
+    let aws = c.aws.as_ref().expect("aws");
+    aws.emulator
+        .outage(&["autoscaling", "ec2"], Duration::from_secs(15));
+    let stale = wait_until(Duration::from_secs(10), || {
+        let s = status_json(&c, &ids[0])?;
+        s["group_problem"].as_str().map(str::to_string)
+    })
+    .expect("/status says the group view is stale during the outage");
+    assert!(stale.contains("last complete view"), "{stale}");
+    std::thread::sleep(Duration::from_secs(15));
+    wait_until(Duration::from_secs(20), || {
+        status_json(&c, &ids[0]).and_then(|s| s["group_problem"].is_null().then_some(()))
+    })
+    .expect("the stale mark goes once the API answers");
+    assert_eq!(
+        c.member_ids().expect("members"),
+        members_before,
+        "nothing removed"
+    );
+    assert_eq!(c.records(), vec![1], "nothing reseeded");
+    let (acked, _) = ledger.finish();
+    assert_nothing_lost(&c, &ids, &acked);
+}
