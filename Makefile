@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos soak
+.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos chaos-aws soak
 
 deps:
 	bash scripts/install-deps.sh
@@ -29,6 +29,15 @@ chaos: deps
 	$(CARGO) build --release -p eco -p simulations
 	./target/release/simulations chaos --scenario all --instances 3 --runs $(RUNS) --out target/chaos
 	./target/release/simulations chaos --scenario all --instances 5 --runs $(RUNS) --out target/chaos
+
+# The AWS scenarios of the matrix on the AWS provider and the S3 store of
+# the local AWS emulator (moto + the test kit's additions), 3 and 5
+# instances (release build); reports under target/chaos-aws/.
+AWS_SCENARIOS ?= kill-etcd-leader,wipe-one,wipe-majority,zone-loss,stop-wipe-all,store-outage,crash-during-recovery
+chaos-aws: deps
+	$(CARGO) build --release -p eco -p simulations
+	./target/release/simulations chaos --provider aws --scenario $(AWS_SCENARIOS) --instances 3 --runs $(RUNS) --out target/chaos-aws
+	./target/release/simulations chaos --provider aws --scenario $(AWS_SCENARIOS) --instances 5 --runs $(RUNS) --out target/chaos-aws
 
 # The monkey soak: random faults on one cluster under the write ledger, with
 # 3 and then 5 instances (release build); reports under target/soak/.

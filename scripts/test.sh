@@ -5,7 +5,8 @@
 #   3. clippy (-D warnings)
 #   4. all tests (unit, table, simulation, integration on etcd 3.5)
 #   5. the real-etcd integration tests again on etcd 3.4
-#   6. a subset of the chaos matrix (simulations chaos) on real processes
+#   6. a subset of the chaos matrix (simulations chaos) on real processes,
+#      on the static provider and on the AWS provider (the local emulator)
 #   7. a 3-minute monkey soak (random faults under the write ledger); the
 #      30-minute soaks are `make soak`
 set -euo pipefail
@@ -32,6 +33,10 @@ ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_in
 step "chaos subset (real processes, the dev build of eco)"
 ./target/debug/simulations chaos --eco-bin target/debug/eco --out target/chaos-ci \
   --scenario kill-etcd-follower,wipe-one,wipe-majority,stop-wipe-all,partition-minority,leave-leader,restart-survivors
+
+step "chaos subset on the AWS provider and S3 (the local AWS emulator)"
+./target/debug/simulations chaos --provider aws --eco-bin target/debug/eco --out target/chaos-ci-aws \
+  --scenario wipe-majority
 
 step "monkey soak, 3 minutes (real processes, the dev build of eco)"
 ./target/debug/simulations chaos --monkey --duration 3m --seed 1 --eco-bin target/debug/eco --out target/chaos-ci

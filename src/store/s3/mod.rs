@@ -63,10 +63,12 @@
 //! checks the sha256).
 
 mod commit;
+mod conditional;
 mod errors;
 mod keys;
 mod read;
 mod start;
+mod sweep;
 mod upload;
 
 use super::{
@@ -245,7 +247,7 @@ impl S3Store {
     /// instance's put in progress). Nothing else is touched. Returns how
     /// many were removed.
     pub async fn sweep_leftovers(&self, older_than: Duration) -> Result<usize, StoreError> {
-        start::sweep(self, older_than).await
+        sweep::sweep(self, older_than).await
     }
 }
 
@@ -301,7 +303,7 @@ impl ObjectStore for S3Store {
         name: &str,
         content: &[u8],
     ) -> Result<CreateOutcome, StoreError> {
-        start::create_if_absent(self, name, content).await
+        conditional::create_if_absent(self, name, content).await
     }
 
     /// Proves the bucket reachable and writable, and that the endpoint
