@@ -15,6 +15,9 @@
 //!   (`CONTINUE`), writes never stop for long, nothing lost;
 //! - two of three terminated and replaced: quorum loss, recovered with S3
 //!   as the store, writable with every acknowledged write;
+//! - a scale-in without a hook: the instance is terminated at once while
+//!   its eco still runs (the test kit does not stop it): it is certified
+//!   gone, its member is removed, and its eco stops etcd and says it left;
 //! - an Auto Scaling and EC2 outage in steady state: nothing removed,
 //!   nothing reseeded, and `/status` says the group view is stale.
 
@@ -26,12 +29,17 @@ use testkit::ledger::{Ledger, lost_writes};
 use testkit::process::kill;
 use testkit::wait_until;
 
-/// A cluster on its own /16 (`127.<100+net>.0.0/16`) of the emulator.
+/// A cluster on its own /16 (`127.<100+net>.0.0/16`) of the emulator,
+/// its group with a termination hook.
 fn aws_cluster(net: u8) -> Cluster {
+    aws_cluster_with(net, Some(Duration::from_secs(60)))
+}
+
+fn aws_cluster_with(net: u8, hook: Option<Duration>) -> Cluster {
     let mut o = Options::integration(eco_bin!());
     o.net = net;
     o.aws = Some(AwsOptions {
-        hook: Some(Duration::from_secs(60)),
+        hook,
         refresh: Duration::from_secs(1),
     });
     Cluster::new(o).expect("cluster on the AWS emulator")
@@ -194,6 +202,10 @@ fn scale_out_then_in_through_the_termination_hook_loses_nothing() {
         2,
         "the group chose two instances: {leaving:?}"
     );
+    // One of them has its eco killed and restarted in the middle of its
+    // leave: it picks the leave up where the group's state says it is.
+    c.stop(&leaving[0], libc::SIGKILL).expect("kill eco");
+    c.start(&leaving[0]).expect("restart eco");
     c.wait_voters(&names(&kept), Duration::from_secs(150))
         .expect("three voters after the scale-in");
     let aws = c.aws.as_ref().expect("aws");
@@ -319,4 +331,49 @@ fn an_api_outage_in_steady_state_removes_nothing_and_reseeds_nothing() {
     assert_eq!(c.records(), vec![1], "nothing reseeded");
     let (acked, _) = ledger.finish();
     assert_nothing_lost(&c, &ids, &acked);
+}
+
+#[test]
+fn a_scale_in_without_a_hook_leaves_through_the_departed_path() {
+    let mut c = aws_cluster_with(15, None);
+    let three = formed(&mut c, 3);
+    let ledger = Ledger::start(c.endpoints(&three), 20_000);
+    let kept = c.scale_to(2).expect("scale in");
+    let gone: Vec<String> = three
+        .iter()
+        .filter(|id| !kept.contains(id))
+        .cloned()
+        .collect();
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    let gone = &gone[0];
+    let aws = c.aws.as_ref().expect("aws");
+    wait_until(Duration::from_secs(30), || {
+        (aws.group().ec2_state(gone).as_deref() == Some("terminated")).then_some(())
+    })
+    .expect("terminated at once: no hook waits");
+    c.wait_voters(&names(&kept), Duration::from_secs(120))
+        .expect("two voters: the terminated instance's member is removed");
+    // Its eco still runs (nothing stopped it): it stops etcd and says so.
+    wait_until(Duration::from_secs(30), || {
+        c.etcd_pids(gone).is_empty().then_some(())
+    })
+    .expect("the removed instance's etcd is stopped by its eco");
+    let s = wait_until(Duration::from_secs(20), || {
+        let s = status_json(&c, gone)?;
+        (s["phase"] == "leaving").then_some(s)
+    })
+    .expect("the removed instance says it is leaving");
+    assert!(
+        s["next"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not in the group"),
+        "{s}"
+    );
+    assert!(
+        aws.emulator.lifecycle_actions().is_empty(),
+        "no hook, no lifecycle action"
+    );
+    let (acked, _) = ledger.finish();
+    assert_nothing_lost(&c, &kept, &acked);
 }

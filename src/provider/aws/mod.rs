@@ -113,12 +113,19 @@ impl AwsProvider {
                 _ => return None,
             },
         };
-        let hook = match self.hook().await {
-            Ok(h) => h,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the group's lifecycle hooks; asking again on the next refresh");
-                None
+        // Only `Terminating:Wait` waits for eco: in any other state the
+        // hook was completed already (or there is none), and completing
+        // again would fail.
+        let hook = if own_state == Some("Terminating:Wait") {
+            match self.hook().await {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the group's lifecycle hooks; asking again on the next refresh");
+                    None
+                }
             }
+        } else {
+            None
         };
         Some(TerminationNotice { source, hook })
     }
