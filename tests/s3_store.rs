@@ -742,3 +742,46 @@ async fn records_are_never_skipped() {
         .to_string();
     assert!(err.contains("c/incarnations/0000000003"), "{err}");
 }
+
+/// The daemon on an endpoint that ignores `If-None-Match` (s3rver): etcd
+/// runs and snapshots are written, but quorum-loss recovery is refused
+/// with a clear error in the log and in `/status` — never a silent
+/// fallback.
+#[test]
+fn eco_refuses_quorum_loss_recovery_on_an_endpoint_that_overwrites() {
+    let server = S3Server::start(Kind::S3rver);
+    testkit::etcd::rt().block_on(create_bucket(&server, BUCKET));
+    let mut eco = testkit::instance::Instance::new(testkit::eco_bin!(), "127.0.31.1");
+    let endpoint = server.endpoint();
+    eco.configure(|c| c.s3_store(&endpoint, BUCKET));
+    eco.env = vec![
+        ("AWS_ACCESS_KEY_ID".into(), server.access_key().into()),
+        ("AWS_SECRET_ACCESS_KEY".into(), server.secret_key().into()),
+        ("AWS_REGION".into(), "us-east-1".into()),
+        ("AWS_EC2_METADATA_DISABLED".into(), "true".into()),
+    ];
+    eco.start();
+    let status = testkit::wait_until(Duration::from_secs(30), || {
+        let (code, out, _) = eco.eco(&[
+            "status",
+            "--json",
+            "--config",
+            eco.config.to_str()?,
+            "--instance-id",
+            "eco-1",
+        ]);
+        let s: serde_json::Value = serde_json::from_str(&out).ok()?;
+        (code == 0 && s["ready"] == true).then_some(s)
+    })
+    .unwrap_or_else(|| panic!("eco is ready on the store; log:\n{}", eco.log()));
+    let problem = status["store_problem"].as_str().unwrap_or_default();
+    assert!(
+        problem.contains("conditional creates") && problem.contains("quorum-loss recovery is off"),
+        "{status}"
+    );
+    assert!(
+        eco.log().contains("quorum-loss recovery is OFF"),
+        "{}",
+        eco.log()
+    );
+}

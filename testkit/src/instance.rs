@@ -24,6 +24,9 @@ pub struct Instance {
     /// What is in it.
     pub settings: ConfigBuilder,
     pub process: Option<Child>,
+    /// Environment variables added to eco's (an S3 endpoint's
+    /// credentials).
+    pub env: Vec<(String, String)>,
     eco: PathBuf,
 }
 
@@ -53,6 +56,7 @@ impl Instance {
             config,
             settings,
             process: None,
+            env: Vec::new(),
             eco,
         }
     }
@@ -103,7 +107,7 @@ impl Instance {
             log: &self.log_path(),
             netns: None,
             die_with_parent: false,
-            env: &[],
+            env: &self.env,
         }
         .spawn()
         .expect("spawn eco");
