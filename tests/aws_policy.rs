@@ -1,4 +1,4 @@
-//! The IAM policy docs/aws.md gives (and the Terraform module attaches) is
+//! The IAM policy docs/aws.md gives operators to attach is
 //! exactly what eco calls: every AWS SDK operation the AWS provider
 //! (`src/provider/aws/`) and the S3 store (`src/store/s3/`) call needs an
 //! action the policy allows, and every action the policy allows is needed

@@ -112,6 +112,20 @@ impl WriterFacts {
         }
     }
 
+    /// Whether a final snapshot is due as this instance leaves its group
+    /// (a termination notice), and why. Like [`Self::final_due`], but a
+    /// leaving instance is never ready (it takes no new clients), so its
+    /// member's leadership counts whether or not it is ready.
+    pub fn final_due_leaving(&self) -> Option<String> {
+        let me = self.member.filter(|_| self.etcd_running)?;
+        final_snapshot_due(
+            me.is_leader,
+            !me.is_learner,
+            self.voters,
+            self.healthy_other_voters,
+        )
+    }
+
     /// Whether a final snapshot is due as eco stops, and why: only with a
     /// running, answering member ([`final_snapshot_due`] says which).
     pub fn final_due(&self) -> Option<String> {
@@ -335,5 +349,45 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn a_leaving_leader_snapshots_though_it_is_not_ready() {
+        let leaving_leader = WriterFacts {
+            ready: false,
+            etcd_running: true,
+            member: Some(WriterMember {
+                is_leader: true,
+                is_learner: false,
+                revision: 9,
+            }),
+            voters: 3,
+            healthy_other_voters: 2,
+        };
+        assert_eq!(
+            leaving_leader.final_due(),
+            None,
+            "not ready: not the writer"
+        );
+        assert!(leaving_leader.final_due_leaving().is_some());
+        let follower = WriterFacts {
+            member: Some(WriterMember {
+                is_leader: false,
+                is_learner: false,
+                revision: 9,
+            }),
+            ..leaving_leader
+        };
+        assert_eq!(follower.final_due_leaving(), None, "a healthy quorum stays");
+        let last_quorum = WriterFacts {
+            healthy_other_voters: 1,
+            ..follower
+        };
+        assert!(last_quorum.final_due_leaving().is_some());
+        let stopped = WriterFacts {
+            etcd_running: false,
+            ..leaving_leader
+        };
+        assert_eq!(stopped.final_due_leaving(), None);
     }
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub async fn store(config: &Config) -> anyhow::Result<Arc<dyn ObjectStore>> {
     crate::store::from_config(config).await?.ok_or_else(|| {
         anyhow::anyhow!(
-            "no snapshot store is configured: set snapshot.store = \"dir\" and [snapshot.dir] path"
+            "no snapshot store is configured: set snapshot.store = \"dir\" with [snapshot.dir] path, or \"s3\" with [snapshot.s3] bucket"
         )
     })
 }

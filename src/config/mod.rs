@@ -85,8 +85,9 @@ pub struct AwsProviderConfig {
     /// The region; by default the one the instance metadata service reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-    /// An Auto Scaling / EC2 endpoint other than AWS's (an emulator, a VPC
-    /// endpoint).
+    /// One endpoint for both the Auto Scaling and EC2 APIs instead of
+    /// AWS's (an emulator, or a proxy that serves both); AWS's own
+    /// endpoints (VPC endpoints through private DNS) need no setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
     /// How often the group is read from the Auto Scaling and EC2 APIs.
@@ -345,7 +346,7 @@ pub struct S3StoreConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kms_key_id: Option<String>,
     /// Size of the parts of a multipart upload (5 MiB to 5 GiB); memory
-    /// used by an upload is about `part_size` × `parts_in_flight`.
+    /// used by an upload is about `part_size` × (`parts_in_flight` + 1).
     #[serde(default = "defaults::s3_part_size")]
     pub part_size: u64,
     #[serde(default = "defaults::s3_parts_in_flight")]

@@ -163,6 +163,7 @@ pub fn validate(c: &Config) -> Vec<Problem> {
                 }
                 ck.at_least("provider.aws.refresh_interval", a.refresh_interval, Duration::from_secs(1));
                 ck.at_least("provider.aws.call_timeout", a.call_timeout, Duration::from_millis(100));
+                ck.at_least("provider.aws.leave_timeout", a.leave_timeout, Duration::from_secs(10));
                 if !(1..=10).contains(&a.max_attempts) {
                     ck.fail("provider.aws.max_attempts", format!("{} is out of range; allowed: 1 to 10", a.max_attempts));
                 }

@@ -58,7 +58,7 @@ impl Daemon {
             member,
             etcd_running: seen.running,
             final_snapshot_due: self.ctx.store.is_some()
-                && self.writer.borrow().facts.final_due().is_some(),
+                && self.writer.borrow().facts.final_due_leaving().is_some(),
             final_snapshot_taken: t.final_snapshot_taken,
             final_snapshot_failures: t.final_snapshot_failures,
             last_heartbeat_ms: t.last_heartbeat_ms,
@@ -69,6 +69,15 @@ impl Daemon {
         match step {
             TerminationStep::FinalSnapshot { reason } => {
                 self.show_next("final snapshot", &reason);
+                // The hook's clock restarts before a snapshot that may take
+                // a while (it cannot heartbeat during the upload).
+                if let Some(hook) = &notice.hook {
+                    if let Err(e) = self.ctx.provider.termination_heartbeat(hook).await {
+                        tracing::warn!(error = %e, "cannot heartbeat the lifecycle hook");
+                    } else if let Some(t) = self.termination.as_mut() {
+                        t.last_heartbeat_ms = Some(seen.now_ms);
+                    }
+                }
                 let ok = self.final_snapshot().await;
                 if let Some(t) = self.termination.as_mut() {
                     if ok {

@@ -33,7 +33,7 @@ use super::{
 use crate::config::AwsProviderConfig;
 use api::AwsApi;
 use identity::Imds;
-use recovery::asg::{self, Ec2Row};
+use recovery::asg;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -150,14 +150,16 @@ impl Provider for AwsProvider {
             .map(|r| r.id.clone())
             .collect();
         let ec2 = self.api.instances(&asked).await?;
-        let mut rows = ec2.rows;
-        // EC2 does not know them: as gone as terminated.
-        rows.extend(ec2.not_found.iter().map(|id| Ec2Row {
-            id: id.clone(),
-            state: "terminated".into(),
-            private_ip: None,
-        }));
-        let answer = asg::group_answer(&group.rows, &rows)
+        // An instance the group lists as a member but EC2 does not know
+        // (yet: EC2 is eventually consistent) is unknown, not gone: the
+        // answer is incomplete and the last complete view stays.
+        if !ec2.not_found.is_empty() {
+            return Err(ProviderError::Incomplete(format!(
+                "EC2 does not know {:?}, which the group lists",
+                ec2.not_found
+            )));
+        }
+        let answer = asg::group_answer(&group.rows, &ec2.rows)
             .map_err(|e| ProviderError::Incomplete(e.to_string()))?;
         for (id, state) in &answer.unknown_states {
             tracing::warn!(%id, %state, "an instance is in a lifecycle state eco does not know; it stays a member");

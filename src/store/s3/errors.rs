@@ -113,7 +113,7 @@ impl Failure {
             (_, "NoSuchBucket") => "the bucket does not exist (check snapshot.s3.bucket)".into(),
             (_, "InvalidAccessKeyId") => "the endpoint does not know the access key".into(),
             (_, "SignatureDoesNotMatch") => "the secret key does not match the access key".into(),
-            (_, "AccessDenied") | (Some(403), _) => "access denied: the credentials or the bucket policy do not allow it (eco needs s3:ListBucket on the prefix and s3:GetObject, s3:PutObject, s3:DeleteObject, s3:AbortMultipartUpload on <prefix>/<cluster>/*; and kms:GenerateDataKey, kms:Decrypt with aws:kms)".into(),
+            (_, "AccessDenied") | (Some(403), _) => "access denied: the credentials or the bucket policy do not allow it (eco needs s3:ListBucket on the prefix, s3:ListBucketMultipartUploads on the bucket, and s3:GetObject, s3:PutObject, s3:DeleteObject, s3:AbortMultipartUpload on <prefix>/<cluster>/*; and kms:GenerateDataKey, kms:Decrypt with aws:kms; docs/aws.md has the policy)".into(),
             (_, "PermanentRedirect" | "AuthorizationHeaderMalformed" | "IllegalLocationConstraintException" | "IncorrectEndpoint")
             | (Some(301 | 307), _) => format!(
                 "wrong region: the bucket is in {} (set snapshot.s3.region)",
