@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos chaos-aws soak
+.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos chaos-aws soak bench-snapshot-s3
 
 deps:
 	bash scripts/install-deps.sh
@@ -48,6 +48,13 @@ soak: deps
 	$(CARGO) build --release -p eco -p simulations
 	./target/release/simulations chaos --monkey --instances 3 --duration $(SOAK) --seed $(SEED) --out target/soak
 	./target/release/simulations chaos --monkey --instances 5 --duration $(SOAK) --seed $(SEED) --out target/soak
+
+# M7 on S3: eco's snapshot of a 1 GiB etcd streamed into S3 (the local AWS
+# emulator) against etcdctl snapshot save + aws s3 cp, 3 runs each,
+# alternating (release build); see docs/benchmarks.md. Add --json for JSON.
+bench-snapshot-s3: deps
+	$(CARGO) build --release -p eco -p simulations
+	./target/release/simulations snapshot-bench --store s3 --size-mib 1024 --runs 3
 
 clean-run:
 	rm -rf .run

@@ -87,10 +87,13 @@ enum Command {
         json: bool,
     },
     /// M7: fill a real etcd (started here, on 127.0.20.1) with --size-mib
-    /// MiB, then time `eco snapshot now` into a directory store against
-    /// `etcdctl snapshot save` on the same etcd, alternating; prints the
-    /// median time ratio (eco / etcdctl) and eco's peak RSS. Needs
-    /// `cargo build --release -p eco` and scripts/install-deps.sh.
+    /// MiB, then time `eco snapshot now` against what users do by hand on
+    /// the same etcd, alternating: into a directory store against
+    /// `etcdctl snapshot save` (--store dir), or streaming into S3 on the
+    /// local AWS emulator against `etcdctl snapshot save` + `aws s3 cp`
+    /// (--store s3); prints the median time ratio and eco's peak RSS.
+    /// Needs `cargo build --release -p eco` and scripts/install-deps.sh
+    /// (`make deps`: the emulator and the AWS CLI for --store s3).
     SnapshotBench {
         /// MiB of values to write into etcd before the snapshots.
         #[arg(long, default_value_t = 1024)]
@@ -108,8 +111,26 @@ enum Command {
         /// [default: the system's temporary directory].
         #[arg(long)]
         work_dir: Option<PathBuf>,
-        /// Print JSON: `time_ratio_vs_etcdctl`, `peak_rss_mib`,
-        /// `eco_median_s`, `etcdctl_median_s`, ...
+        /// Where eco's snapshots go: `dir` (a directory store, against
+        /// `etcdctl snapshot save`) or `s3` (the local AWS emulator,
+        /// against `etcdctl snapshot save` + `aws s3 cp`).
+        #[arg(long, default_value = "dir", value_parser = ["dir", "s3"])]
+        store: String,
+        /// With --store s3: eco's `snapshot.s3.part_size` in MiB
+        /// [default: eco's].
+        #[arg(long)]
+        part_size_mib: Option<u64>,
+        /// With --store s3: eco's `snapshot.s3.parts_in_flight`
+        /// [default: eco's].
+        #[arg(long)]
+        parts_in_flight: Option<u32>,
+        /// Keep the temporary directory (the logs of the last runs, etcd's
+        /// data) instead of removing it.
+        #[arg(long)]
+        keep: bool,
+        /// Print JSON: `peak_rss_mib`, `eco_median_s`, the ratio
+        /// (`time_ratio_vs_etcdctl`, or `time_ratio_vs_manual` with
+        /// --store s3), every run, `goals_met`, ...
         #[arg(long)]
         json: bool,
     },
@@ -179,14 +200,35 @@ fn main() {
             etcd_bin_dir,
             eco_bin,
             work_dir,
+            store,
+            part_size_mib,
+            parts_in_flight,
+            keep,
             json,
         } => {
+            let store = match store.parse::<snapshot_bench::Store>() {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("snapshot-bench: {e}");
+                    std::process::exit(2);
+                }
+            };
+            if store != snapshot_bench::Store::S3
+                && (part_size_mib.is_some() || parts_in_flight.is_some())
+            {
+                eprintln!("snapshot-bench: --part-size-mib and --parts-in-flight need --store s3");
+                std::process::exit(2);
+            }
             let opts = snapshot_bench::Options {
                 size_mib,
                 runs,
                 etcd_bin_dir,
                 eco_bin,
                 work_dir,
+                store,
+                part_size_mib,
+                parts_in_flight,
+                keep,
             };
             match snapshot_bench::run(&opts) {
                 Ok(r) if json => {
