@@ -11,8 +11,8 @@
 //!   `<prefix>/<cluster>/.upload/`, and is then copied server-side to its
 //!   name with its metadata (the sha256 is only known at the end, and S3
 //!   takes metadata before the content): the copy is the commit point.
-//!   Up to [`Tuning::single_copy_max`] (1 GiB) the copy is one
-//!   `CopyObject` (which S3 caps at 5 GiB); above, a multipart copy
+//!   Up to [`Tuning::single_copy_max`] (5 GiB, S3's limit) the copy is one
+//!   `CopyObject`; above, a multipart copy
 //!   (`UploadPartCopy`) of [`Tuning::copy_part_size`] parts, so objects of
 //!   any size up to S3's 5 TiB commit. A failed upload or copy is aborted
 //!   and its temporary object deleted; a crash leaves them under `.upload/`,
@@ -219,7 +219,9 @@ impl S3Store {
                 part_size: usize::try_from(part_size).unwrap_or(usize::MAX),
                 parts_in_flight: config.parts_in_flight.max(1) as usize,
                 page_size: None,
-                single_copy_max: 1024 * 1024 * 1024,
+                // One CopyObject as far as S3 allows: a multipart copy of
+                // the same object costs twice its time (docs/benchmarks.md).
+                single_copy_max: MAX_PART_SIZE,
                 copy_part_size: 512 * 1024 * 1024,
                 heads_in_flight: 8,
                 probe_bursts: config.concurrent_create_probes as usize,
