@@ -658,7 +658,7 @@ mod tests {
                 defaults.part_size,
                 defaults.parts_in_flight
             ),
-            ("eco", 16 * 1024 * 1024, 2)
+            ("eco", 8 * 1024 * 1024, 2)
         );
         let cases: &[(&str, &str, &str)] = &[
             ("bucket = \"ab\"", "snapshot.s3.bucket", "3 to 63"),
