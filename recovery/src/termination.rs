@@ -88,6 +88,16 @@ impl TerminationStep {
     }
 }
 
+/// How long eco works on a leave before it lets the group continue: the
+/// configured bound, within 90 % of the hook's global timeout when it has
+/// one (completing before AWS gives up on its own).
+pub fn leave_bound_ms(configured_ms: u64, hook_global_ms: Option<u64>) -> u64 {
+    match hook_global_ms {
+        Some(global) => configured_ms.min(global.saturating_sub(global / 10)),
+        None => configured_ms,
+    }
+}
+
 pub fn decide(f: &TerminationFacts) -> TerminationStep {
     if f.completed {
         return TerminationStep::Done {
@@ -274,6 +284,14 @@ mod tests {
             assert_eq!(kind(&got), want, "{case}: {got:?}");
             assert_eq!(got.holds_planner(), want == "snapshot", "{case}");
         }
+    }
+
+    #[test]
+    fn the_bound_stays_within_the_hooks_global_timeout() {
+        assert_eq!(leave_bound_ms(600_000, None), 600_000);
+        assert_eq!(leave_bound_ms(600_000, Some(6_000_000)), 600_000);
+        assert_eq!(leave_bound_ms(600_000, Some(300_000)), 270_000);
+        assert_eq!(leave_bound_ms(600_000, Some(0)), 0);
     }
 
     #[test]

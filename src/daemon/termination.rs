@@ -175,17 +175,16 @@ impl Daemon {
     }
 }
 
-/// How long eco works on a leave before it lets the group continue: the
-/// configured bound, within the hook's own global timeout (less a margin
-/// to complete before AWS gives up on its own).
+/// The leave's bound (`recovery::termination::leave_bound_ms`) from
+/// `provider.aws.leave_timeout` and the hook.
 fn bound_ms(provider: &crate::config::ProviderConfig, notice: &TerminationNotice) -> u64 {
     let configured = provider
         .aws
         .as_ref()
         .map(|a| a.leave_timeout.millis())
         .unwrap_or_else(|| crate::config::defaults::aws_leave_timeout().millis());
-    match notice.hook.as_ref().and_then(|h| h.global_timeout_ms) {
-        Some(global) => configured.min(global.saturating_sub(global / 10)),
-        None => configured,
-    }
+    termination::leave_bound_ms(
+        configured,
+        notice.hook.as_ref().and_then(|h| h.global_timeout_ms),
+    )
 }
