@@ -46,7 +46,7 @@ pub struct DirStore {
     root: PathBuf,
     page_size: usize,
     /// Objects whose unreadable info was already reported.
-    warned: std::sync::Mutex<std::collections::HashSet<String>>,
+    warned: super::Skipped,
 }
 
 /// The deepest an object name nests (`<cluster>/snapshots/<file>` is 3).
@@ -401,12 +401,7 @@ impl ObjectStore for DirStore {
                 // A record's problem fails the listing: records are the
                 // record of truth, never skipped.
                 Err(StoreError::Metadata { name, message }) if !is_record_name(&name) => {
-                    let first = self
-                        .warned
-                        .lock()
-                        .map(|mut w| w.insert(name.clone()))
-                        .unwrap_or(false);
-                    if first {
+                    if self.warned.first_time(&name) {
                         tracing::warn!(object = %name, error = %message, "skipping a store object whose info is unreadable (it is not listed; remove it or its .meta.json)");
                     }
                 }

@@ -25,6 +25,9 @@ pub mod contract;
 pub mod dir;
 pub mod memory;
 pub mod s3;
+mod skipped;
+
+pub(crate) use skipped::Skipped;
 
 use crate::config::{Config, SnapshotStoreKind};
 use std::collections::BTreeMap;

@@ -84,8 +84,8 @@ use aws_sdk_s3::config::{
     StalledStreamProtectionConfig,
 };
 use aws_sdk_s3::types::ServerSideEncryption;
-use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncRead;
 
@@ -98,7 +98,7 @@ pub struct S3Store {
     tuning: Tuning,
     buffers: Arc<upload::Gauge>,
     /// Objects whose unreadable metadata was already reported.
-    warned: Mutex<HashSet<String>>,
+    warned: crate::store::Skipped,
 }
 
 /// What every request needs, shared with the tasks a put or a listing
@@ -227,7 +227,7 @@ impl S3Store {
                 probe_bursts: config.concurrent_create_probes as usize,
             },
             buffers: Arc::default(),
-            warned: Mutex::default(),
+            warned: Default::default(),
         })
     }
 
@@ -256,12 +256,7 @@ impl S3Store {
 impl S3Store {
     /// Logs, once per object, that a listing skips it for its metadata.
     fn warn_once(&self, name: &str, message: &str) {
-        let first = self
-            .warned
-            .lock()
-            .map(|mut w| w.insert(name.to_string()))
-            .unwrap_or(false);
-        if first {
+        if self.warned.first_time(name) {
             tracing::warn!(object = %name, error = %message, "skipping a store object whose metadata is unreadable (it is not listed)");
         }
     }
