@@ -27,8 +27,6 @@ fn s3_actions(op: &str) -> Vec<&'static str> {
         "put_object" | "create_multipart_upload" | "upload_part" | "complete_multipart_upload" => {
             vec!["s3:PutObject"]
         }
-        // A copy reads its source and writes its target.
-        "copy_object" | "upload_part_copy" => vec!["s3:GetObject", "s3:PutObject"],
         "delete_object" => vec!["s3:DeleteObject"],
         "abort_multipart_upload" => vec!["s3:AbortMultipartUpload"],
         "list_multipart_uploads" => vec!["s3:ListBucketMultipartUploads"],

@@ -94,6 +94,29 @@ async fn raw_keys(server: &S3Server, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every key under `<prefix>/c/` but the planted foreign ones is a
+/// committed object of `store` (or a record, or the marker of a committed
+/// object): failed puts, deletes and commits left nothing behind.
+async fn assert_no_leftovers(server: &S3Server, store: &S3Store, prefix: &str) {
+    for key in raw_keys(server, &format!("{prefix}/c/")).await {
+        let name = key.strip_prefix(&format!("{prefix}/")).unwrap();
+        if name.starts_with("c/foreign/") {
+            continue;
+        }
+        let object = match name.strip_prefix("c/.sha256/") {
+            Some(rest) => format!("c/{rest}"),
+            None => name.to_string(),
+        };
+        assert!(
+            store.head(&object).await.unwrap().is_some(),
+            "{key} is left behind: {object} is not an object of the store"
+        );
+    }
+    if let Some(uploads) = raw_uploads(server, &format!("{prefix}/")).await {
+        assert_eq!(uploads, Vec::<String>::new(), "aborted or completed");
+    }
+}
+
 /// Multipart uploads in progress under `prefix` (`None`: the server
 /// cannot list them).
 async fn raw_uploads(server: &S3Server, prefix: &str) -> Option<Vec<String>> {
@@ -177,8 +200,8 @@ impl Foreign for S3Foreign {
 /// documents it, and against the directory and memory stores. The start
 /// check's concurrent probe catches such an endpoint (tests below).
 /// Then what is S3's own: foreign objects, no leftovers after failed puts,
-/// both commit paths (one `CopyObject`, a multipart copy), names outside
-/// the cluster refused.
+/// both commit paths (one `PutObject`; a multipart upload and its marker),
+/// names outside the cluster refused.
 async fn contract_on(kind: Kind) {
     let server = S3Server::start(kind);
     create_bucket(&server, BUCKET).await;
@@ -190,16 +213,11 @@ async fn contract_on(kind: Kind) {
     );
     assert_eq!(store.describe(), format!("s3://{BUCKET}/eco/c"));
     let started = Instant::now();
-    contract::check_all_but_concurrent_create(store.clone(), paged).await;
+    contract::check_all_but_concurrent_create(store.clone(), paged.clone()).await;
     eprintln!("{kind:?}: the contract took {:?}", started.elapsed());
     // Failed puts and committed ones left nothing behind.
-    assert_eq!(
-        raw_keys(&server, "eco/c/.upload/").await,
-        Vec::<String>::new()
-    );
-    if let Some(uploads) = raw_uploads(&server, "eco/").await {
-        assert_eq!(uploads, Vec::<String>::new(), "aborted or completed");
-    }
+    assert_no_leftovers(&server, &store, "eco").await;
+    assert_no_leftovers(&server, &paged, "paged").await;
 
     contract::check_foreign(
         &*store,
@@ -209,14 +227,14 @@ async fn contract_on(kind: Kind) {
     )
     .await;
 
-    // A multipart copy commits the same object as a single copy.
-    let multipart = store_on(&server, "eco", "").await.with_tuning(|t| {
-        t.single_copy_max = 6 * 1024 * 1024;
-        t.copy_part_size = TEST_PART_SIZE;
-    });
-    for (s, name) in [(&*store, "c/copy/single"), (&multipart, "c/copy/multipart")] {
-        let mut content = contract::Generated::new(TEST_PART_SIZE * 5 / 2 + 7);
-        let info = s
+    // One PutObject and a multipart upload commit the same way.
+    let size = TEST_PART_SIZE * 5 / 2 + 7;
+    for (name, size, marker) in [
+        ("c/put/single", TEST_PART_SIZE - 1, false),
+        ("c/put/multipart", size, true),
+    ] {
+        let mut content = contract::Generated::new(size);
+        let info = store
             .put(
                 name,
                 &mut content,
@@ -240,11 +258,28 @@ async fn contract_on(kind: Kind) {
             (info.clone(), info.size),
             "{name}"
         );
+        let marker_key = format!("eco/c/.sha256/{}", name.strip_prefix("c/").unwrap());
+        assert_eq!(
+            raw_keys(&server, &marker_key).await.len(),
+            usize::from(marker),
+            "{name}: a marker only for the multipart object"
+        );
+        if marker && matches!(kind, Kind::Moto) {
+            // Its parts went with their CRC32, which moto checks and keeps
+            // (s3s-fs keeps no multipart checksum).
+            let head = raw(&server)
+                .head_object()
+                .bucket(BUCKET)
+                .key(format!("eco/{name}"))
+                .checksum_mode(aws_sdk_s3::types::ChecksumMode::Enabled)
+                .send()
+                .await
+                .unwrap();
+            assert!(head.checksum_crc32.is_some(), "{kind:?}: {head:?}");
+        }
     }
-    assert_eq!(
-        raw_keys(&server, "eco/c/.upload/").await,
-        Vec::<String>::new()
-    );
+    assert_no_leftovers(&server, &store, "eco").await;
+    a_multipart_object_is_committed_only_by_its_marker(&server, &store).await;
 
     // Never outside <prefix>/<cluster>/.
     for bad in ["other/snapshots/x.db", "x"] {
@@ -271,6 +306,71 @@ async fn contract_on(kind: Kind) {
             Err(StoreError::BadName(..))
         ));
     }
+}
+
+/// A multipart object of eco (`sha256-in: marker`) whose marker is
+/// missing, or names another content (the object was replaced behind the
+/// marker's back), is not an object of the store: not listed, not headed,
+/// not read. A delete removes the marker and the object.
+async fn a_multipart_object_is_committed_only_by_its_marker(server: &S3Server, store: &S3Store) {
+    let client = raw(server);
+    let name = "c/marked/x.db";
+    let mut content = contract::Generated::new(TEST_PART_SIZE * 2);
+    let info = store
+        .put(name, &mut content, BTreeMap::new())
+        .await
+        .unwrap();
+    let visible = |present: bool| async move {
+        assert_eq!(store.head(name).await.unwrap().is_some(), present);
+        assert_eq!(
+            list_all(store, "c/marked/").await.unwrap().len(),
+            usize::from(present)
+        );
+        match store.get(name).await {
+            Ok((got, _)) => assert!(present, "read {got:?}"),
+            Err(StoreError::NotFound(_)) => assert!(!present),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    visible(true).await;
+
+    // Replaced behind the marker's back, with eco's headers: another
+    // content, whose ETag the marker does not name.
+    raw_multipart(&client, "eco/c/marked/x.db", Some(&[7u8; 1000])).await;
+    visible(false).await;
+
+    // Put again: committed again; then without its marker: invisible; put
+    // again and deleted: gone, with its marker.
+    for delete_marker_only in [true, false] {
+        let again = store
+            .put(
+                name,
+                &mut contract::Generated::new(TEST_PART_SIZE * 2),
+                BTreeMap::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(again, info);
+        visible(true).await;
+        if delete_marker_only {
+            client
+                .delete_object()
+                .bucket(BUCKET)
+                .key("eco/c/.sha256/marked/x.db")
+                .send()
+                .await
+                .unwrap();
+        } else {
+            store.delete(name).await.unwrap();
+        }
+        visible(false).await;
+    }
+    assert_eq!(
+        raw_keys(server, "eco/c/marked/").await.len()
+            + raw_keys(server, "eco/c/.sha256/marked/").await.len(),
+        0,
+        "the delete removed the object and its marker"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -358,21 +458,83 @@ async fn an_endpoint_whose_conditional_create_is_not_atomic_is_reported() {
     );
 }
 
+/// Starts a multipart upload of `key` with eco's headers of a multipart
+/// object; completes it with one part of `content` when given.
+async fn raw_multipart(client: &Client, key: &str, content: Option<&[u8]>) {
+    let upload = client
+        .create_multipart_upload()
+        .bucket(BUCKET)
+        .key(key)
+        .metadata("sha256-in", "marker")
+        .send()
+        .await
+        .unwrap();
+    let Some(content) = content else {
+        return;
+    };
+    let id = upload.upload_id.unwrap();
+    let part = client
+        .upload_part()
+        .bucket(BUCKET)
+        .key(key)
+        .upload_id(&id)
+        .part_number(1)
+        .body(ByteStream::from(content.to_vec()))
+        .send()
+        .await
+        .unwrap();
+    client
+        .complete_multipart_upload()
+        .bucket(BUCKET)
+        .key(key)
+        .upload_id(&id)
+        .multipart_upload(
+            aws_sdk_s3::types::CompletedMultipartUpload::builder()
+                .parts(
+                    aws_sdk_s3::types::CompletedPart::builder()
+                        .part_number(1)
+                        .set_e_tag(part.e_tag)
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+}
+
+/// What crashed puts leave — a probe key, an unfinished upload, a complete
+/// multipart object without a marker, one whose marker names another
+/// content — is swept once old enough; committed objects (one request or
+/// multipart with its marker), records and foreign objects, and other
+/// clusters' keys, never.
 #[tokio::test]
 async fn the_sweep_removes_old_leftovers_and_nothing_else() {
     let server = S3Server::start(Kind::Moto);
     create_bucket(&server, BUCKET).await;
     let store = store_on(&server, "eco", "").await;
     let client = raw(&server);
-    let kept = store
-        .put("c/snapshots/kept.db", &mut &b"x"[..], BTreeMap::new())
+    let small = store
+        .put("c/snapshots/small.db", &mut &b"x"[..], BTreeMap::new())
+        .await
+        .unwrap();
+    let mut content = contract::Generated::new(TEST_PART_SIZE + 1);
+    let multipart = store
+        .put("c/snapshots/multipart.db", &mut content, BTreeMap::new())
+        .await
+        .unwrap();
+    store
+        .create_if_absent("c/incarnations/0000000001", b"{}")
         .await
         .unwrap();
     for key in [
-        "eco/c/.upload/leftover",
         "eco/c/.probe/leftover",
         "eco/c/foreign/x.db",
-        "eco/other/.upload/x",
+        "eco/other/.probe/x",
+        // A marker whose object is gone (a delete that stopped halfway is
+        // the other order, so this one is only planted): never swept, as
+        // it commits nothing.
+        "eco/c/.sha256/foreign/orphan.db",
     ] {
         client
             .put_object()
@@ -383,40 +545,64 @@ async fn the_sweep_removes_old_leftovers_and_nothing_else() {
             .await
             .unwrap();
     }
+    let half: Option<&[u8]> = Some(b"half of a snapshot");
+    raw_multipart(&client, "eco/c/snapshots/crashed.db", half).await;
+    raw_multipart(&client, "eco/c/snapshots/unfinished.db", None).await;
+    raw_multipart(&client, "eco/other/snapshots/unfinished.db", None).await;
+    // A committed object replaced behind its marker's back.
+    raw_multipart(&client, "eco/c/snapshots/replaced.db", half).await;
     client
-        .create_multipart_upload()
+        .put_object()
         .bucket(BUCKET)
-        .key("eco/c/.upload/abandoned")
+        .key("eco/c/.sha256/snapshots/replaced.db")
+        .metadata("sha256", "0".repeat(64))
+        .metadata("etag", "not-its-etag")
+        .body(ByteStream::from_static(b""))
         .send()
         .await
         .unwrap();
+
     // Young leftovers may be puts in progress. (moto dates every multipart
     // upload 2010-11-10, so only objects show it.)
-    store
+    let first = store
         .sweep_leftovers(Duration::from_secs(3600))
         .await
         .unwrap();
+    assert!(first <= 1, "at most the upload moto dates in 2010: {first}");
     let young = raw_keys(&server, "eco/c/").await;
-    assert!(
-        young.contains(&"eco/c/.upload/leftover".to_string()),
-        "{young:?}"
+    for key in [
+        "eco/c/.probe/leftover",
+        "eco/c/snapshots/crashed.db",
+        "eco/c/snapshots/replaced.db",
+    ] {
+        assert!(young.contains(&key.to_string()), "{key}: {young:?}");
+    }
+    assert_eq!(
+        first + store.sweep_leftovers(Duration::ZERO).await.unwrap(),
+        4,
+        "the probe, the unfinished upload, the crashed and the replaced objects"
     );
-    assert!(
-        young.contains(&"eco/c/.probe/leftover".to_string()),
-        "{young:?}"
+    assert_eq!(raw_uploads(&server, "eco/c/").await, Some(vec![]));
+    assert_eq!(
+        raw_uploads(&server, "eco/other/").await.map(|u| u.len()),
+        Some(1),
+        "another cluster's upload is not this store's"
     );
-    assert!(store.sweep_leftovers(Duration::ZERO).await.unwrap() >= 2);
-    assert_eq!(raw_uploads(&server, "eco/").await, Some(vec![]));
     assert_eq!(
         raw_keys(&server, "eco/").await,
         [
+            "eco/c/.sha256/foreign/orphan.db",
+            "eco/c/.sha256/snapshots/multipart.db",
             "eco/c/foreign/x.db",
-            "eco/c/snapshots/kept.db",
-            "eco/other/.upload/x"
+            "eco/c/incarnations/0000000001",
+            "eco/c/snapshots/multipart.db",
+            "eco/c/snapshots/small.db",
+            "eco/other/.probe/x",
         ],
-        "only this cluster's scratch folders are swept"
+        "only this cluster's leftovers are swept"
     );
-    assert_eq!(list_all(&store, "c/").await.unwrap(), vec![kept]);
+    let listed = list_all(&store, "c/snapshots/").await.unwrap();
+    assert_eq!(listed, vec![multipart, small]);
 }
 
 /// Memory stays flat: a 256 MiB put holds at most `parts_in_flight + 1`

@@ -246,7 +246,7 @@ pub fn run(opts: &Options) -> anyhow::Result<S3Result> {
     let config = dir.join("eco.toml");
     builder.write(&config).context("writing the eco config")?;
     let snapshots = format!("{}/{CLUSTER}/snapshots/", s3.prefix);
-    let uploads = format!("{}/{CLUSTER}/.upload/", s3.prefix);
+    let markers = format!("{}/{CLUSTER}/.sha256/snapshots/", s3.prefix);
     let saved = dir.join("etcdctl.db");
     eprintln!(
         "snapshot-bench: S3 on the emulator {endpoint}, bucket {BUCKET}, part_size {} MiB, parts_in_flight {}",
@@ -286,12 +286,15 @@ pub fn run(opts: &Options) -> anyhow::Result<S3Result> {
                         stored.len()
                     );
                 };
-                let (len, sha256) = head(&emulator, key)?;
-                let sha256 = sha256.with_context(|| format!("{key} has no sha256 metadata"))?;
-                let left = list(&emulator, &uploads)?;
-                if !left.is_empty() {
-                    eprintln!("snapshot-bench: warning: eco left temporary uploads: {left:?}");
-                }
+                let (len, own) = head(&emulator, key)?;
+                // A multipart object's sha256 is in its commit marker.
+                let marker = key.replacen(&snapshots, &markers, 1);
+                let sha256 = match own {
+                    Some(sha256) => sha256,
+                    None => head(&emulator, &marker)?
+                        .1
+                        .with_context(|| format!("{key} has no sha256, nor has its marker"))?,
+                };
                 eprintln!(
                     "snapshot-bench: run {}: eco            {:7.2} s, peak RSS {:6.1} MiB, CPU {:5.2} s, emulator CPU {:5.2} s ({:5.2} s user), {} MiB",
                     i + 1,
@@ -302,6 +305,7 @@ pub fn run(opts: &Options) -> anyhow::Result<S3Result> {
                     emu.user,
                     len >> 20
                 );
+                delete(&emulator, &marker)?;
                 delete(&emulator, key)?;
                 eco_bytes = len;
                 eco_shas.push(sha256);

@@ -1,112 +1,85 @@
-//! The commit of a multipart put: the complete temporary object copied
-//! server-side to its name with its metadata — one `CopyObject` up to
-//! [`super::Tuning::single_copy_max`], else a multipart copy
-//! (`UploadPartCopy`), aborted on failure.
+//! The commit of a multipart object: its marker.
+//!
+//! A multipart object is uploaded straight to its key and becomes visible
+//! in S3 once `CompleteMultipartUpload` returns, but its sha256 is only
+//! known after the last part, when S3 no longer takes metadata for it. So
+//! the object is committed by a second, zero-byte object, its marker
+//! (`<prefix>/<cluster>/.sha256/<rest of the name>`), written after the
+//! completion and holding the sha256 and the **ETag of the object it
+//! commits**. A reader takes a multipart object (`sha256-in: marker`) as
+//! committed only when its marker exists and names its current ETag:
+//!
+//! - a crash or a failure between the completion and the marker leaves an
+//!   object without a marker: invisible, removed by the start sweep;
+//! - an object replaced by another put of its name is invisible until the
+//!   new marker lands, never shown with the old sha256;
+//! - a delete removes the marker first: once it is gone the object is
+//!   invisible, whatever happens to the delete of the object itself.
+//!
+//! No object is copied: a server-side copy of the whole object (the
+//! commit before) cost as much as its upload (docs/benchmarks.md).
 
-use super::S3Store;
+use super::Conn;
 use super::errors::store_error;
-use super::keys;
-use super::upload::{MAX_PARTS, abort, complete, create_upload, joined};
+use super::keys::{self, Located};
 use crate::store::StoreError;
-use aws_sdk_s3::types::{CompletedPart, MetadataDirective};
-use std::collections::HashMap;
-use tokio::task::JoinSet;
+use aws_sdk_s3::primitives::ByteStream;
 
-/// Copies the complete temporary object to its name with its metadata:
-/// the commit point.
-pub(super) async fn copy(
-    store: &S3Store,
-    from: &str,
-    to: &str,
-    size: u64,
-    metadata: HashMap<String, String>,
+/// Writes the marker of `object`, committing its content of `etag` with
+/// `sha256`.
+pub(super) async fn write_marker(
+    conn: &Conn,
+    object: &Located,
+    etag: &str,
+    sha256: &str,
 ) -> Result<(), StoreError> {
-    let conn = &store.conn;
-    let source = keys::copy_source(&conn.bucket, from);
-    if size <= store.tuning.single_copy_max {
-        conn.transfers
-            .copy_object()
-            .bucket(&conn.bucket)
-            .key(to)
-            .copy_source(source)
-            .metadata_directive(MetadataDirective::Replace)
-            .set_metadata(Some(metadata))
-            .set_server_side_encryption(conn.sse.clone())
-            .set_ssekms_key_id(conn.kms_key_id.clone())
-            .send()
-            .await
-            .map_err(store_error(
-                "committing (copying) to",
-                &conn.bucket,
-                Some(to),
-            ))?;
-        return Ok(());
-    }
-    let upload_id = create_upload(conn, to, Some(metadata)).await?;
-    let copied = copy_parts(store, &source, to, &upload_id, size).await;
-    if copied.is_err() {
-        abort(conn, to, &upload_id).await;
-    }
-    copied
+    conn.calls
+        .put_object()
+        .bucket(&conn.bucket)
+        .key(&object.marker)
+        .content_length(0)
+        .set_metadata(Some(keys::encode_marker(sha256, etag)))
+        .set_server_side_encryption(conn.sse.clone())
+        .set_ssekms_key_id(conn.kms_key_id.clone())
+        .body(ByteStream::from_static(b""))
+        .send()
+        .await
+        .map_err(store_error(
+            "committing (writing the marker of)",
+            &conn.bucket,
+            Some(&object.key),
+        ))?;
+    Ok(())
 }
 
-/// A multipart copy of `size` bytes of `source` to `to`.
-async fn copy_parts(
-    store: &S3Store,
-    source: &str,
-    to: &str,
-    upload_id: &str,
-    size: u64,
-) -> Result<(), StoreError> {
-    let conn = &store.conn;
-    let part = store
-        .tuning
-        .copy_part_size
-        .max(size.div_ceil(MAX_PARTS))
-        .clamp(super::MIN_PART_SIZE, super::MAX_PART_SIZE);
-    let mut tasks = JoinSet::new();
-    let mut done = Vec::new();
-    let mut start = 0u64;
-    let mut number = 0i32;
-    while start < size {
-        let end = (start + part).min(size) - 1;
-        number += 1;
-        while tasks.len() >= store.tuning.parts_in_flight {
-            done.push(joined(tasks.join_next().await)?);
-        }
-        let (conn, source, to, upload_id) = (
-            conn.clone(),
-            source.to_string(),
-            to.to_string(),
-            upload_id.to_string(),
-        );
-        tasks.spawn(async move {
-            let out = conn
-                .transfers
-                .upload_part_copy()
-                .bucket(&conn.bucket)
-                .key(&to)
-                .upload_id(&upload_id)
-                .part_number(number)
-                .copy_source(source)
-                .copy_source_range(format!("bytes={start}-{end}"))
-                .send()
-                .await
-                .map_err(store_error(
-                    &format!("committing (copying part {number}) to"),
-                    &conn.bucket,
-                    Some(&to),
-                ))?;
-            Ok(CompletedPart::builder()
-                .part_number(number)
-                .set_e_tag(out.copy_part_result.and_then(|r| r.e_tag))
-                .build())
+/// The sha256 of a multipart object whose ETag is `etag`: `None` when it
+/// is not committed (no marker, or a marker of another content).
+pub(super) async fn committed_sha256(
+    conn: &Conn,
+    object: &Located,
+    etag: Option<&str>,
+) -> Result<Option<String>, StoreError> {
+    let Some(etag) = etag else {
+        return Err(StoreError::Metadata {
+            name: object.name.clone(),
+            message: "the endpoint gave no ETag, so its commit marker cannot be checked".into(),
         });
-        start = end + 1;
+    };
+    let Some(out) = conn
+        .head_object(&object.marker, "reading the commit marker")
+        .await?
+    else {
+        tracing::debug!(object = %object.name, "skipping a multipart object without a commit marker (not committed)");
+        return Ok(None);
+    };
+    let (sha256, committed) =
+        keys::decode_marker(out.metadata.as_ref()).map_err(|message| StoreError::Metadata {
+            name: object.name.clone(),
+            message,
+        })?;
+    if committed != keys::bare_etag(etag) {
+        tracing::debug!(object = %object.name, etag, committed, "skipping a multipart object whose marker commits another content");
+        return Ok(None);
     }
-    while !tasks.is_empty() {
-        done.push(joined(tasks.join_next().await)?);
-    }
-    done.sort_by_key(|p| p.part_number);
-    complete(conn, to, upload_id, done).await
+    Ok(Some(sha256))
 }

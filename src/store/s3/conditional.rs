@@ -30,7 +30,7 @@ pub(super) async fn conditional_put(
     content: &[u8],
 ) -> Result<Conditional, StoreError> {
     let sha256 = hex::encode(Sha256::digest(content));
-    let headers = keys::encode_metadata(&BTreeMap::new(), &sha256)
+    let headers = keys::encode_metadata(&BTreeMap::new(), keys::Sha256At::Object(&sha256))
         .map_err(|message| StoreError::Unavailable(format!("creating {key}: {message}")))?;
     let sent = conn
         .calls

@@ -150,6 +150,21 @@ impl Failure {
     }
 }
 
+/// `Ok(None)` when the failure says the key does not exist, else the store
+/// error of `op` on `key`.
+pub(super) fn absent_or<T>(
+    failure: Failure,
+    op: &str,
+    bucket: &str,
+    key: &str,
+) -> Result<Option<T>, StoreError> {
+    if failure.class == Class::NotFound {
+        Ok(None)
+    } else {
+        Err(failure.into_error(op, bucket, Some(key)))
+    }
+}
+
 /// Maps an SDK error in one step (when the store does not branch on it).
 pub(super) fn store_error<E>(
     op: &str,

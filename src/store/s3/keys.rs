@@ -3,13 +3,19 @@
 //! - The object `n` (always `<cluster>/…`) is the key `<prefix>/<n>`; a
 //!   name outside the store's cluster is refused, so eco never reads,
 //!   writes, lists or deletes outside `<prefix>/<cluster>/`.
-//! - eco's own scratch objects live under hidden segments
-//!   (`<prefix>/<cluster>/.upload/…`, `…/.probe/…`): [`check_name`] refuses
-//!   a segment starting with `.`, so listings skip them.
+//! - eco's own keys live under hidden segments: the commit markers of
+//!   multipart objects (`<prefix>/<cluster>/.sha256/<rest of the name>`)
+//!   and the start check's probes (`…/.probe/…`). [`check_name`] refuses a
+//!   segment starting with `.`, so no name reaches them and listings skip
+//!   them.
 //! - User metadata: S3 sends it as `x-amz-meta-<key>: <value>` headers, so
 //!   keys are case-insensitive header tokens and values must be visible
 //!   ASCII (leading and trailing blanks are lost on the way). The content's
-//!   sha256 is `x-amz-meta-sha256`; each caller entry is
+//!   sha256 is `x-amz-meta-sha256` on an object stored in one request; a
+//!   multipart object (whose sha256 is only known once its parts are
+//!   uploaded) says `x-amz-meta-sha256-in: marker` instead, and its marker
+//!   holds `sha256` and `etag`, the ETag of the object it commits. Each
+//!   caller entry is
 //!   `x-amz-meta-m-<key>`, the key with `[a-z0-9]` kept, `_` written `-`
 //!   and every other byte `.xx` (its hex), and the value with every byte
 //!   outside `!`..`~` and `%` itself written `%XX`. Both encodings are
@@ -21,16 +27,50 @@
 use crate::store::{StoreError, check_name};
 use std::collections::{BTreeMap, HashMap};
 
-/// The metadata key of the content's hex sha256.
-pub(super) const SHA256: &str = "sha256";
+/// The metadata key of the content's hex sha256 (an object's or a
+/// marker's).
+const SHA256: &str = "sha256";
+/// The metadata key of an object whose sha256 is in its marker, and its
+/// value.
+const SHA256_IN: (&str, &str) = ("sha256-in", "marker");
+/// The metadata key of a marker: the ETag of the object it commits.
+const ETAG: &str = "etag";
 /// The prefix of the caller's metadata keys.
 const USER: &str = "m-";
 /// S3's limit on user metadata: the sum of the encoded keys and values.
 pub(super) const MAX_METADATA: usize = 2048;
-/// The hidden folder of temporary uploads.
-pub(super) const UPLOADS: &str = ".upload";
+/// The hidden folder of the commit markers of multipart objects.
+pub(super) const MARKERS: &str = ".sha256";
 /// The hidden folder of the conditional-create probe.
 pub(super) const PROBES: &str = ".probe";
+
+/// Where an object's sha256 is, when it is written.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Sha256At<'a> {
+    /// In the object's own metadata (stored in one request).
+    Object(&'a str),
+    /// In its marker (a multipart object).
+    Marker,
+}
+
+/// Where an object's sha256 is, as its headers say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Sha256Of {
+    Object(String),
+    /// In its marker, which commits it (an object without a marker that
+    /// names its ETag is not committed).
+    Marker,
+    /// Nowhere: eco did not write the object.
+    Absent,
+}
+
+/// An object's key and the key of its commit marker.
+#[derive(Clone, Debug)]
+pub(super) struct Located {
+    pub(super) name: String,
+    pub(super) key: String,
+    pub(super) marker: String,
+}
 
 /// Where a cluster's objects are in the bucket.
 #[derive(Clone, Debug)]
@@ -70,6 +110,18 @@ impl Layout {
         Ok(format!("{}{name}", self.root))
     }
 
+    /// The keys of a (checked) object name of this cluster and of its
+    /// marker.
+    pub(super) fn locate(&self, name: &str) -> Result<Located, StoreError> {
+        let key = self.key(name)?;
+        let rest = &name[self.cluster.len()..];
+        Ok(Located {
+            name: name.to_string(),
+            marker: format!("{}{}{MARKERS}/{rest}", self.root, self.cluster),
+            key,
+        })
+    }
+
     /// The key prefix of a listing of names starting with `prefix`, which
     /// must be within the cluster.
     pub(super) fn list_prefix(&self, prefix: &str) -> Result<String, StoreError> {
@@ -92,7 +144,7 @@ impl Layout {
         key.strip_prefix(&self.root)
     }
 
-    /// A fresh key in a hidden folder of the cluster (`.upload`, `.probe`).
+    /// A fresh key in a hidden folder of the cluster (`.probe`).
     pub(super) fn scratch_key(&self, folder: &str) -> String {
         format!(
             "{}{}{folder}/{:032x}",
@@ -188,14 +240,17 @@ fn hex_byte(hi: Option<u8>, lo: Option<u8>) -> Result<u8, String> {
     Ok((digit(hi)? * 16 + digit(lo)?) as u8)
 }
 
-/// The headers of `metadata` plus the content's `sha256`; an error when S3
-/// would refuse them (more than [`MAX_METADATA`] bytes).
+/// The headers of `metadata` plus where the content's sha256 is; an error
+/// when S3 would refuse them (more than [`MAX_METADATA`] bytes).
 pub(super) fn encode_metadata(
     metadata: &BTreeMap<String, String>,
-    sha256: &str,
+    sha256: Sha256At,
 ) -> Result<HashMap<String, String>, String> {
     let mut out = HashMap::with_capacity(metadata.len() + 1);
-    out.insert(SHA256.to_string(), sha256.to_string());
+    match sha256 {
+        Sha256At::Object(sha256) => out.insert(SHA256.to_string(), sha256.to_string()),
+        Sha256At::Marker => out.insert(SHA256_IN.0.to_string(), SHA256_IN.1.to_string()),
+    };
     for (k, v) in metadata {
         out.insert(encode_key(k), encode_value(v));
     }
@@ -208,21 +263,31 @@ pub(super) fn encode_metadata(
     Ok(out)
 }
 
-/// The sha256 and the caller's metadata of an object's headers. The
-/// sha256 is `None` when the object has none (eco did not write it); an
-/// error when eco's headers are there but do not decode.
+fn decode_sha256(value: &str) -> Result<String, String> {
+    if value.len() != 64 || !value.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("its sha256 metadata {value:?} is not a hex sha256"));
+    }
+    Ok(value.to_ascii_lowercase())
+}
+
+/// Where the sha256 of an object is and the caller's metadata, from its
+/// headers; an error when eco's headers are there but do not decode.
 pub(super) fn decode_metadata(
     headers: Option<&HashMap<String, String>>,
-) -> Result<(Option<String>, BTreeMap<String, String>), String> {
-    let mut sha256 = None;
+) -> Result<(Sha256Of, BTreeMap<String, String>), String> {
+    let mut sha256 = Sha256Of::Absent;
     let mut metadata = BTreeMap::new();
     for (k, v) in headers.into_iter().flatten() {
         let k = k.to_ascii_lowercase();
         if k == SHA256 {
-            if v.len() != 64 || !v.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(format!("its sha256 metadata {v:?} is not a hex sha256"));
+            sha256 = Sha256Of::Object(decode_sha256(v)?);
+        } else if k == SHA256_IN.0 {
+            if v != SHA256_IN.1 {
+                return Err(format!("its {k} metadata {v:?} is not {:?}", SHA256_IN.1));
             }
-            sha256 = Some(v.to_ascii_lowercase());
+            if sha256 == Sha256Of::Absent {
+                sha256 = Sha256Of::Marker;
+            }
         } else if let Some(user) = k.strip_prefix(USER) {
             metadata.insert(decode_key(user)?, decode_value(v)?);
         }
@@ -230,19 +295,36 @@ pub(super) fn decode_metadata(
     Ok((sha256, metadata))
 }
 
-/// `CopySource` of a key: `bucket/key`, URL-encoded (a `+` would be read
-/// as a space).
-pub(super) fn copy_source(bucket: &str, key: &str) -> String {
-    let mut out = format!("{bucket}/");
-    for b in key.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
+/// An ETag as S3 writes it in headers and listings, without its quotes.
+pub(super) fn bare_etag(etag: &str) -> &str {
+    etag.trim_matches('"')
+}
+
+/// The headers of a marker that commits the object of `etag` with
+/// `sha256`.
+pub(super) fn encode_marker(sha256: &str, etag: &str) -> HashMap<String, String> {
+    HashMap::from([
+        (SHA256.to_string(), sha256.to_string()),
+        (ETAG.to_string(), encode_value(bare_etag(etag))),
+    ])
+}
+
+/// The sha256 and the ETag a marker's headers name.
+pub(super) fn decode_marker(
+    headers: Option<&HashMap<String, String>>,
+) -> Result<(String, String), String> {
+    let (mut sha256, mut etag) = (None, None);
+    for (k, v) in headers.into_iter().flatten() {
+        match k.to_ascii_lowercase().as_str() {
+            SHA256 => sha256 = Some(decode_sha256(v)?),
+            ETAG => etag = Some(decode_value(v)?),
+            _ => {}
         }
     }
-    out
+    match (sha256, etag) {
+        (Some(sha256), Some(etag)) => Ok((sha256, etag)),
+        _ => Err("its commit marker lacks the sha256 or the ETag".into()),
+    }
 }
 
 #[cfg(test)]
@@ -271,9 +353,17 @@ mod tests {
         assert_eq!(l.name_of("eco/main/a"), Some("main/a"));
         assert_eq!(l.name_of("ecox/main/a"), None);
         assert_eq!(l.describe("b"), "s3://b/eco/main");
-        let scratch = l.scratch_key(UPLOADS);
-        assert!(scratch.starts_with("eco/main/.upload/"));
+        let scratch = l.scratch_key(PROBES);
+        assert!(scratch.starts_with("eco/main/.probe/"));
         assert!(check_name(l.name_of(&scratch).unwrap()).is_err());
+        let located = l.locate("main/snapshots/a.db").unwrap();
+        assert_eq!(located.key, "eco/main/snapshots/a.db");
+        assert_eq!(located.marker, "eco/main/.sha256/snapshots/a.db");
+        assert!(
+            check_name(l.name_of(&located.marker).unwrap()).is_err(),
+            "markers are hidden"
+        );
+        assert!(l.locate("other/a.db").is_err());
     }
 
     #[test]
@@ -285,7 +375,7 @@ mod tests {
             ("empty".to_string(), String::new()),
         ]);
         let sha = "ab".repeat(32);
-        let headers = encode_metadata(&m, &sha).unwrap();
+        let headers = encode_metadata(&m, Sha256At::Object(&sha)).unwrap();
         assert_eq!(headers["m-raft-index"], "42", "common keys stay readable");
         for (k, v) in &headers {
             assert!(
@@ -302,7 +392,17 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_ascii_uppercase(), v))
             .collect();
-        assert_eq!(decode_metadata(Some(&shouted)).unwrap(), (Some(sha), m));
+        assert_eq!(
+            decode_metadata(Some(&shouted)).unwrap(),
+            (Sha256Of::Object(sha), m.clone())
+        );
+        let multipart = encode_metadata(&m, Sha256At::Marker).unwrap();
+        assert_eq!(multipart["sha256-in"], "marker");
+        assert!(!multipart.contains_key("sha256"));
+        assert_eq!(
+            decode_metadata(Some(&multipart)).unwrap(),
+            (Sha256Of::Marker, m)
+        );
     }
 
     #[test]
@@ -310,11 +410,15 @@ mod tests {
         let foreign = HashMap::from([("mtime".to_string(), "1".to_string())]);
         assert_eq!(
             decode_metadata(Some(&foreign)).unwrap(),
-            (None, BTreeMap::new())
+            (Sha256Of::Absent, BTreeMap::new())
         );
-        assert_eq!(decode_metadata(None).unwrap(), (None, BTreeMap::new()));
+        assert_eq!(
+            decode_metadata(None).unwrap(),
+            (Sha256Of::Absent, BTreeMap::new())
+        );
         for (k, v) in [
             ("sha256", "xyz"),
+            ("sha256-in", "elsewhere"),
             ("m-a.g1", "v"),
             ("m-a", "%4"),
             ("m-a", "é"),
@@ -327,13 +431,30 @@ mod tests {
     #[test]
     fn oversized_metadata_is_refused() {
         let m = BTreeMap::from([("k".to_string(), "v".repeat(MAX_METADATA))]);
-        let err = encode_metadata(&m, &"0".repeat(64)).unwrap_err();
+        let err = encode_metadata(&m, Sha256At::Object(&"0".repeat(64))).unwrap_err();
         assert!(err.contains("2048"), "{err}");
     }
 
     #[test]
-    fn copy_sources_are_url_encoded() {
-        assert_eq!(copy_source("b", "eco/c/a+b=c.db"), "b/eco/c/a%2Bb%3Dc.db");
+    fn markers_name_their_object_by_etag() {
+        let sha = "CD".repeat(32);
+        let headers = encode_marker(&sha, "\"9b2cf535f27731c974343645a3985328-3\"");
+        assert_eq!(headers["etag"], "9b2cf535f27731c974343645a3985328-3");
+        let shouted: HashMap<String, String> = headers
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_uppercase(), v))
+            .collect();
+        assert_eq!(
+            decode_marker(Some(&shouted)).unwrap(),
+            (
+                sha.to_ascii_lowercase(),
+                "9b2cf535f27731c974343645a3985328-3".into()
+            )
+        );
+        assert_eq!(bare_etag("\"x-2\""), "x-2");
+        assert!(decode_marker(None).is_err());
+        let no_etag = HashMap::from([("sha256".to_string(), "0".repeat(64))]);
+        assert!(decode_marker(Some(&no_etag)).is_err());
     }
 
     #[test]

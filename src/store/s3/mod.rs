@@ -6,27 +6,30 @@
 //!
 //! How each guarantee of [`ObjectStore`] is kept:
 //! - **complete or invisible**: a small object (less than `part_size`) is
-//!   one `PutObject`, which S3 applies whole. A larger one streams as a
-//!   multipart upload to a temporary key under the hidden
-//!   `<prefix>/<cluster>/.upload/`, and is then copied server-side to its
-//!   name with its metadata (the sha256 is only known at the end, and S3
-//!   takes metadata before the content): the copy is the commit point.
-//!   Up to [`Tuning::single_copy_max`] (5 GiB, S3's limit) the copy is one
-//!   `CopyObject`; above, a multipart copy
-//!   (`UploadPartCopy`) of [`Tuning::copy_part_size`] parts, so objects of
-//!   any size up to S3's 5 TiB commit. A failed upload or copy is aborted
-//!   and its temporary object deleted; a crash leaves them under `.upload/`,
-//!   which listings skip and [`S3Store::sweep_leftovers`] (run by
-//!   `check_at_start`) removes once a day old.
+//!   one `PutObject` with its sha256 in its metadata, which S3 applies
+//!   whole. A larger one streams as a multipart upload straight to its
+//!   key, with the caller's metadata (all known before the first byte) and
+//!   `sha256-in: marker`; once complete it is committed by its **marker**,
+//!   a zero-byte `<prefix>/<cluster>/.sha256/<rest of the name>` holding
+//!   the sha256 and the object's ETag, written last (`commit.rs`). A
+//!   multipart object is an object of the store only while its marker
+//!   names its ETag; deletes remove the marker first. A failed upload is
+//!   aborted; an object whose marker could not be written is deleted; what
+//!   a crash leaves (unfinished uploads, complete objects without a marker,
+//!   which listings skip) [`S3Store::sweep_leftovers`] (run by
+//!   `check_at_start`) removes once a day old. Nothing is copied: the
+//!   server-side copy this replaced cost as much as the upload
+//!   (docs/benchmarks.md, M7 on S3).
 //! - **streaming, flat memory**: the content is read in `part_size`
 //!   buffers, hashed on the way, with at most `parts_in_flight` parts
 //!   uploading while the next one is read: `parts_in_flight + 1` buffers
 //!   at most (counted by [`S3Store::part_buffers`]).
 //! - **listings**: `ListObjectsV2` under the prefix, one page per call
 //!   (`StartAfter` is the trait's cursor), then a `HeadObject` per object
-//!   (the listing has no user metadata), [`Tuning::heads_in_flight`] at a
-//!   time. Objects eco did not commit — hidden scratch keys, keys that are
-//!   not object names, objects without eco's sha256 metadata — are
+//!   (the listing has no user metadata) and one more per multipart object
+//!   (its marker), [`Tuning::heads_in_flight`] objects at a time. Objects
+//!   eco did not commit — hidden keys, keys that are not object names,
+//!   objects without eco's sha256 metadata or without their marker — are
 //!   skipped (logged at debug) and never deleted; records are never
 //!   skipped (one without metadata is read, one that cannot be read fails
 //!   the listing). Any failed page or head fails the listing.
@@ -46,15 +49,18 @@
 //!   load).
 //!
 //! Every call is bounded: each attempt by `call_timeout` (`transfer_timeout`
-//! for part uploads, copies, downloads' first byte), attempts by
+//! for uploads and their completion, downloads' first byte), attempts by
 //! `max_attempts` with the SDK's standard back-off (throttling included),
 //! and a download that stalls (no byte for `call_timeout`) fails through
 //! the SDK's stalled-stream protection. Credentials come from the SDK's
 //! default chain; the region from `region` or that chain. Server-side
 //! encryption (`encryption`, `kms_key_id`) is requested on every write.
-//! Request checksums are only sent where S3 requires them (the SigV4
-//! payload hash already covers each request's body), which S3-compatible
-//! stores that predate the SDK's default CRC32 trailers accept.
+//! The SDK's request checksums are only sent where S3 requires them (the
+//! SigV4 payload hash already covers each request's body), which
+//! S3-compatible stores that predate the SDK's default CRC32 trailers
+//! accept; the parts of a multipart upload carry their CRC32 as a header
+//! eco computes (S3 checks it; an emulator that is not asked for a
+//! checksum computed a default one, slowly, at completion).
 //!
 //! What it does not do: SSE-C (customer keys), bucket creation or
 //! configuration (lifecycle rules, versioning, object lock are the
@@ -83,7 +89,10 @@ use aws_sdk_s3::config::{
     Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
     StalledStreamProtectionConfig,
 };
+use aws_sdk_s3::operation::get_object::GetObjectOutput;
+use aws_sdk_s3::operation::head_object::HeadObjectOutput;
 use aws_sdk_s3::types::ServerSideEncryption;
+use errors::Failure;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,7 +123,7 @@ struct Conn {
 }
 
 /// Sizes the store works with; the defaults come from the config.
-/// Test-only knobs (smaller pages, a lower copy threshold) are set through
+/// Test-only knobs (smaller parts and pages) are set through
 /// [`S3Store::with_tuning`].
 #[doc(hidden)]
 #[derive(Clone, Debug)]
@@ -125,10 +134,6 @@ pub struct Tuning {
     pub parts_in_flight: usize,
     /// Keys per listing page (`MaxKeys`); `None`: the endpoint's (1000).
     pub page_size: Option<i32>,
-    /// The largest object committed with one `CopyObject`.
-    pub single_copy_max: u64,
-    /// Bytes per part of a multipart copy (raised to fit 10 000 parts).
-    pub copy_part_size: u64,
     /// `HeadObject` calls at once in a listing.
     pub heads_in_flight: usize,
     /// Bursts of concurrent conditional creates of one probe key in
@@ -138,7 +143,7 @@ pub struct Tuning {
 
 /// S3 refuses parts smaller than this (except the last).
 pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
-/// S3's largest part (and largest `CopyObject`).
+/// S3's largest part.
 pub const MAX_PART_SIZE: u64 = 5 * 1024 * 1024 * 1024;
 
 impl S3Store {
@@ -219,10 +224,6 @@ impl S3Store {
                 part_size: usize::try_from(part_size).unwrap_or(usize::MAX),
                 parts_in_flight: config.parts_in_flight.max(1) as usize,
                 page_size: None,
-                // One CopyObject as far as S3 allows: a multipart copy of
-                // the same object costs twice its time (docs/benchmarks.md).
-                single_copy_max: MAX_PART_SIZE,
-                copy_part_size: 512 * 1024 * 1024,
                 heads_in_flight: 8,
                 probe_bursts: config.concurrent_create_probes as usize,
             },
@@ -243,11 +244,12 @@ impl S3Store {
         self.buffers.now()
     }
 
-    /// Removes what crashed puts and probes left behind: temporary objects
-    /// under `.upload/` and `.probe/` and unfinished multipart uploads
-    /// there, older than `older_than` (younger ones may be another
-    /// instance's put in progress). Nothing else is touched. Returns how
-    /// many were removed.
+    /// Removes what crashed puts and probes left behind, older than
+    /// `older_than` (younger ones may be another instance's put in
+    /// progress): probe keys, unfinished multipart uploads under the
+    /// cluster's prefix, and multipart objects of eco (`sha256-in:
+    /// marker`) without a marker that names them, with any such marker.
+    /// Nothing else is touched. Returns how many were removed.
     pub async fn sweep_leftovers(&self, older_than: Duration) -> Result<usize, StoreError> {
         sweep::sweep(self, older_than).await
     }
@@ -282,17 +284,22 @@ impl ObjectStore for S3Store {
     }
 
     async fn head(&self, name: &str) -> Result<Option<ObjectInfo>, StoreError> {
-        let key = self.layout.key(name)?;
-        read::head(self.conn.clone(), key, name.to_string()).await
+        read::head(self.conn.clone(), self.layout.locate(name)?).await
     }
 
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
         read::list(self, prefix, after).await
     }
 
+    /// The marker first: once it is gone, a multipart object is no longer
+    /// an object of the store, whatever happens to the delete of its
+    /// content (a leftover the sweep removes).
     async fn delete(&self, name: &str) -> Result<(), StoreError> {
-        let key = self.layout.key(name)?;
-        self.conn.delete(&key, "deleting").await
+        let object = self.layout.locate(name)?;
+        self.conn
+            .delete(&object.marker, "deleting the commit marker of")
+            .await?;
+        self.conn.delete(&object.key, "deleting").await
     }
 
     async fn create_if_absent(
@@ -311,6 +318,41 @@ impl ObjectStore for S3Store {
 }
 
 impl Conn {
+    /// `HeadObject` of a key: `None` when it does not exist.
+    async fn head_object(
+        &self,
+        key: &str,
+        op: &str,
+    ) -> Result<Option<HeadObjectOutput>, StoreError> {
+        match self
+            .calls
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(out)),
+            Err(e) => errors::absent_or(Failure::of(&e), op, &self.bucket, key),
+        }
+    }
+
+    /// `GetObject` of a key (bounded by `transfer_timeout`): `None` when it
+    /// does not exist.
+    async fn get_object(&self, key: &str, op: &str) -> Result<Option<GetObjectOutput>, StoreError> {
+        match self
+            .transfers
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(out)),
+            Err(e) => errors::absent_or(Failure::of(&e), op, &self.bucket, key),
+        }
+    }
+
     /// Deletes a key; a missing key is not an error.
     async fn delete(&self, key: &str, op: &str) -> Result<(), StoreError> {
         match self
@@ -323,12 +365,7 @@ impl Conn {
         {
             Ok(_) => Ok(()),
             Err(e) => {
-                let failure = errors::Failure::of(&e);
-                if failure.class == errors::Class::NotFound {
-                    Ok(())
-                } else {
-                    Err(failure.into_error(op, &self.bucket, Some(key)))
-                }
+                errors::absent_or(Failure::of(&e), op, &self.bucket, key).map(|_: Option<()>| ())
             }
         }
     }

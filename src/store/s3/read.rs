@@ -1,13 +1,14 @@
 //! `get`, `head` and `list`: an object's info comes from its headers (the
-//! sha256 and the caller's metadata are user metadata); an object without
-//! eco's sha256 was not committed by eco and is not an object of the store,
-//! except a record, whose info is computed from its (small) content, as
-//! the directory store does: records are never skipped.
+//! caller's metadata, and the sha256 or the word that it is in the marker)
+//! and, for a multipart object, its commit marker (`commit.rs`). An object
+//! without eco's sha256 was not committed by eco and is not an object of
+//! the store, except a record, whose info is computed from its (small)
+//! content, as the directory store does: records are never skipped.
 
-use super::errors::{Class, Failure, store_error};
-use super::keys::{self, is_record_name};
-use super::{Conn, S3Store};
-use crate::store::{ListPage, ObjectInfo, ObjectReader, StoreError, check_name};
+use super::errors::store_error;
+use super::keys::{self, Located, Sha256Of, is_record_name};
+use super::{Conn, S3Store, commit};
+use crate::store::{ListPage, ObjectInfo, ObjectReader, StoreError};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -36,27 +37,35 @@ fn size_of(name: &str, length: Option<i64>) -> Result<u64, StoreError> {
 /// commit it.
 async fn info_of(
     conn: &Conn,
-    key: &str,
-    name: &str,
+    object: &Located,
     length: Option<i64>,
+    etag: Option<&str>,
     headers: Option<&HashMap<String, String>>,
 ) -> Result<Option<ObjectInfo>, StoreError> {
+    let name = &object.name;
     let (sha256, metadata) = keys::decode_metadata(headers).map_err(metadata_error(name))?;
-    match sha256 {
-        Some(sha256) => Ok(Some(ObjectInfo {
-            name: name.to_string(),
-            size: size_of(name, length)?,
-            sha256,
-            metadata,
-        })),
-        None if is_record_name(name) => Ok(read_small(conn, key, name)
-            .await?
-            .map(|content| record_info(name, &content))),
-        None => {
-            tracing::debug!(object = %name, "skipping an object without eco's sha256 metadata (not written by eco)");
-            Ok(None)
+    let sha256 = match sha256 {
+        Sha256Of::Object(sha256) => sha256,
+        Sha256Of::Marker => match commit::committed_sha256(conn, object, etag).await? {
+            Some(sha256) => sha256,
+            None => return Ok(None),
+        },
+        Sha256Of::Absent if is_record_name(name) => {
+            return Ok(read_small(conn, &object.key, name)
+                .await?
+                .map(|content| record_info(name, &content)));
         }
-    }
+        Sha256Of::Absent => {
+            tracing::debug!(object = %name, "skipping an object without eco's sha256 metadata (not written by eco)");
+            return Ok(None);
+        }
+    };
+    Ok(Some(ObjectInfo {
+        name: name.to_string(),
+        size: size_of(name, length)?,
+        sha256,
+        metadata,
+    }))
 }
 
 fn record_info(name: &str, content: &[u8]) -> ObjectInfo {
@@ -75,22 +84,8 @@ pub(super) async fn read_small(
     key: &str,
     name: &str,
 ) -> Result<Option<Vec<u8>>, StoreError> {
-    let out = match conn
-        .transfers
-        .get_object()
-        .bucket(&conn.bucket)
-        .key(key)
-        .send()
-        .await
-    {
-        Ok(out) => out,
-        Err(e) => {
-            let failure = Failure::of(&e);
-            if failure.class == Class::NotFound {
-                return Ok(None);
-            }
-            return Err(failure.into_error("reading", &conn.bucket, Some(key)));
-        }
+    let Some(out) = conn.get_object(key, "reading").await? else {
+        return Ok(None);
     };
     let too_big = |size: u64| StoreError::Metadata {
         name: name.to_string(),
@@ -120,78 +115,55 @@ pub(super) async fn get(
     store: &S3Store,
     name: &str,
 ) -> Result<(ObjectInfo, ObjectReader), StoreError> {
-    let key = store.layout.key(name)?;
+    let object = store.layout.locate(name)?;
     let conn = &store.conn;
-    let out = match conn
-        .transfers
-        .get_object()
-        .bucket(&conn.bucket)
-        .key(&key)
-        .send()
-        .await
-    {
-        Ok(out) => out,
-        Err(e) => {
-            let failure = Failure::of(&e);
-            if failure.class == Class::NotFound {
-                return Err(StoreError::NotFound(name.to_string()));
-            }
-            return Err(failure.into_error("reading", &conn.bucket, Some(&key)));
-        }
+    let Some(out) = conn.get_object(&object.key, "reading").await? else {
+        return Err(StoreError::NotFound(name.to_string()));
     };
     let (sha256, metadata) =
         keys::decode_metadata(out.metadata.as_ref()).map_err(metadata_error(name))?;
-    match sha256 {
-        Some(sha256) => {
-            let info = ObjectInfo {
-                name: name.to_string(),
-                size: size_of(name, out.content_length)?,
-                sha256,
-                metadata,
-            };
-            // Streamed: the body is read as the caller reads.
-            Ok((info, Box::new(Box::pin(out.body.into_async_read()))))
+    let sha256 = match sha256 {
+        Sha256Of::Object(sha256) => sha256,
+        // The marker must name the ETag of the body being read.
+        Sha256Of::Marker => {
+            match commit::committed_sha256(conn, &object, out.e_tag.as_deref()).await? {
+                Some(sha256) => sha256,
+                None => return Err(StoreError::NotFound(name.to_string())),
+            }
         }
-        None if is_record_name(name) => {
+        Sha256Of::Absent if is_record_name(name) => {
             drop(out);
-            let content = read_small(conn, &key, name)
+            let content = read_small(conn, &object.key, name)
                 .await?
                 .ok_or_else(|| StoreError::NotFound(name.to_string()))?;
             let info = record_info(name, &content);
-            Ok((info, Box::new(std::io::Cursor::new(content))))
+            return Ok((info, Box::new(std::io::Cursor::new(content))));
         }
         // Not committed by eco: not an object of the store.
-        None => Err(StoreError::NotFound(name.to_string())),
-    }
+        Sha256Of::Absent => return Err(StoreError::NotFound(name.to_string())),
+    };
+    let info = ObjectInfo {
+        name: name.to_string(),
+        size: size_of(name, out.content_length)?,
+        sha256,
+        metadata,
+    };
+    // Streamed: the body is read as the caller reads.
+    Ok((info, Box::new(Box::pin(out.body.into_async_read()))))
 }
 
 pub(super) async fn head(
     conn: Arc<Conn>,
-    key: String,
-    name: String,
+    object: Located,
 ) -> Result<Option<ObjectInfo>, StoreError> {
-    let out = match conn
-        .calls
-        .head_object()
-        .bucket(&conn.bucket)
-        .key(&key)
-        .send()
-        .await
-    {
-        Ok(out) => out,
-        Err(e) => {
-            let failure = Failure::of(&e);
-            if failure.class == Class::NotFound {
-                return Ok(None);
-            }
-            return Err(failure.into_error("reading the info of", &conn.bucket, Some(&key)));
-        }
+    let Some(out) = conn.head_object(&object.key, "reading the info of").await? else {
+        return Ok(None);
     };
     info_of(
         &conn,
-        &key,
-        &name,
+        &object,
         out.content_length,
+        out.e_tag.as_deref(),
         out.metadata.as_ref(),
     )
     .await
@@ -226,10 +198,10 @@ pub(super) async fn list(
             continue;
         };
         last = Some(name.to_string());
-        if check_name(name).is_ok() {
-            wanted.push((key.clone(), name.to_string()));
+        if let Ok(object) = store.layout.locate(name) {
+            wanted.push(object);
         } else {
-            // Scratch keys (.upload/, .probe/) and keys no object has.
+            // Hidden keys (.sha256/, .probe/) and keys no object has.
             tracing::debug!(key = %key, "skipping a key that names no object of the store");
         }
     }
@@ -260,10 +232,10 @@ pub(super) async fn list(
     Ok(ListPage { objects, next })
 }
 
-/// `HeadObject` of each `(key, name)`, `limit` at a time, in order.
+/// [`head`] of each object, `limit` at a time, in order.
 async fn heads(
     conn: &Arc<Conn>,
-    wanted: Vec<(String, String)>,
+    wanted: Vec<Located>,
     limit: usize,
 ) -> Result<Vec<Result<Option<ObjectInfo>, StoreError>>, StoreError> {
     let mut results: Vec<Option<Result<Option<ObjectInfo>, StoreError>>> =
@@ -272,11 +244,11 @@ async fn heads(
     let mut tasks = JoinSet::new();
     loop {
         while tasks.len() < limit.max(1) {
-            let Some((i, (key, name))) = todo.next() else {
+            let Some((i, object)) = todo.next() else {
                 break;
             };
             let conn = conn.clone();
-            tasks.spawn(async move { (i, head(conn, key, name).await) });
+            tasks.spawn(async move { (i, head(conn, object).await) });
         }
         match tasks.join_next().await {
             None => break,

@@ -1,14 +1,15 @@
 //! `put`: the content streamed in `part_size` buffers, hashed on the way;
-//! one `PutObject` when it fits in one buffer, else a multipart upload to
-//! a temporary key and a server-side copy to the name, with the metadata
-//! (the commit point, in `commit.rs`). See the module above for why.
+//! one `PutObject` with its sha256 when it fits in one buffer, else a
+//! multipart upload straight to its key, committed by its marker once
+//! complete (`commit.rs` says why and how).
 
 use super::errors::{Failure, store_error};
-use super::keys::{self, UPLOADS};
+use super::keys::{self, Sha256At};
 use super::{Conn, S3Store, commit};
 use crate::store::{ObjectInfo, StoreError};
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use aws_sdk_s3::types::{ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart};
+use base64::Engine;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -104,26 +105,27 @@ pub(super) async fn put(
     content: &mut (dyn AsyncRead + Unpin + Send),
     metadata: BTreeMap<String, String>,
 ) -> Result<ObjectInfo, StoreError> {
-    let key = store.layout.key(name)?;
+    let object = store.layout.locate(name)?;
     let too_big = |message| StoreError::Metadata {
         name: name.to_string(),
         message,
     };
     // Refused before anything is uploaded (the real sha256 is as long).
-    keys::encode_metadata(&metadata, &"0".repeat(64)).map_err(too_big)?;
+    keys::encode_metadata(&metadata, Sha256At::Object(&"0".repeat(64))).map_err(too_big)?;
     let conn = &store.conn;
     let mut hasher = Sha256::new();
     let first = read_part(store, content, name).await?;
     hasher.update(first.as_ref());
     if first.data.len() < store.tuning.part_size {
-        // One request, applied whole by S3: no temporary key needed.
+        // One request, applied whole by S3, its sha256 in its metadata.
         let sha256 = hex::encode(hasher.finalize());
         let size = first.data.len() as u64;
-        let headers = keys::encode_metadata(&metadata, &sha256).map_err(too_big)?;
+        let headers =
+            keys::encode_metadata(&metadata, Sha256At::Object(&sha256)).map_err(too_big)?;
         conn.transfers
             .put_object()
             .bucket(&conn.bucket)
-            .key(&key)
+            .key(&object.key)
             .content_length(size as i64)
             .set_metadata(Some(headers))
             .set_server_side_encryption(conn.sse.clone())
@@ -131,7 +133,7 @@ pub(super) async fn put(
             .body(ByteStream::from(Bytes::from_owner(first)))
             .send()
             .await
-            .map_err(store_error("storing", &conn.bucket, Some(&key)))?;
+            .map_err(store_error("storing", &conn.bucket, Some(&object.key)))?;
         return Ok(ObjectInfo {
             name: name.to_string(),
             size,
@@ -140,38 +142,37 @@ pub(super) async fn put(
         });
     }
 
-    let temp = store.layout.scratch_key(UPLOADS);
-    let upload_id = create_upload(conn, &temp, None).await?;
+    let headers = keys::encode_metadata(&metadata, Sha256At::Marker).map_err(too_big)?;
+    let upload_id = create_upload(conn, &object.key, headers).await?;
     let mut parts = JoinSet::new();
     let uploaded = upload_parts(
         store,
         content,
         name,
-        &temp,
+        &object.key,
         &upload_id,
         first,
         &mut hasher,
         &mut parts,
     )
     .await;
-    let size = match uploaded {
-        Ok(size) => size,
+    let (size, etag) = match uploaded {
+        Ok(done) => done,
         Err(e) => {
             // Stop the parts in flight before aborting, so none lands after.
             parts.shutdown().await;
-            abort(conn, &temp, &upload_id).await;
+            abort(conn, &object.key, &upload_id).await;
             return Err(e);
         }
     };
+    // The object is complete, and invisible until its marker names it.
     let sha256 = hex::encode(hasher.finalize());
-    let copied = match keys::encode_metadata(&metadata, &sha256) {
-        Ok(headers) => commit::copy(store, &temp, &key, size, headers).await,
-        Err(message) => Err(too_big(message)),
-    };
-    if let Err(e) = conn.delete(&temp, "deleting the temporary upload").await {
-        tracing::warn!(error = %e, "a temporary upload is left behind (removed by the next start's sweep)");
+    if let Err(e) = commit::write_marker(conn, &object, &etag, &sha256).await {
+        if let Err(left) = conn.delete(&object.key, "deleting the uncommitted").await {
+            tracing::warn!(error = %left, "an uncommitted object is left behind (invisible; removed by a start's sweep a day later)");
+        }
+        return Err(e);
     }
-    copied?;
     Ok(ObjectInfo {
         name: name.to_string(),
         size,
@@ -180,19 +181,21 @@ pub(super) async fn put(
     })
 }
 
-/// Starts a multipart upload of `key` (with `metadata`: the final key of
-/// a multipart copy; without: a temporary key).
-pub(super) async fn create_upload(
+/// Starts a multipart upload of `key` with its headers. Every part carries
+/// its CRC32, which S3 checks on arrival (a part damaged on the way is
+/// refused, not found at restore), as AWS's own tools do.
+async fn create_upload(
     conn: &Conn,
     key: &str,
-    metadata: Option<HashMap<String, String>>,
+    metadata: HashMap<String, String>,
 ) -> Result<String, StoreError> {
     let out = conn
         .calls
         .create_multipart_upload()
         .bucket(&conn.bucket)
         .key(key)
-        .set_metadata(metadata)
+        .checksum_algorithm(ChecksumAlgorithm::Crc32)
+        .set_metadata(Some(metadata))
         .set_server_side_encryption(conn.sse.clone())
         .set_ssekms_key_id(conn.kms_key_id.clone())
         .send()
@@ -211,19 +214,20 @@ pub(super) async fn create_upload(
 }
 
 /// Uploads `first` and the rest of `content` as parts of `upload_id`, at
-/// most `parts_in_flight` at once, and completes the upload. Returns the
-/// size. On error, the caller stops `parts` and aborts the upload.
+/// most `parts_in_flight` at once, and completes the upload once the
+/// content ended without error. Returns the size and the object's ETag.
+/// On error, the caller stops `parts` and aborts the upload.
 #[allow(clippy::too_many_arguments)]
 async fn upload_parts(
     store: &S3Store,
     content: &mut (dyn AsyncRead + Unpin + Send),
     name: &str,
-    temp: &str,
+    key: &str,
     upload_id: &str,
     first: PartBuffer,
     hasher: &mut Sha256,
     parts: &mut JoinSet<Result<CompletedPart, StoreError>>,
-) -> Result<u64, StoreError> {
+) -> Result<(u64, String), StoreError> {
     let conn = &store.conn;
     let mut done = Vec::new();
     let mut size = 0u64;
@@ -244,7 +248,7 @@ async fn upload_parts(
         }
         parts.spawn(upload_part(
             conn.clone(),
-            temp.to_string(),
+            key.to_string(),
             upload_id.to_string(),
             number,
             part,
@@ -263,11 +267,11 @@ async fn upload_parts(
         done.push(joined(parts.join_next().await)?);
     }
     done.sort_by_key(|p| p.part_number);
-    complete(conn, temp, upload_id, done).await?;
-    Ok(size)
+    let etag = complete(conn, key, upload_id, done).await?;
+    Ok((size, etag))
 }
 
-pub(super) fn joined(
+fn joined(
     outcome: Option<Result<Result<CompletedPart, StoreError>, tokio::task::JoinError>>,
 ) -> Result<CompletedPart, StoreError> {
     match outcome {
@@ -289,6 +293,10 @@ async fn upload_part(
     part: PartBuffer,
 ) -> Result<CompletedPart, StoreError> {
     let len = part.data.len() as i64;
+    // A header the SDK sends as given (no checksum trailer, which older
+    // S3-compatible stores refuse).
+    let crc32 =
+        base64::engine::general_purpose::STANDARD.encode(crc32fast::hash(&part.data).to_be_bytes());
     let out = conn
         .transfers
         .upload_part()
@@ -297,6 +305,7 @@ async fn upload_part(
         .upload_id(&upload_id)
         .part_number(number)
         .content_length(len)
+        .checksum_crc32(&crc32)
         .body(ByteStream::from(Bytes::from_owner(part)))
         .send()
         .await
@@ -308,16 +317,20 @@ async fn upload_part(
     Ok(CompletedPart::builder()
         .part_number(number)
         .set_e_tag(out.e_tag)
+        .checksum_crc32(crc32)
         .build())
 }
 
-pub(super) async fn complete(
+/// Completes an upload; returns the object's ETag (asked with a
+/// `HeadObject` when the answer has none).
+async fn complete(
     conn: &Conn,
     key: &str,
     upload_id: &str,
     parts: Vec<CompletedPart>,
-) -> Result<(), StoreError> {
-    conn.transfers
+) -> Result<String, StoreError> {
+    let out = conn
+        .transfers
         .complete_multipart_upload()
         .bucket(&conn.bucket)
         .key(key)
@@ -334,11 +347,27 @@ pub(super) async fn complete(
             &conn.bucket,
             Some(key),
         ))?;
-    Ok(())
+    if let Some(etag) = out.e_tag {
+        return Ok(etag);
+    }
+    let head = conn
+        .calls
+        .head_object()
+        .bucket(&conn.bucket)
+        .key(key)
+        .send()
+        .await
+        .map_err(store_error("reading the ETag of", &conn.bucket, Some(key)))?;
+    head.e_tag.ok_or_else(|| {
+        StoreError::Unavailable(format!(
+            "storing s3://{}/{key}: the endpoint gives no ETag, which the commit marker needs",
+            conn.bucket
+        ))
+    })
 }
 
 /// Aborts an upload; a failure is logged (the sweep at start retries).
-pub(super) async fn abort(conn: &Conn, key: &str, upload_id: &str) {
+async fn abort(conn: &Conn, key: &str, upload_id: &str) {
     if let Err(e) = conn
         .calls
         .abort_multipart_upload()
