@@ -6,7 +6,8 @@
 #   4. all tests (unit, table, simulation, integration on etcd 3.5)
 #   5. the real-etcd integration tests again on etcd 3.4
 #   6. a subset of the chaos matrix (simulations chaos) on real processes,
-#      on the static provider and on the AWS provider (the local emulator)
+#      on the static provider, on the AWS provider (the local emulator),
+#      and with TLS on etcd's surfaces
 #   7. a 3-minute monkey soak (random faults under the write ledger); the
 #      30-minute soaks are `make soak`
 set -euo pipefail
@@ -28,7 +29,7 @@ step "tests (etcd 3.5)"
 ECO_TEST_ETCD_VERSION=3.5 cargo test --workspace --all-targets
 
 step "integration tests (etcd 3.4)"
-ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_input --test membership --test snapshots --test lifecycle --test resize --test formation --test wal --test quorum_loss --test leaving
+ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_input --test membership --test snapshots --test lifecycle --test resize --test formation --test wal --test quorum_loss --test leaving --test tls
 
 step "chaos subset (real processes, the dev build of eco)"
 ./target/debug/simulations chaos --eco-bin target/debug/eco --out target/chaos-ci \
@@ -36,6 +37,10 @@ step "chaos subset (real processes, the dev build of eco)"
 
 step "chaos subset on the AWS provider and S3 (the local AWS emulator)"
 ./target/debug/simulations chaos --provider aws --eco-bin target/debug/eco --out target/chaos-ci-aws \
+  --scenario wipe-majority
+
+step "chaos subset with TLS on etcd's client and peer surfaces"
+./target/debug/simulations chaos --tls --eco-bin target/debug/eco --out target/chaos-ci-tls \
   --scenario wipe-majority
 
 step "monkey soak, 3 minutes (real processes, the dev build of eco)"

@@ -26,9 +26,10 @@
 //!   store's records ([`record`]), [`snapshot`]s, the HTTP API ([`api`],
 //!   [`status`], [`metrics`]), the one-shot commands ([`commands`]).
 //!
-//! What it does not do (yet): TLS (`https` is refused by validation),
-//! cloud providers (only the static provider), an S3 store. See
-//! docs/architecture.md and docs/runbook.md.
+//! What it does not do (yet): generate TLS certificates (TLS runs on the
+//! operator's own, `[etcd.tls]`), authentication inside etcd, the
+//! Kubernetes provider. See docs/architecture.md, docs/security.md and
+//! docs/runbook.md.
 
 pub mod api;
 pub mod api_address;

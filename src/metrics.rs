@@ -161,7 +161,7 @@ impl Metrics {
 
     /// Exports the gossip node's counters from now on.
     pub fn watch_gossip(&self, source: Arc<GossipMetrics>) {
-        let exported: [(&str, &str, ReadCounter); 7] = [
+        let exported: [(&str, &str, ReadCounter); 8] = [
             ("gossip_datagrams_sent", "Gossip datagrams sent", |m| {
                 &m.datagrams_sent
             }),
@@ -184,6 +184,11 @@ impl Metrics {
                 "gossip_states_refused",
                 "Published states refused (a version no honest instance can have) or refuted (a newer state of this instance published by another)",
                 |m| &m.states_refused,
+            ),
+            (
+                "gossip_keyring_changes",
+                "Gossip keyrings installed while running (gossip.key_file re-read with new keys)",
+                |m| &m.keyring_changes,
             ),
             ("gossip_sent_bytes", "Bytes of gossip datagrams sent", |m| {
                 &m.bytes_sent

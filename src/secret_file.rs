@@ -1,4 +1,4 @@
-//! Reading a file that holds a secret (the gossip keys; later TLS keys):
+//! Reading a file that holds a secret (the gossip keys, TLS private keys):
 //! the file must not be open to every user of the machine.
 //!
 //! The rule, as for SSH private keys but allowing a group: **refused** when
@@ -53,8 +53,24 @@ pub fn check_mode(mode: u32) -> ModeVerdict {
 }
 
 /// Reads `path` (named `what` in errors, e.g. "gossip.key_file") after
-/// checking its mode.
+/// checking its mode; a group-readable file is read with a warning.
 pub fn read(path: &Path, what: &'static str) -> Result<String, SecretFileError> {
+    let (text, verdict) = read_checked(path, what)?;
+    if verdict == ModeVerdict::GroupReadable {
+        tracing::warn!(
+            file = %path.display(),
+            "{what} is readable by its group; 0600 keeps it to eco's user"
+        );
+    }
+    Ok(text)
+}
+
+/// [`read`] without the warning, and the verdict on its mode (for files
+/// read again and again, whose mode was reported once at start).
+pub fn read_checked(
+    path: &Path,
+    what: &'static str,
+) -> Result<(String, ModeVerdict), SecretFileError> {
     let read_err = |source| SecretFileError::Read {
         what,
         path: path.to_path_buf(),
@@ -65,22 +81,15 @@ pub fn read(path: &Path, what: &'static str) -> Result<String, SecretFileError> 
         .permissions()
         .mode()
         & 0o777;
-    match check_mode(mode) {
-        ModeVerdict::TooOpen => {
-            return Err(SecretFileError::TooOpen {
-                what,
-                path: path.to_path_buf(),
-                mode,
-            });
-        }
-        ModeVerdict::GroupReadable => tracing::warn!(
-            file = %path.display(),
-            mode = format!("{mode:04o}"),
-            "{what} is readable by its group; 0600 keeps it to eco's user"
-        ),
-        ModeVerdict::Private => {}
+    let verdict = check_mode(mode);
+    if verdict == ModeVerdict::TooOpen {
+        return Err(SecretFileError::TooOpen {
+            what,
+            path: path.to_path_buf(),
+            mode,
+        });
     }
-    std::fs::read_to_string(path).map_err(read_err)
+    Ok((std::fs::read_to_string(path).map_err(read_err)?, verdict))
 }
 
 #[cfg(test)]

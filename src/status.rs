@@ -83,6 +83,11 @@ pub struct GossipPeer {
     pub heard_ms_ago: u64,
     pub has_state: bool,
     pub data_present: bool,
+    /// How many times this instance's gossip saw it go down (failed or
+    /// left) since this eco started: a flapping member shows here even
+    /// when it is up again.
+    #[serde(default)]
+    pub times_down: u64,
 }
 
 /// What the snapshot writer knows and did.

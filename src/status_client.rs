@@ -182,8 +182,12 @@ pub fn render(s: &InstanceStatus) -> String {
             .gossip
             .iter()
             .map(|p| {
+                let flaps = match p.times_down {
+                    0 => String::new(),
+                    n => format!(", down {n}x since start"),
+                };
                 format!(
-                    "{}:{}({}, {}ms)",
+                    "{}:{}({}, {}ms{flaps})",
                     p.instance_id,
                     if p.up { "up" } else { "down" },
                     p.phase,

@@ -26,7 +26,6 @@ use testkit::cluster::{AwsOptions, Cluster, Options};
 use testkit::eco_bin;
 use testkit::etcd::{client, rt, write};
 use testkit::ledger::{Ledger, lost_writes};
-use testkit::process::kill;
 use testkit::wait_until;
 
 /// A cluster on its own /16 (`127.<100+net>.0.0/16`) of the emulator,
@@ -54,14 +53,6 @@ fn formed(c: &mut Cluster, n: usize) -> Vec<String> {
     c.wait_voters(&names, Duration::from_secs(90))
         .unwrap_or_else(|| panic!("{n} voters formed from the group"));
     ids
-}
-
-fn kill_node(c: &mut Cluster, id: &str) {
-    let etcd = c.etcd_pids(id);
-    c.stop(id, libc::SIGKILL).expect("stop eco");
-    for pid in etcd {
-        kill(pid, libc::SIGKILL);
-    }
 }
 
 fn names(ids: &[String]) -> Vec<&str> {
@@ -160,7 +151,7 @@ fn forms_from_the_group_and_a_terminated_instance_is_replaced_with_nothing_lost(
     std::thread::sleep(Duration::from_secs(2));
 
     let victim = ids[1].clone();
-    kill_node(&mut c, &victim);
+    c.kill_with_etcd(&victim).unwrap();
     let at = Instant::now();
     let now = c
         .replace(&ids, std::slice::from_ref(&victim))
@@ -277,7 +268,7 @@ fn two_of_three_terminated_and_replaced_recover_from_s3_with_every_acknowledged_
     std::thread::sleep(Duration::from_secs(3));
     let gone = vec![ids[1].clone(), ids[2].clone()];
     for id in &gone {
-        kill_node(&mut c, id);
+        c.kill_with_etcd(id).unwrap();
     }
     let at = Instant::now();
     let now = c.replace(&ids, &gone).expect("replaced by the group");

@@ -6,15 +6,17 @@
 //! - **Sealed datagrams** ([`seal`]): XChaCha20-Poly1305 under 256-bit keys,
 //!   the cluster name bound as associated data. A keyring seals with its
 //!   first key and opens with any listed key, so keys rotate without
-//!   downtime. Datagrams that fail to open are dropped and counted, never
-//!   parsed. This protects against forged or altered gossip and against
-//!   another cluster's traffic; it does not protect against **replay** of
-//!   a captured datagram. Replay is acceptable because everything carried is
-//!   versioned: a replayed PeerState is older than what receivers hold and
-//!   is ignored; a replayed SWIM message can at worst cause one extra probe
-//!   or a transient suspicion that the live member refutes. Recovery-protocol
-//!   messages (sent with [`Gossip::send`]) carry their own ballots and boot
-//!   ids for the same reason.
+//!   downtime; [`Gossip::set_keys`] replaces a running node's keyring (no
+//!   restart, no leave). Datagrams that fail to open are dropped and
+//!   counted, never parsed. This protects against forged or altered gossip
+//!   and against another cluster's traffic; it does not protect against
+//!   **replay** of a captured datagram. Replay is acceptable because
+//!   everything carried is versioned: a replayed PeerState is older than
+//!   what receivers hold and is ignored; a replayed SWIM message can at
+//!   worst cause one extra probe or a transient suspicion that the live
+//!   member refutes. Recovery-protocol messages (sent with
+//!   [`Gossip::send`]) carry their own ballots and boot ids for the same
+//!   reason.
 //! - **PeerState dissemination** ([`peer_state`]): each instance publishes
 //!   its state as a foca custom broadcast, versioned `(boot, sequence)`: boot
 //!   is taken at process start from the wall clock, so a restarted instance
@@ -49,6 +51,6 @@ pub mod transport;
 pub mod wire;
 
 pub use metrics::GossipMetrics;
-pub use node::{Event, Gossip, GossipConfig, GossipError, Liveness, PeerView};
+pub use node::{Event, Gossip, GossipConfig, GossipError, KeysHandle, Liveness, PeerView};
 pub use peer_state::{DataFacts, EtcdFacts, PeerState, Version};
 pub use seal::{Keyring, SealError};

@@ -15,6 +15,8 @@ pub struct GossipMetrics {
     /// (dated too far ahead), or a claim about this instance itself newer
     /// than its own (it refutes it by publishing above it).
     pub states_refused: AtomicU64,
+    /// Keyrings installed while running ([`crate::Gossip::set_keys`]).
+    pub keyring_changes: AtomicU64,
     pub bytes_sent: AtomicU64,
     pub bytes_received: AtomicU64,
     pub members_up: AtomicU64,

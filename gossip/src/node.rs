@@ -118,6 +118,10 @@ pub struct PeerView {
     pub liveness: Liveness,
     /// When its state was last received (or it was last seen up).
     pub last_heard: Instant,
+    /// How many times this node saw it go down (failed or left) since
+    /// this node started: a member that flaps shows here even when it is
+    /// up again by the time anyone looks.
+    pub times_down: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,6 +149,7 @@ enum Command {
     Send { to: String, bytes: Vec<u8> },
     SetSeeds(Vec<SocketAddr>),
     SetPeers(HashMap<String, HashSet<IpAddr>>),
+    SetKeys(Keyring),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -247,6 +252,23 @@ impl Gossip {
             .map_err(|_| GossipError::Stopped)
     }
 
+    /// Replaces the node's keyring while it runs, without a restart and
+    /// without leaving: from the next datagram on, its first key seals and
+    /// every one of its keys opens. Rotate across the group in three
+    /// steps, each applied everywhere before the next: add the new key
+    /// second, move it first, remove the old one.
+    pub fn set_keys(&self, keys: Keyring) -> Result<(), GossipError> {
+        self.keys_handle().set_keys(keys)
+    }
+
+    /// A handle that can only replace the keyring ([`Self::set_keys`]),
+    /// for a task that watches where the keys come from.
+    pub fn keys_handle(&self) -> KeysHandle {
+        KeysHandle {
+            commands: self.commands.clone(),
+        }
+    }
+
     /// Instance id → what this node knows (including itself).
     pub fn view(&self) -> HashMap<String, PeerView> {
         self.view.borrow().clone()
@@ -278,6 +300,27 @@ impl Gossip {
     }
 }
 
+/// Replaces a running node's keyring ([`Gossip::set_keys`]); cloneable,
+/// and usable after the [`Gossip`] handle moved elsewhere.
+#[derive(Clone)]
+pub struct KeysHandle {
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl KeysHandle {
+    /// See [`Gossip::set_keys`].
+    pub fn set_keys(&self, keys: Keyring) -> Result<(), GossipError> {
+        self.commands
+            .send(Command::SetKeys(keys))
+            .map_err(|_| GossipError::Stopped)
+    }
+
+    /// Whether the node has stopped (no keys can be set any more).
+    pub fn is_stopped(&self) -> bool {
+        self.commands.is_closed()
+    }
+}
+
 type FocaNode = Foca<NodeId, foca::PostcardCodec, SmallRng, StateBroadcasts>;
 
 struct Node<T: Transport> {
@@ -297,6 +340,8 @@ struct Node<T: Transport> {
     /// Who may send addressed messages, from where (`Gossip::set_peers`).
     peers: Option<HashMap<String, HashSet<IpAddr>>>,
     liveness: HashMap<String, (Liveness, Instant)>,
+    /// Instance id → how many times it went down (`PeerView::times_down`).
+    times_down: HashMap<String, u64>,
     addresses: HashMap<String, SocketAddr>,
     events: mpsc::UnboundedSender<Event>,
     view: watch::Sender<HashMap<String, PeerView>>,
@@ -349,6 +394,7 @@ impl<T: Transport> Node<T> {
             datagrams_in_a_row: 0,
             peers: None,
             liveness: HashMap::new(),
+            times_down: HashMap::new(),
             addresses: HashMap::new(),
             events,
             view,
@@ -448,6 +494,10 @@ impl<T: Transport> Node<T> {
                     Some(Command::Send { to, bytes }) => self.send_message(to, bytes).await,
                     Some(Command::SetSeeds(seeds)) => self.config.seeds = seeds,
                     Some(Command::SetPeers(peers)) => self.peers = Some(peers),
+                    Some(Command::SetKeys(keys)) => {
+                        self.config.keys = keys;
+                        GossipMetrics::add(&self.metrics.keyring_changes, 1);
+                    }
                 },
                 received = transport.recv_from(&mut buf) => {
                     self.datagrams_in_a_row += 1;
@@ -634,6 +684,7 @@ impl<T: Transport> Node<T> {
                             .unwrap_or_else(Instant::now);
                         self.liveness
                             .insert(id.instance.clone(), (Liveness::Down, at));
+                        *self.times_down.entry(id.instance.clone()).or_default() += 1;
                         let _ = self.events.send(Event::Down(id.instance));
                         changed_liveness = true;
                     }
@@ -697,6 +748,7 @@ impl<T: Transport> Node<T> {
                             version: *version,
                             liveness,
                             last_heard,
+                            times_down: self.times_down.get(id).copied().unwrap_or(0),
                         },
                     )
                 })

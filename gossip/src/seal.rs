@@ -63,6 +63,11 @@ impl Keyring {
         Self::new(&keys, cluster)
     }
 
+    /// How many keys open datagrams (the first of them seals).
+    pub fn key_count(&self) -> usize {
+        self.ciphers.len()
+    }
+
     pub fn seal(&self, plain: &[u8]) -> Result<Vec<u8>, SealError> {
         let nonce: [u8; NONCE_LEN] = rand::random();
         let cipher = self.ciphers.first().ok_or(SealError::NoKey)?;

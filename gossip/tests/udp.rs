@@ -1,6 +1,9 @@
 //! Real UDP on loopback: convergence, leave, crash, restart, sealing, key
 //! rotation, addressed messages. Every wait is bounded.
 
+mod wait;
+use wait::eventually;
+
 use gossip::{Event, Gossip, GossipConfig, GossipMetrics, Keyring, Liveness, PeerState};
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -51,18 +54,6 @@ async fn node(
     Gossip::bind(addr(net, n), config, state)
         .await
         .expect("bind")
-}
-
-/// Polls `f` every 50 ms for at most `limit`.
-async fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    while tokio::time::Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    f()
 }
 
 fn sees(g: &Gossip, id: &str, liveness: Liveness, phase: Option<&str>) -> bool {

@@ -186,6 +186,10 @@ struct ChaosArgs {
     /// the local AWS emulator, `make deps` installs it).
     #[arg(long, default_value = "static", value_parser = ["static", "aws"])]
     provider: String,
+    /// TLS on etcd's client and peer surfaces (client certificates
+    /// required), from a CA the run makes.
+    #[arg(long)]
+    tls: bool,
 }
 
 fn main() {
@@ -416,6 +420,7 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         duration,
         seed,
         provider,
+        tls,
     } = args;
     let aws = provider == "aws";
     if aws && monkey {
@@ -461,6 +466,7 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         runs,
         keep,
         aws,
+        tls,
     };
     if monkey {
         return monkey_command(&opts, duration, seed, json, out.as_deref());
@@ -479,8 +485,9 @@ fn chaos_command(args: ChaosArgs) -> i32 {
     }
     if let Some(dir) = out {
         let command = format!(
-            "cargo run --release -p simulations -- chaos --scenario {} --instances {instances} --runs {runs} --provider {provider}",
-            names.join(",")
+            "cargo run --release -p simulations -- chaos --scenario {} --instances {instances} --runs {runs} --provider {provider}{}",
+            names.join(","),
+            if tls { " --tls" } else { "" }
         );
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(&dir)?;

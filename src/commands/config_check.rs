@@ -1,6 +1,8 @@
 //! `eco config check`, beyond the file itself: the files the config names
 //! must open and parse the way `eco run` will read them — the group file,
-//! the gossip key file (and its mode), the store directory, and for an S3
+//! the gossip key file (and its mode), the TLS files of `[etcd.tls]`
+//! (modes of the keys, PEM, keys matching certificates, validity), the
+//! store directory, and for an S3
 //! store the credential files the AWS environment variables name. Each
 //! problem names the key and the file. Nothing is contacted: whether the
 //! bucket is reachable, writable and honours conditional writes is proven
@@ -42,6 +44,9 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
             }
             Err(e) => problems.push(e.to_string()),
         }
+    }
+    if let Err(e) = crate::etcd::tls::check_files(&config.etcd.tls, std::time::SystemTime::now()) {
+        problems.push(e.to_string());
     }
     if config.snapshot.store == SnapshotStoreKind::Dir {
         if let Some(dir) = &config.snapshot.dir {

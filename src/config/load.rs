@@ -91,6 +91,9 @@ fn resolve_paths(config: &mut Config, base: &Path) {
     if let Some(p) = config.gossip.key_file.as_mut() {
         resolve(p);
     }
+    for p in config.etcd.tls.paths_mut() {
+        resolve(p);
+    }
     if let Some(d) = config.snapshot.dir.as_mut() {
         resolve(&mut d.path);
     }

@@ -11,10 +11,12 @@
 
 mod duration;
 mod load;
+mod tls;
 mod validate;
 
 pub use duration::ConfigDuration;
 pub use load::{ConfigError, load_file, parse_str};
+pub use tls::{EcoClientTls, EtcdTlsConfig, SurfaceTls};
 pub use validate::{FLAGS_OWNED_BY_ECO, Problem, validate};
 
 use serde::{Deserialize, Serialize};
@@ -172,10 +174,17 @@ pub struct EtcdConfig {
     /// etcd's data directory. eco's state file lives in its parent directory.
     #[serde(default = "defaults::data_dir")]
     pub data_dir: PathBuf,
-    #[serde(default = "defaults::scheme")]
-    pub client_scheme: Scheme,
-    #[serde(default = "defaults::scheme")]
-    pub peer_scheme: Scheme,
+    /// The client surface's scheme; default: `https` with
+    /// `[etcd.tls.client]`, else `http` ([`EtcdConfig::effective_client_scheme`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_scheme: Option<Scheme>,
+    /// The peer surface's scheme; default: `https` with `[etcd.tls.peer]`,
+    /// else `http`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_scheme: Option<Scheme>,
+    /// `[etcd.tls]`: TLS on the client and peer surfaces.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tls: EtcdTlsConfig,
     #[serde(default = "defaults::client_port")]
     pub client_port: u32,
     #[serde(default = "defaults::peer_port")]
@@ -236,6 +245,32 @@ pub struct EtcdConfig {
     /// data, and only while the live data directory holds data again.
     #[serde(default = "defaults::keep_moved_aside_for")]
     pub keep_moved_aside_for: ConfigDuration,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+impl EtcdConfig {
+    /// The scheme of the client surface: `etcd.client_scheme`, else
+    /// `https` when it has TLS.
+    pub fn effective_client_scheme(&self) -> Scheme {
+        self.client_scheme.unwrap_or(if self.tls.client.is_some() {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        })
+    }
+
+    /// The scheme of the peer surface: `etcd.peer_scheme`, else `https`
+    /// when it has TLS.
+    pub fn effective_peer_scheme(&self) -> Scheme {
+        self.peer_scheme.unwrap_or(if self.tls.peer.is_some() {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        })
+    }
 }
 
 /// `[gossip]`: eco's own membership between instances.
@@ -437,9 +472,6 @@ pub mod defaults {
     }
     pub fn data_dir() -> PathBuf {
         PathBuf::from("/var/lib/eco/etcd")
-    }
-    pub fn scheme() -> Scheme {
-        Scheme::Http
     }
     pub fn client_port() -> u32 {
         2379

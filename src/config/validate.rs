@@ -2,8 +2,8 @@
 //! Every problem names the key, says what is wrong and what is allowed.
 
 use super::{
-    AutoCompactionMode, Config, ConfigDuration, ProviderKind, S3Encryption, S3StoreConfig, Scheme,
-    SnapshotStoreKind,
+    AutoCompactionMode, Config, ConfigDuration, EtcdConfig, ProviderKind, S3Encryption,
+    S3StoreConfig, Scheme, SnapshotStoreKind,
 };
 use recovery::fenced::{ProtocolConfig, Setting, WatchedTiming};
 use std::fmt;
@@ -62,6 +62,46 @@ pub const FLAGS_OWNED_BY_ECO: &[&str] = &[
     "peer-client-cert-auth",
     "peer-auto-tls",
 ];
+
+/// `[etcd.tls]` against the schemes: a surface is `https` exactly when it
+/// has TLS; eco has a client certificate exactly when it needs one (or may
+/// present one); no empty path.
+fn tls(ck: &mut Checker, e: &EtcdConfig) {
+    for (surface, scheme, tls) in [
+        ("client", e.client_scheme, &e.tls.client),
+        ("peer", e.peer_scheme, &e.tls.peer),
+    ] {
+        let key = format!("etcd.{surface}_scheme");
+        match (scheme, tls) {
+            (Some(Scheme::Https), None) => ck.fail(
+                &key,
+                format!("\"https\" needs [etcd.tls.{surface}] (cert_file, key_file, trusted_ca_file); allowed without it: \"http\""),
+            ),
+            (Some(Scheme::Http), Some(_)) => ck.fail(
+                &key,
+                format!("[etcd.tls.{surface}] is set, so the {surface} surface is served over TLS: set \"https\" or leave the key out"),
+            ),
+            _ => {}
+        }
+    }
+    let t = &e.tls;
+    match (&t.client, &t.eco) {
+        (Some(client), None) if client.client_cert_auth => ck.fail(
+            "etcd.tls.eco",
+            "etcd.tls.client.client_cert_auth is true, so eco needs its own client certificate: set [etcd.tls.eco] cert_file and key_file (a certificate the client surface's trusted_ca_file signed)",
+        ),
+        (None, Some(_)) => ck.fail(
+            "etcd.tls.eco",
+            "eco's client certificate is for a client surface with TLS: set [etcd.tls.client] too, or remove [etcd.tls.eco]",
+        ),
+        _ => {}
+    }
+    for (key, path, _) in &t.files() {
+        if path.as_os_str().is_empty() {
+            ck.fail(key, "an empty path; allowed: the path of a PEM file");
+        }
+    }
+}
 
 struct Checker {
     problems: Vec<Problem>,
@@ -187,20 +227,10 @@ pub fn validate(c: &Config) -> Vec<Problem> {
             ),
         );
     }
-    for (key, scheme) in [
-        ("etcd.client_scheme", e.client_scheme),
-        ("etcd.peer_scheme", e.peer_scheme),
-    ] {
-        if scheme == Scheme::Https {
-            ck.fail(
-                key,
-                "\"https\" needs TLS certificates, which this version of eco cannot configure yet; allowed: \"http\"",
-            );
-        }
-    }
+    tls(&mut ck, e);
     for (i, url) in e.advertise_client_urls.iter().enumerate() {
         let key = format!("etcd.advertise_client_urls[{i}]");
-        let want = format!("{}://", e.client_scheme.as_str());
+        let want = format!("{}://", e.effective_client_scheme().as_str());
         let rest = url.strip_prefix(want.as_str());
         let ok = rest.is_some_and(|r| {
             let authority = r.trim_end_matches('/');
@@ -627,6 +657,50 @@ mod tests {
     }
 
     #[test]
+    fn tls_files_make_the_surfaces_https_and_resolve_relative_paths() {
+        let c = parse_str(
+            &format!(
+                "{BASE}[etcd.tls.client]\ncert_file = \"tls/s.crt\"\nkey_file = \"tls/s.key\"\ntrusted_ca_file = \"/ca/ca.crt\"\n\
+                 [etcd.tls.peer]\ncert_file = \"p.crt\"\nkey_file = \"p.key\"\ntrusted_ca_file = \"ca.crt\"\nclient_cert_auth = false\n\
+                 [etcd.tls.eco]\ncert_file = \"e.crt\"\nkey_file = \"e.key\"\n"
+            ),
+            Path::new("/x/eco.toml"),
+            Path::new("/x"),
+        )
+        .unwrap();
+        assert_eq!(c.etcd.effective_client_scheme(), super::Scheme::Https);
+        assert_eq!(c.etcd.effective_peer_scheme(), super::Scheme::Https);
+        let client = c.etcd.tls.client.as_ref().unwrap();
+        assert_eq!(client.cert_file, Path::new("/x/tls/s.crt"));
+        assert_eq!(client.trusted_ca_file, Path::new("/ca/ca.crt"));
+        assert!(client.client_cert_auth, "client certificates by default");
+        assert!(!c.etcd.tls.peer.as_ref().unwrap().client_cert_auth);
+        assert_eq!(
+            c.etcd.tls.eco.as_ref().unwrap().key_file,
+            Path::new("/x/e.key")
+        );
+        let secrets: Vec<String> = c
+            .etcd
+            .tls
+            .files()
+            .into_iter()
+            .filter(|(_, _, secret)| *secret)
+            .map(|(key, _, _)| key)
+            .collect();
+        assert_eq!(
+            secrets,
+            [
+                "etcd.tls.client.key_file",
+                "etcd.tls.peer.key_file",
+                "etcd.tls.eco.key_file"
+            ]
+        );
+        let plain = parse_str(BASE, Path::new("/x/eco.toml"), Path::new("/x")).unwrap();
+        assert_eq!(plain.etcd.effective_client_scheme(), super::Scheme::Http);
+        assert_eq!(plain.etcd.effective_peer_scheme(), super::Scheme::Http);
+    }
+
+    #[test]
     fn snapshot_s3_rules() {
         let s3 = |keys: &str| format!("[snapshot]\nstore = \"s3\"\n[snapshot.s3]\n{keys}\n");
         let ok = parse_str(
@@ -826,7 +900,32 @@ mod tests {
             (
                 "[etcd]\nclient_scheme = \"https\"\n",
                 "etcd.client_scheme",
-                "TLS",
+                "needs [etcd.tls.client]",
+            ),
+            (
+                "[etcd]\npeer_scheme = \"https\"\n",
+                "etcd.peer_scheme",
+                "needs [etcd.tls.peer]",
+            ),
+            (
+                "[etcd]\npeer_scheme = \"http\"\n[etcd.tls.peer]\ncert_file = \"p.crt\"\nkey_file = \"p.key\"\ntrusted_ca_file = \"ca.crt\"\n",
+                "etcd.peer_scheme",
+                "set \"https\" or leave the key out",
+            ),
+            (
+                "[etcd.tls.client]\ncert_file = \"s.crt\"\nkey_file = \"s.key\"\ntrusted_ca_file = \"ca.crt\"\n",
+                "etcd.tls.eco",
+                "eco needs its own client certificate",
+            ),
+            (
+                "[etcd.tls.eco]\ncert_file = \"e.crt\"\nkey_file = \"e.key\"\n",
+                "etcd.tls.eco",
+                "set [etcd.tls.client] too",
+            ),
+            (
+                "[etcd.tls.client]\ncert_file = \"\"\nkey_file = \"s.key\"\ntrusted_ca_file = \"ca.crt\"\nclient_cert_auth = false\n",
+                "etcd.tls.client.cert_file",
+                "an empty path",
             ),
             (
                 "[etcd]\nquota_backend_bytes = 5\n",

@@ -1,14 +1,18 @@
-//! This instance's gossip node: its keys (`gossip.key_file`, else
-//! `ECO_GOSSIP_KEYS`), its addresses, its seeds (the group's instances,
-//! re-resolved on every group refresh: a DNS host's address may change),
-//! and the last PeerState it published (published again only when it
-//! changed).
+//! This instance's gossip node: its keys (`gossip.key_file`, re-read while
+//! eco runs by `key_file.rs`; else `ECO_GOSSIP_KEYS`, read once: the
+//! environment of a running process cannot change), its addresses, its
+//! seeds (the group's instances, re-resolved on every group refresh: a DNS
+//! host's address may change), and the last PeerState it published
+//! (published again only when it changed).
+
+mod key_file;
 
 use super::context::Ctx;
 use crate::provider::{Group, Host};
 use crate::wall_clock::unix_ms;
 use anyhow::Context;
 use gossip::{Event, Gossip, GossipConfig, Keyring, PeerState};
+use key_file::{KeyFile, KeyFileWatch};
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -18,26 +22,27 @@ pub(super) struct GossipLink {
     events: Option<UnboundedReceiver<Event>>,
     published: Option<PeerState>,
     port: u16,
+    /// Re-reads `gossip.key_file` into the node while eco runs (absent
+    /// with `ECO_GOSSIP_KEYS`); ends when the link is dropped.
+    _key_file_watch: Option<KeyFileWatch>,
 }
 
-/// Gossip keys from `gossip.key_file`, else `ECO_GOSSIP_KEYS` (hex keys
-/// separated by commas or newlines); `None` when neither is set.
-fn keys(ctx: &Ctx) -> anyhow::Result<Option<Keyring>> {
-    let text = match &ctx.config.gossip.key_file {
-        Some(path) => crate::secret_file::read(path, "gossip.key_file")?,
-        None => match std::env::var("ECO_GOSSIP_KEYS") {
-            Ok(v) => v.replace(',', "\n"),
-            Err(_) => return Ok(None),
-        },
-    };
-    let from = match &ctx.config.gossip.key_file {
-        Some(path) => format!("gossip.key_file {}", path.display()),
-        None => "ECO_GOSSIP_KEYS".to_string(),
-    };
-    Ok(Some(
-        Keyring::parse(&text, ctx.cluster())
-            .with_context(|| format!("the gossip keys in {from}"))?,
-    ))
+/// Gossip keys from `gossip.key_file` (with the file, to watch), else
+/// `ECO_GOSSIP_KEYS` (hex keys separated by commas or newlines); `None`
+/// when neither is set.
+fn keys(ctx: &Ctx) -> anyhow::Result<Option<(Keyring, Option<KeyFile>)>> {
+    if let Some(path) = &ctx.config.gossip.key_file {
+        let (file, keys) = KeyFile::load(path, ctx.cluster())?;
+        return Ok(Some((keys, Some(file))));
+    }
+    match std::env::var("ECO_GOSSIP_KEYS") {
+        Ok(v) => {
+            let keys = Keyring::parse(&v.replace(',', "\n"), ctx.cluster())
+                .context("the gossip keys in ECO_GOSSIP_KEYS")?;
+            Ok(Some((keys, None)))
+        }
+        Err(_) => Ok(None),
+    }
 }
 
 /// The socket addresses of `hosts` on `port`; a name that does not resolve
@@ -74,7 +79,7 @@ async fn peers(group: &Group, port: u16) -> HashMap<String, HashSet<IpAddr>> {
 impl GossipLink {
     /// Starts the node, or `None` without gossip keys.
     pub async fn start(ctx: &Ctx, group: &Group) -> anyhow::Result<Option<Self>> {
-        let Some(keys) = keys(ctx)? else {
+        let Some((keys, key_file)) = keys(ctx)? else {
             if group.instances.len() > 1 {
                 tracing::warn!(
                     "no gossip keys (gossip.key_file or ECO_GOSSIP_KEYS): this instance cannot take part in forming a cluster"
@@ -98,12 +103,14 @@ impl GossipLink {
             .await
             .context("cannot start gossip (gossip.bind / gossip.port)")?;
         let _ = node.set_peers(peers(group, port).await);
+        let key_file_watch = key_file.map(|file| file.watch(node.keys_handle()));
         tracing::info!(%bind, "gossip started");
         Ok(Some(Self {
             node,
             events: Some(events),
             published: None,
             port,
+            _key_file_watch: key_file_watch,
         }))
     }
 

@@ -104,6 +104,25 @@ struct Daemon {
     started: Instant,
 }
 
+/// Refuses to start with TLS files etcd or eco could not use; reports each
+/// certificate and warns when one expires within
+/// [`crate::etcd::tls::EXPIRY_WARNING`].
+fn check_tls_files(tls: &crate::config::EtcdTlsConfig) -> anyhow::Result<()> {
+    let now = std::time::SystemTime::now();
+    let infos = crate::etcd::tls::check_files(tls, now).context("cannot use the TLS files")?;
+    for info in infos {
+        let days_left = info.remaining(now).map(|d| d.as_secs() / 86_400);
+        tracing::info!(key = info.key, file = %info.path.display(), subject = %info.subject, names = ?info.names, ?days_left, "TLS certificate");
+        if info
+            .remaining(now)
+            .is_some_and(|left| left < crate::etcd::tls::EXPIRY_WARNING)
+        {
+            tracing::warn!(key = info.key, file = %info.path.display(), ?days_left, "a TLS certificate expires soon: renew it in place (etcd and eco read the files on every connection)");
+        }
+    }
+    Ok(())
+}
+
 /// Runs the daemon for the instance `provider` resolved (built by
 /// `provider::from_config`).
 pub async fn run(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<Exit> {
@@ -120,6 +139,7 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
         .discover()
         .await
         .context("cannot discover the group")?;
+    check_tls_files(&config.etcd.tls)?;
     let binaries = binaries::find(&config.etcd)
         .await
         .context("cannot use etcd")?;

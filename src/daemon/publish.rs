@@ -167,6 +167,7 @@ impl Daemon {
                 heard_ms_ago: now.saturating_duration_since(v.last_heard).as_millis() as u64,
                 has_state: v.state.data.has_state,
                 data_present: v.state.data.present,
+                times_down: v.times_down,
             })
             .collect();
         peers.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));

@@ -14,6 +14,7 @@ use super::context::Ctx;
 use super::durable::Durable;
 use super::local_etcd::LocalEtcd;
 use crate::cluster_view::ClusterView;
+use crate::etcd::access::EtcdAccess;
 use crate::etcd::probe::MemberStatus;
 use crate::quorum_loss::replay::{self, ReplayRequest};
 use crate::snapshot::restore::{self, RestoreRequest};
@@ -141,7 +142,12 @@ impl Seeding<'_> {
             }
             SeedStep::SnapshotSeeded => {
                 let taken = self
-                    .snapshot(self.ctx.client_url.clone(), k, t.token.clone())
+                    .snapshot(
+                        &self.ctx.access,
+                        self.ctx.client_url.clone(),
+                        k,
+                        t.token.clone(),
+                    )
                     .await
                     .context("snapshotting the seeded cluster")?;
                 tracing::warn!(snapshot = %taken, "the seeded incarnation is in the store");
@@ -159,6 +165,9 @@ impl Seeding<'_> {
             .state()
             .cloned()
             .context("no state file: there is no WAL of this instance to replay")?;
+        // The replayed member serves this instance's client certificate on
+        // 127.0.0.1: verified under this instance's name.
+        let access = self.ctx.access.verifying_as(&self.ctx.me.host.to_string());
         let replayed = replay::start(&ReplayRequest {
             etcd: self.ctx.binaries.etcd.clone(),
             data_dir: self.etcd.data_dir().to_path_buf(),
@@ -166,7 +175,8 @@ impl Seeding<'_> {
             name: self.ctx.id().to_string(),
             commit_index,
             limit: REPLAY_WITHIN,
-            access: self.ctx.access.clone(),
+            access: access.clone(),
+            client_tls: self.ctx.config.etcd.tls.client.clone(),
         })
         .await?;
         tracing::info!(
@@ -176,6 +186,7 @@ impl Seeding<'_> {
         );
         let taken = self
             .snapshot(
+                &access,
                 replayed.endpoint().to_string(),
                 old.incarnation,
                 old.cluster_token.clone(),
@@ -232,15 +243,13 @@ impl Seeding<'_> {
     /// `incarnation` and `token`; its object name.
     async fn snapshot(
         &self,
+        access: &EtcdAccess,
         endpoint: String,
         incarnation: u64,
         token: String,
     ) -> anyhow::Result<String> {
         let store = self.ctx.store_for("snapshotting")?;
-        let access = self
-            .ctx
-            .access
-            .with_call_timeout(self.ctx.access.call_timeout() * TRANSFER_TIMEOUTS);
+        let access = access.with_call_timeout(access.call_timeout() * TRANSFER_TIMEOUTS);
         let taken = take::take(
             store,
             &access,

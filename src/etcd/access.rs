@@ -10,6 +10,7 @@
 
 use super::members::Member;
 use super::probe::{MemberProbe, ProbeError};
+use super::tls::ClientTls;
 use crate::config::{EtcdConfig, Scheme};
 use etcd_client::{Client, ConnectOptions};
 use std::time::Duration;
@@ -23,6 +24,8 @@ pub struct EtcdAccess {
     /// peer URL with this scheme and client port. `None`: their first
     /// advertised client URL.
     member_client: Option<(Scheme, u32)>,
+    /// TLS toward the client surface; `None`: plain.
+    tls: Option<ClientTls>,
 }
 
 impl EtcdAccess {
@@ -31,6 +34,7 @@ impl EtcdAccess {
         Self {
             call_timeout,
             member_client: None,
+            tls: None,
         }
     }
 
@@ -39,8 +43,9 @@ impl EtcdAccess {
     /// clients something else).
     pub fn from_config(config: &EtcdConfig) -> Self {
         let mut access = Self::new(config.call_timeout.get());
+        access.tls = ClientTls::from_config(&config.tls);
         if !config.advertise_client_urls.is_empty() {
-            access.member_client = Some((config.client_scheme, config.client_port));
+            access.member_client = Some((config.effective_client_scheme(), config.client_port));
         }
         access
     }
@@ -71,16 +76,35 @@ impl EtcdAccess {
         self.call_timeout
     }
 
-    fn options(&self) -> ConnectOptions {
-        ConnectOptions::new()
+    /// The same access, verifying etcd's certificate as `name`'s whatever
+    /// address a member is reached at (the WAL replay's member on
+    /// 127.0.0.1 serves this instance's certificate).
+    pub fn verifying_as(&self, name: &str) -> Self {
+        let mut access = self.clone();
+        access.tls = self.tls.as_ref().map(|t| t.verifying_as(name));
+        access
+    }
+
+    fn options(&self, endpoint: &str) -> Result<ConnectOptions, ProbeError> {
+        let options = ConnectOptions::new()
             .with_connect_timeout(self.call_timeout)
-            .with_timeout(self.call_timeout)
+            .with_timeout(self.call_timeout);
+        match &self.tls {
+            None => Ok(options),
+            Some(tls) => {
+                let tls = tls.options().map_err(|e| ProbeError::Tls {
+                    endpoint: endpoint.into(),
+                    message: e.to_string(),
+                })?;
+                Ok(options.with_tls(tls))
+            }
+        }
     }
 
     /// A client of the member at `endpoint`. The connection is lazy: errors
     /// show on calls.
     pub async fn connect(&self, endpoint: &str) -> Result<Client, ProbeError> {
-        let connecting = Client::connect([endpoint], Some(self.options()));
+        let connecting = Client::connect([endpoint], Some(self.options(endpoint)?));
         match tokio::time::timeout(self.call_timeout, connecting).await {
             Err(_) => Err(ProbeError::Timeout {
                 endpoint: endpoint.into(),

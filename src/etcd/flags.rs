@@ -2,9 +2,10 @@
 //! supervised member ([`etcd_args`]) and the WAL replay's temporary member
 //! ([`replay_args`]). Pure: the same inputs give the same flags, which is
 //! what the tests pin down. Listeners bind the instance's bind address;
-//! advertised URLs carry its host (an IP address or a DNS name).
+//! advertised URLs carry its host (an IP address or a DNS name). TLS
+//! surfaces get etcd's certificate flags from `[etcd.tls]`.
 
-use crate::config::{EtcdConfig, Scheme};
+use crate::config::{EtcdConfig, Scheme, SurfaceTls};
 use crate::provider::Host;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -38,12 +39,12 @@ pub fn url(scheme: Scheme, host: &Host, port: u32) -> String {
 
 /// Client URL of an instance at `host`.
 pub fn client_url(config: &EtcdConfig, host: &Host) -> String {
-    url(config.client_scheme, host, config.client_port)
+    url(config.effective_client_scheme(), host, config.client_port)
 }
 
 /// Peer URL of an instance at `host`.
 pub fn peer_url(config: &EtcdConfig, host: &Host) -> String {
-    url(config.peer_scheme, host, config.peer_port)
+    url(config.effective_peer_scheme(), host, config.peer_port)
 }
 
 /// The full argument list for the supervised etcd.
@@ -99,13 +100,36 @@ pub fn etcd_args(config: &EtcdConfig, spec: &LaunchSpec) -> Vec<String> {
         "--logger=zap".to_string(),
         "--log-outputs=stderr".to_string(),
     ];
+    if let Some(tls) = &config.tls.client {
+        args.extend(surface_flags("", tls));
+    }
+    if let Some(tls) = &config.tls.peer {
+        args.extend(surface_flags("peer-", tls));
+    }
     args.extend(config.extra_flags.iter().cloned());
     args
 }
 
+/// etcd's flags of one TLS surface (`prefix` is `""` for the client
+/// surface, `"peer-"` for the peer one).
+fn surface_flags(prefix: &str, tls: &SurfaceTls) -> Vec<String> {
+    vec![
+        format!("--{prefix}cert-file={}", tls.cert_file.display()),
+        format!("--{prefix}key-file={}", tls.key_file.display()),
+        format!(
+            "--{prefix}trusted-ca-file={}",
+            tls.trusted_ca_file.display()
+        ),
+        format!("--{prefix}client-cert-auth={}", tls.client_cert_auth),
+    ]
+}
+
 /// A WAL replay's temporary member: a copy of a stopped member's data
 /// directory, started alone with `--force-new-cluster` on loopback ports
-/// nobody else knows, so no old member can reach it.
+/// nobody else knows, so no old member can reach it. With client TLS it
+/// serves the instance's client certificate on 127.0.0.1 (eco verifies it
+/// under the instance's own name); its peer port has no peer and stays
+/// plain.
 #[derive(Clone, Debug)]
 pub struct ReplaySpec {
     pub name: String,
@@ -113,12 +137,18 @@ pub struct ReplaySpec {
     pub data_dir: PathBuf,
     pub client_port: u16,
     pub peer_port: u16,
+    /// The client surface's TLS (`etcd.tls.client`).
+    pub client_tls: Option<SurfaceTls>,
 }
 
 impl ReplaySpec {
-    /// Its client URL (plain HTTP on 127.0.0.1).
+    /// Its client URL (on 127.0.0.1; `https` with client TLS).
     pub fn client_url(&self) -> String {
-        url(Scheme::Http, &loopback(), self.client_port as u32)
+        let scheme = match self.client_tls {
+            Some(_) => Scheme::Https,
+            None => Scheme::Http,
+        };
+        url(scheme, &loopback(), self.client_port as u32)
     }
 }
 
@@ -130,7 +160,7 @@ fn loopback() -> Host {
 pub fn replay_args(spec: &ReplaySpec) -> Vec<String> {
     let client = spec.client_url();
     let peer = url(Scheme::Http, &loopback(), spec.peer_port as u32);
-    vec![
+    let mut args = vec![
         format!("--name={}", spec.name),
         format!("--data-dir={}", spec.data_dir.display()),
         "--force-new-cluster".to_string(),
@@ -141,7 +171,11 @@ pub fn replay_args(spec: &ReplaySpec) -> Vec<String> {
         format!("--initial-cluster={}={peer}", spec.name),
         "--logger=zap".to_string(),
         "--log-outputs=stderr".to_string(),
-    ]
+    ];
+    if let Some(tls) = &spec.client_tls {
+        args.extend(surface_flags("", tls));
+    }
+    args
 }
 
 /// The token passed to etcd for incarnation `incarnation` of `cluster`:
@@ -203,10 +237,52 @@ mod tests {
         }
     }
 
+    fn surface(dir: &str, client_cert_auth: bool) -> SurfaceTls {
+        SurfaceTls {
+            cert_file: format!("/{dir}/server.crt").into(),
+            key_file: format!("/{dir}/server.key").into(),
+            trusted_ca_file: format!("/{dir}/ca.crt").into(),
+            client_cert_auth,
+        }
+    }
+
+    #[test]
+    fn tls_surfaces_map_to_etcds_flags_and_https() {
+        let mut config = EtcdConfig::default();
+        config.tls.client = Some(surface("c", true));
+        config.tls.peer = Some(surface("p", false));
+        let args = etcd_args(&config, &spec());
+        let has = |f: &str| args.iter().any(|a| a == f);
+        for flag in [
+            "--listen-client-urls=https://127.0.0.11:2379",
+            "--advertise-client-urls=https://127.0.0.11:2379",
+            "--listen-peer-urls=https://127.0.0.11:2380",
+            "--initial-advertise-peer-urls=https://127.0.0.11:2380",
+            "--cert-file=/c/server.crt",
+            "--key-file=/c/server.key",
+            "--trusted-ca-file=/c/ca.crt",
+            "--client-cert-auth=true",
+            "--peer-cert-file=/p/server.crt",
+            "--peer-key-file=/p/server.key",
+            "--peer-trusted-ca-file=/p/ca.crt",
+            "--peer-client-cert-auth=false",
+            // etcd's metrics listener stays plain (read by monitoring).
+            "--listen-metrics-urls=http://127.0.0.11:2381",
+        ] {
+            assert!(has(flag), "{flag} missing from {args:?}");
+        }
+        for a in &args {
+            let name = a.trim_start_matches("--").split('=').next().unwrap();
+            assert!(FLAGS_OWNED_BY_ECO.contains(&name), "{name}");
+        }
+        let plain = etcd_args(&EtcdConfig::default(), &spec());
+        assert!(!plain.iter().any(|a| a.contains("cert")), "{plain:?}");
+    }
+
     #[test]
     fn schemes_come_from_config_and_ipv6_is_bracketed() {
         let config = EtcdConfig {
-            peer_scheme: Scheme::Https,
+            peer_scheme: Some(Scheme::Https),
             ..Default::default()
         };
         assert_eq!(
@@ -246,6 +322,7 @@ mod tests {
             data_dir: "/var/lib/eco/replay-3".into(),
             client_port: 40001,
             peer_port: 40002,
+            client_tls: None,
         });
         assert_eq!(
             args,
@@ -267,6 +344,24 @@ mod tests {
             let name = a.trim_start_matches("--").split('=').next().unwrap();
             assert!(FLAGS_OWNED_BY_ECO.contains(&name), "{name}");
         }
+    }
+
+    #[test]
+    fn a_replay_with_client_tls_serves_it_on_loopback() {
+        let spec = ReplaySpec {
+            name: "eco-2".into(),
+            data_dir: "/r".into(),
+            client_port: 40001,
+            peer_port: 40002,
+            client_tls: Some(surface("c", true)),
+        };
+        assert_eq!(spec.client_url(), "https://127.0.0.1:40001");
+        let args = replay_args(&spec);
+        let has = |f: &str| args.iter().any(|a| a == f);
+        assert!(has("--listen-client-urls=https://127.0.0.1:40001"));
+        assert!(has("--listen-peer-urls=http://127.0.0.1:40002"));
+        assert!(has("--cert-file=/c/server.crt"));
+        assert!(has("--client-cert-auth=true"));
     }
 
     #[test]

@@ -10,4 +10,5 @@ pub mod members;
 pub mod output;
 pub mod probe;
 pub mod supervisor;
+pub mod tls;
 pub mod wal;

@@ -44,6 +44,8 @@ pub enum ProbeError {
         #[source]
         source: etcd_client::Error,
     },
+    #[error("etcd at {endpoint}: eco's TLS files cannot be used: {message}")]
+    Tls { endpoint: String, message: String },
 }
 
 /// Status of the member `client` is connected to.

@@ -289,6 +289,7 @@ mod tests {
                 version: Default::default(),
                 liveness,
                 last_heard: now - std::time::Duration::from_millis(heard_ms_ago),
+                times_down: 0,
             },
         )
     }

@@ -63,8 +63,12 @@ pub struct ReplayRequest {
     pub commit_index: u64,
     /// Bound of the wait for the replayed member to lead.
     pub limit: Duration,
-    /// How the replayed member is reached (the timeout of each call).
+    /// How the replayed member is reached (the timeout of each call; with
+    /// client TLS, verifying this instance's name: see
+    /// [`EtcdAccess::verifying_as`]).
     pub access: EtcdAccess,
+    /// The client surface's TLS, served by the replayed member too.
+    pub client_tls: Option<crate::config::SurfaceTls>,
 }
 
 /// A running replay.
@@ -137,6 +141,7 @@ pub async fn start(req: &ReplayRequest) -> Result<Replayed, ReplayError> {
         data_dir: req.scratch.clone(),
         client_port: free_port().map_err(io("a free loopback port"))?,
         peer_port: free_port().map_err(io("a free loopback port"))?,
+        client_tls: req.client_tls.clone(),
     };
     let client = spec.client_url();
     let log = req.scratch.with_extension("log");

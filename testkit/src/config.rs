@@ -147,6 +147,12 @@ impl ConfigBuilder {
         self
     }
 
+    /// `[etcd.tls]`.
+    pub fn etcd_tls(mut self, tls: eco::config::EtcdTlsConfig) -> Self {
+        self.config.etcd.tls = tls;
+        self
+    }
+
     /// The file with the group's gossip keys.
     pub fn gossip_key_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.config.gossip.key_file = Some(path.into());

@@ -1,10 +1,18 @@
 //! Real etcd: where its binaries are, raw etcd processes (not managed by
 //! eco), client calls with timeouts, and the pids of the etcd processes
 //! on a data directory.
+//!
+//! Clients of `https` endpoints use the TLS a test registered for the
+//! endpoint's `host:port` ([`trust`]): every helper of the kit (the
+//! ledger, membership reads, waits) then works on a TLS cluster unchanged.
+//! Test addresses are distinct per test, so the registry, shared by the
+//! tests of one process, never mixes two clusters up.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The etcd version used when `ECO_TEST_ETCD_VERSION` is not set.
@@ -152,11 +160,59 @@ pub struct Timeouts {
     pub attempt: Duration,
 }
 
+/// How a test client talks TLS to an endpoint: the CA it trusts and the
+/// certificate it presents (if any).
+#[derive(Clone, Debug)]
+pub struct ClientTlsFiles {
+    pub ca: PathBuf,
+    pub identity: Option<crate::pki::CertFiles>,
+}
+
+static TRUSTED: Mutex<BTreeMap<String, ClientTlsFiles>> = Mutex::new(BTreeMap::new());
+
+/// Test clients of `https://<authority>` use `tls`.
+pub fn trust(authority: &str, tls: ClientTlsFiles) {
+    if let Ok(mut t) = TRUSTED.lock() {
+        t.insert(authority.to_string(), tls);
+    }
+}
+
+/// The TLS of a test client of `endpoint` (the first of a list): `None`
+/// for `http`, or for `https` without [`trust`] (the connection then
+/// fails, as an untrusting client's would).
+pub fn tls_of(endpoint: &str) -> Option<etcd_client::TlsOptions> {
+    let authority = endpoint.strip_prefix("https://")?.trim_end_matches('/');
+    let files = TRUSTED.lock().ok()?.get(authority)?.clone();
+    let ca = std::fs::read_to_string(&files.ca).ok()?;
+    let mut tls =
+        etcd_client::TlsOptions::new().ca_certificate(etcd_client::Certificate::from_pem(ca));
+    if let Some(id) = &files.identity {
+        let cert = std::fs::read_to_string(&id.cert).ok()?;
+        let key = std::fs::read_to_string(&id.key).ok()?;
+        tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
+    }
+    Some(tls)
+}
+
+/// Connect options with these timeouts, and the registered TLS of the
+/// first endpoint.
+pub fn options(
+    endpoints: &[String],
+    connect: Duration,
+    call: Duration,
+) -> etcd_client::ConnectOptions {
+    let opts = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(connect)
+        .with_timeout(call);
+    match endpoints.first().and_then(|e| tls_of(e)) {
+        Some(tls) => opts.with_tls(tls),
+        None => opts,
+    }
+}
+
 /// A client of `endpoint`, `None` when it cannot connect in time.
 pub async fn connect(endpoint: &str, t: Timeouts) -> Option<etcd_client::Client> {
-    let opts = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(t.connect)
-        .with_timeout(t.call);
+    let opts = options(&[endpoint.to_string()], t.connect, t.call);
     tokio::time::timeout(
         t.attempt,
         etcd_client::Client::connect([endpoint], Some(opts)),

@@ -37,9 +37,11 @@ impl Ledger {
             block_on(async move {
                 let mut acked = Vec::new();
                 let mut failed = 0;
-                let opts = etcd_client::ConnectOptions::new()
-                    .with_connect_timeout(Duration::from_millis(500))
-                    .with_timeout(Duration::from_secs(1));
+                let opts = crate::etcd::options(
+                    &endpoints,
+                    Duration::from_millis(500),
+                    Duration::from_secs(1),
+                );
                 let mut conn = None;
                 for n in 0..max_writes {
                     if flag.load(Ordering::Relaxed) {

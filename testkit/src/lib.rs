@@ -19,6 +19,8 @@
 //!   group of one);
 //! - [`ledger`]: a write load that records every acknowledged write, and
 //!   the check that none of them was lost;
+//! - [`pki`]: a throwaway CA and the certificates it signs, as PEM files
+//!   (TLS clusters: [`cluster::Options::tls`]);
 //! - [`process`]: signals by pid, `PR_SET_PDEATHSIG`, starting `eco run`.
 //!
 //! What it does not do: it installs nothing (scripts/install-deps.sh puts
@@ -45,6 +47,7 @@ pub mod config;
 pub mod etcd;
 pub mod instance;
 pub mod ledger;
+pub mod pki;
 pub mod process;
 pub mod s3_server;
 

@@ -59,6 +59,9 @@ pub struct Options {
     /// The AWS provider and the S3 store on the local AWS emulator
     /// (`--provider aws`) instead of the group file and a directory.
     pub aws: bool,
+    /// TLS on etcd's client and peer surfaces, client certificates
+    /// required, from a CA of the run's own (`--tls`).
+    pub tls: bool,
 }
 
 /// Bound of every wait for the cluster to be whole.
@@ -462,6 +465,7 @@ pub(crate) fn start_cluster(
             force: true,
         },
         aws: opts.aws.then(cluster::AwsOptions::default),
+        tls: opts.tls,
     })?;
     let group = c.launch(opts.instances)?;
     for id in &group {

@@ -82,6 +82,12 @@ pub struct Options {
     /// The AWS provider and S3 store on the local AWS emulator instead of
     /// the group file and the directory store (see [`aws_group`]).
     pub aws: Option<AwsOptions>,
+    /// TLS on etcd's client and peer surfaces, with client certificates
+    /// required on both, from a CA of the cluster's own
+    /// (`<root>/pki/cluster-ca.crt`): each instance gets a certificate for
+    /// its address (both surfaces), eco a client certificate `eco`. Test
+    /// clients are trusted through [`etcd::trust`].
+    pub tls: bool,
 }
 
 impl Options {
@@ -107,6 +113,7 @@ impl Options {
                 force: false,
             },
             aws: None,
+            tls: false,
         }
     }
 }
@@ -134,6 +141,8 @@ pub struct Node {
     /// Environment of its eco (the AWS emulator's endpoints).
     pub env: Vec<(String, String)>,
     pub process: Option<Child>,
+    /// `https` on both etcd surfaces ([`Options::tls`]).
+    pub tls: bool,
 }
 
 impl Node {
@@ -141,12 +150,16 @@ impl Node {
         self.dir.join("data/etcd")
     }
 
+    fn scheme(&self) -> &'static str {
+        if self.tls { "https" } else { "http" }
+    }
+
     pub fn endpoint(&self) -> String {
-        format!("http://{}:2379", self.address)
+        format!("{}://{}:2379", self.scheme(), self.address)
     }
 
     pub fn peer_url(&self) -> String {
-        format!("http://{}:2380", self.address)
+        format!("{}://{}:2380", self.scheme(), self.address)
     }
 
     /// eco's API address.
@@ -179,6 +192,8 @@ pub struct Cluster {
     strays: Vec<Child>,
     /// The AWS emulator, group and bucket (dropped after every process).
     pub aws: Option<AwsSide>,
+    /// The CA of a TLS cluster (`<root>/pki`).
+    pub pki: Option<crate::pki::Pki>,
 }
 
 impl Cluster {
@@ -238,6 +253,10 @@ impl Cluster {
             }
             None => None,
         };
+        let pki = match opts.tls {
+            true => Some(crate::pki::Pki::new(&dir.join("pki"), "cluster")?),
+            false => None,
+        };
         Ok(Self {
             root,
             opts,
@@ -245,6 +264,7 @@ impl Cluster {
             nodes: BTreeMap::new(),
             strays: Vec::new(),
             aws,
+            pki,
         })
     }
 
@@ -338,6 +358,11 @@ impl Cluster {
                 )
             }
         };
+        let settings = if self.opts.tls {
+            self.tls_for(id, &address, settings)?
+        } else {
+            settings
+        };
         settings.write(&config)?;
         self.nodes.insert(
             id.to_string(),
@@ -351,9 +376,72 @@ impl Cluster {
                 netns,
                 env,
                 process: None,
+                tls: self.opts.tls,
             },
         );
         Ok(())
+    }
+
+    /// `settings` with TLS on both surfaces for the instance `id` at
+    /// `address`: its own certificate, the cluster's CA, eco's client
+    /// certificate; test clients of its endpoint trust the CA and present
+    /// a client certificate.
+    fn tls_for(
+        &self,
+        id: &str,
+        address: &str,
+        settings: ConfigBuilder,
+    ) -> anyhow::Result<ConfigBuilder> {
+        use crate::pki::{Usage, Validity};
+        use eco::config::{EcoClientTls, EtcdTlsConfig, SurfaceTls};
+        let pki = self.pki.as_ref().context("a TLS cluster has a CA")?;
+        // etcd checks a peer's client certificate against the address the
+        // connection comes from, and on loopback that is 127.0.0.1 whatever
+        // address the peer listens on: a test-only name (on real hosts the
+        // source is the instance's address).
+        let own = pki.issue(
+            id,
+            id,
+            &[address, "127.0.0.1"],
+            Usage::ServerAndClient,
+            Validity::Current,
+        )?;
+        let eco = pki.issue(
+            &format!("{id}-eco"),
+            "eco",
+            &[],
+            Usage::Client,
+            Validity::Current,
+        )?;
+        let test = pki.issue(
+            &format!("{id}-test-client"),
+            "test",
+            &[],
+            Usage::Client,
+            Validity::Current,
+        )?;
+        etcd::trust(
+            &format!("{address}:2379"),
+            etcd::ClientTlsFiles {
+                ca: pki.ca_file(),
+                identity: Some(test),
+            },
+        );
+        let surface = SurfaceTls {
+            cert_file: own.cert,
+            key_file: own.key,
+            trusted_ca_file: pki.ca_file(),
+            client_cert_auth: true,
+        };
+        Ok(settings.etcd_tls(EtcdTlsConfig {
+            client: Some(surface.clone()),
+            peer: Some(surface),
+            eco: Some(EcoClientTls {
+                cert_file: eco.cert,
+                key_file: eco.key,
+                trusted_ca_file: None,
+            }),
+        }))
     }
 
     /// Changes the config file of `id` (eco reads it when it starts).
@@ -549,6 +637,45 @@ impl Cluster {
             kill(pid, libc::SIGKILL);
         }
         Ok(())
+    }
+
+    /// `kill -9` of the eco of `id` and of its etcd (an instance that
+    /// dies with its disk), then waits up to 10 s for its etcd to be gone.
+    pub fn kill_with_etcd(&mut self, id: &str) -> anyhow::Result<()> {
+        let etcd = self.etcd_pids(id);
+        self.stop(id, libc::SIGKILL)?;
+        for pid in etcd {
+            kill(pid, libc::SIGKILL);
+        }
+        wait_until(Duration::from_secs(10), || {
+            self.etcd_pids(id).is_empty().then_some(())
+        })
+        .with_context(|| format!("the etcd of {id} is still running"))
+    }
+
+    /// Two of `eco-1`, `eco-2`, `eco-3` (on `<base>.1..3`) lose their
+    /// disks at once: `eco-2` and `eco-3` are killed with their etcd and
+    /// replaced in the group by new, empty `eco-4` and `eco-5` (on
+    /// `<base>.4` and `<base>.5`), which are started. Returns when the
+    /// quorum was lost.
+    pub fn lose_two_of_three(&mut self, base: &str) -> anyhow::Result<std::time::Instant> {
+        self.kill_with_etcd("eco-2")?;
+        self.kill_with_etcd("eco-3")?;
+        let lost_at = std::time::Instant::now();
+        self.add("eco-4", &format!("{base}.4"))?;
+        self.add("eco-5", &format!("{base}.5"))?;
+        self.set_group(&["eco-1", "eco-4", "eco-5"])?;
+        self.start("eco-4")?;
+        self.start("eco-5")?;
+        Ok(lost_at)
+    }
+
+    /// When `id`'s etcd first took a write, waiting at most `limit`.
+    pub fn wait_writable(&self, id: &str, limit: Duration) -> Option<std::time::Instant> {
+        let endpoint = self.nodes.get(id)?.endpoint();
+        wait_until(limit, || {
+            etcd::write(&endpoint, "probe/writable", "yes").then(std::time::Instant::now)
+        })
     }
 
     /// Pids of the etcd processes on the data directory of `id`.

@@ -1,0 +1,279 @@
+//! TLS on etcd's client and peer surfaces with certificates of the test's
+//! own CA (`testkit::pki`), client certificates required on both, on real
+//! etcd (3.5, and 3.4 in `make test`'s second pass) and real eco processes
+//! on loopback:
+//!
+//! - a cluster forms, takes a write load and rebuilds a wiped member as a
+//!   learner with every acknowledged write (the loss of quorum over TLS,
+//!   the WAL replayed by a temporary etcd serving TLS on 127.0.0.1, is in
+//!   tests/quorum_loss.rs);
+//! - what TLS must refuse: plain `http` against the TLS port, a client
+//!   without a certificate, one from another CA, an expired one, a server
+//!   whose certificate names another address; and what eco refuses at
+//!   start: an expired certificate, a key that is not its certificate's, a
+//!   private key others can read.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+use testkit::cluster::{Cluster, Options};
+use testkit::eco_bin;
+use testkit::etcd::rt;
+use testkit::ledger::{Ledger, lost_writes};
+use testkit::pki::{Pki, Usage, Validity};
+use testkit::wait_until;
+
+fn tls_cluster() -> Cluster {
+    Cluster::new(Options {
+        tls: true,
+        root: std::env::var_os("TLS_DEBUG_ROOT").map(Into::into),
+        ..Options::integration(eco_bin!())
+    })
+    .expect("cluster")
+}
+
+/// The end of every instance's log, for a failure's message.
+fn tails(c: &Cluster) -> String {
+    c.nodes
+        .iter()
+        .map(|(id, n)| {
+            let log = n.log();
+            let errors: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("\"level\":\"fatal\"") || l.contains("\"level\":\"error\""))
+                .take(5)
+                .collect();
+            format!("--- {id}\n{}\n{}", errors.join("\n"), c.log_tail(id, 25))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_tls_cluster_forms_and_rebuilds_a_wiped_member_under_load() {
+    let mut c = tls_cluster();
+    for (i, id) in ["eco-1", "eco-2", "eco-3"].iter().enumerate() {
+        c.add(id, &format!("127.0.31.{}", i + 1)).unwrap();
+    }
+    c.set_group(&["eco-1", "eco-2", "eco-3"]).unwrap();
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        c.start(id).unwrap();
+    }
+    let formed = Instant::now();
+    let old_cluster = c
+        .wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
+        .unwrap_or_else(|| panic!("three voters over TLS\n{}", tails(&c)));
+    eprintln!("TLS: formed in {:.1} s", formed.elapsed().as_secs_f64());
+    let endpoints = c.endpoints(&["eco-1", "eco-2", "eco-3"]);
+    assert!(endpoints.iter().all(|e| e.starts_with("https://")));
+    let ledger = Ledger::start(endpoints, 20_000);
+    std::thread::sleep(Duration::from_secs(2));
+
+    // A member wiped: rebuilt as a learner, promoted, over TLS.
+    c.stop("eco-3", libc::SIGTERM).unwrap();
+    c.wipe("eco-3").unwrap();
+    c.start("eco-3").unwrap();
+    let wiped = Instant::now();
+    let same = c
+        .wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
+        .expect("the wiped member is a voter again");
+    assert_eq!(same, old_cluster, "a wiped member rejoins the same cluster");
+    eprintln!(
+        "TLS: wiped member a voter again in {:.1} s",
+        wiped.elapsed().as_secs_f64()
+    );
+
+    let (acked, failed) = ledger.finish();
+    assert!(
+        acked.len() > 50,
+        "the load wrote too little: {} ({failed} failed)",
+        acked.len()
+    );
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
+}
+
+/// Whether a client with `tls` (and a plain one when `None`) reads from
+/// `endpoint` within a few seconds.
+fn reads(endpoint: &str, tls: Option<etcd_client::TlsOptions>) -> Result<(), String> {
+    rt().block_on(async {
+        let mut opts = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_timeout(Duration::from_secs(2));
+        if let Some(tls) = tls {
+            opts = opts.with_tls(tls);
+        }
+        let attempt = async {
+            let mut c = etcd_client::Client::connect([endpoint], Some(opts))
+                .await
+                .map_err(|e| e.to_string())?;
+            c.get("probe", None).await.map_err(|e| e.to_string())?;
+            Ok::<(), String>(())
+        };
+        tokio::time::timeout(Duration::from_secs(5), attempt)
+            .await
+            .map_err(|_| "timed out".to_string())?
+    })
+}
+
+fn tls_with(
+    ca: &std::path::Path,
+    identity: Option<&testkit::pki::CertFiles>,
+) -> etcd_client::TlsOptions {
+    let mut tls = etcd_client::TlsOptions::new().ca_certificate(
+        etcd_client::Certificate::from_pem(std::fs::read_to_string(ca).unwrap()),
+    );
+    if let Some(id) = identity {
+        tls = tls.identity(etcd_client::Identity::from_pem(
+            std::fs::read_to_string(&id.cert).unwrap(),
+            std::fs::read_to_string(&id.key).unwrap(),
+        ));
+    }
+    tls
+}
+
+#[test]
+fn tls_refuses_what_it_must() {
+    let mut c = tls_cluster();
+    c.add("eco-1", "127.0.32.1").unwrap();
+    c.set_group(&["eco-1"]).unwrap();
+    c.start("eco-1").unwrap();
+    c.wait_voters(&["eco-1"], Duration::from_secs(60))
+        .expect("one voter over TLS");
+    let https = c.nodes["eco-1"].endpoint();
+    let plain = https.replacen("https://", "http://", 1);
+    let pki = c.pki.as_ref().expect("the cluster's CA");
+    let ca = pki.ca_file();
+    let good = pki
+        .issue("good-client", "good", &[], Usage::Client, Validity::Current)
+        .unwrap();
+    assert_eq!(reads(&https, Some(tls_with(&ca, Some(&good)))), Ok(()));
+
+    // Plain http against the TLS port.
+    assert!(reads(&plain, None).is_err(), "plain http is refused");
+    // No client certificate under client-certificate authentication.
+    assert!(
+        reads(&https, Some(tls_with(&ca, None))).is_err(),
+        "a client without a certificate is refused"
+    );
+    // A certificate of another CA.
+    let dir = tempfile::tempdir().unwrap();
+    let other = Pki::new(dir.path(), "other").unwrap();
+    let stranger = other
+        .issue(
+            "stranger",
+            "stranger",
+            &[],
+            Usage::Client,
+            Validity::Current,
+        )
+        .unwrap();
+    assert!(
+        reads(&https, Some(tls_with(&ca, Some(&stranger)))).is_err(),
+        "a certificate of another CA is refused"
+    );
+    // An expired certificate of the right CA.
+    let expired = pki
+        .issue(
+            "expired-client",
+            "expired",
+            &[],
+            Usage::Client,
+            Validity::Expired,
+        )
+        .unwrap();
+    assert!(
+        reads(&https, Some(tls_with(&ca, Some(&expired)))).is_err(),
+        "an expired certificate is refused"
+    );
+    // The client verifies the server: a server trusted under another CA,
+    // or verified under a name its certificate does not carry, is refused.
+    assert!(
+        reads(&https, Some(tls_with(&other.ca_file(), Some(&good)))).is_err(),
+        "a server whose certificate another CA signed is refused"
+    );
+    assert!(
+        reads(
+            &https,
+            Some(tls_with(&ca, Some(&good)).domain_name("127.0.32.99"))
+        )
+        .is_err(),
+        "a server whose certificate names another address is refused"
+    );
+}
+
+/// `eco config check` on `config` fails naming `key` and saying `what`.
+fn config_check_fails(config: &std::path::Path, key: &str, what: &str) {
+    let out = std::process::Command::new(eco_bin!())
+        .args(["config", "check"])
+        .arg(config)
+        .output()
+        .expect("eco config check");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "accepted:\n{text}");
+    assert!(
+        text.contains(key) && text.contains(what),
+        "{key} / {what}:\n{text}"
+    );
+}
+
+#[test]
+fn eco_refuses_tls_files_it_cannot_use_naming_them() {
+    let mut c = tls_cluster();
+    c.add("eco-1", "127.0.33.1").unwrap();
+    c.set_group(&["eco-1"]).unwrap();
+    let node = &c.nodes["eco-1"];
+    let config = node.config.clone();
+    let settings = node.settings.clone();
+    let tls = settings.config().etcd.tls.clone();
+    let client = tls.client.clone().expect("client TLS");
+    let eco = tls.eco.clone().expect("eco's certificate");
+    // The good files pass.
+    let out = std::process::Command::new(eco_bin!())
+        .args(["config", "check"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A private key others can read.
+    std::fs::set_permissions(&client.key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    config_check_fails(&config, "etcd.tls.client.key_file", "chmod 600");
+    std::fs::set_permissions(&client.key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    // An expired certificate.
+    let pki = c.pki.as_ref().unwrap();
+    let expired = pki
+        .issue("expired-eco", "eco", &[], Usage::Client, Validity::Expired)
+        .unwrap();
+    std::fs::copy(&expired.cert, &eco.cert_file).unwrap();
+    std::fs::copy(&expired.key, &eco.key_file).unwrap();
+    config_check_fails(&config, "etcd.tls.eco.cert_file", "expired");
+
+    // A key that is not its certificate's.
+    let fresh = pki
+        .issue("fresh-eco", "eco", &[], Usage::Client, Validity::Current)
+        .unwrap();
+    std::fs::copy(&fresh.cert, &eco.cert_file).unwrap();
+    config_check_fails(&config, "etcd.tls.eco.key_file", "does not match");
+
+    // And `eco run` refuses to start with it, naming the file.
+    c.start("eco-1").unwrap();
+    let refused = wait_until(Duration::from_secs(20), || {
+        let log = c.nodes["eco-1"].log();
+        log.contains("etcd.tls.eco.key_file").then_some(log)
+    })
+    .expect("eco run names the file it cannot use");
+    assert!(refused.contains("does not match"), "{refused}");
+    assert!(c.etcd_pids("eco-1").is_empty(), "etcd was not started");
+}
