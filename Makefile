@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos chaos-aws soak bench-snapshot-s3
+.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls
 
 deps:
 	bash scripts/install-deps.sh
@@ -55,6 +55,10 @@ soak: deps
 bench-snapshot-s3: deps
 	$(CARGO) build --release -p eco -p simulations
 	./target/release/simulations snapshot-bench --store s3 --size-mib 1024 --runs 3
+
+bench-tls: deps
+	$(CARGO) build --release -p eco -p simulations
+	./target/release/simulations tls-bench --seconds 20 --clients 16 --runs 3
 
 clean-run:
 	rm -rf .run

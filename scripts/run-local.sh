@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brings up the local cluster described in examples/local/: three eco
 # instances on 127.0.0.11-13 with the standard ports, sharing a directory
-# store, and keeps it in the foreground. Ctrl-C stops everything cleanly
+# store, with TLS on etcd's client and peer ports from the cluster's own
+# generated CA, and keeps it in the foreground. Ctrl-C stops everything cleanly
 # (each eco stops its etcd first).
 #
 # The three start together with no cluster anywhere: over their sealed
@@ -49,30 +50,44 @@ start() {  # $1 = index
   pids+=($!)
 }
 
+# Until the operator's certificate exists, the script talks to etcd with
+# eco-1's own client certificate (made by eco-1 before its etcd starts).
+tls=(--cacert "$run/eco-1/tls/ca.crt" --cert "$run/eco-1/tls/eco.crt" --key "$run/eco-1/tls/eco.key")
+ctl() {
+  "$bin/etcdctl" "${tls[@]}" --command-timeout=1s "$@"
+}
+
 healthy() {  # $1 = endpoints
-  "$bin/etcdctl" --endpoints="$1" --command-timeout=1s endpoint health >/dev/null 2>&1
+  ctl --endpoints="$1" endpoint health >/dev/null 2>&1
 }
 
 voters() {
-  "$bin/etcdctl" --endpoints="http://${addresses[0]}:2379" --command-timeout=1s member list 2>/dev/null \
+  ctl --endpoints="https://${addresses[0]}:2379" member list 2>/dev/null \
     | awk -F', ' '$2=="started" && $6=="false" {n++} END {print n+0}'
 }
 
 for i in "${!ids[@]}"; do start "$i"; done
 
-endpoints=$(printf 'http://%s:2379,' "${addresses[@]}"); endpoints=${endpoints%,}
+endpoints=$(printf 'https://%s:2379,' "${addresses[@]}"); endpoints=${endpoints%,}
 for _ in $(seq 1 200); do
   [ "$(voters)" = "${#ids[@]}" ] && healthy "$endpoints" && break
   sleep 0.3
 done
 
+# An operator's client certificate from the cluster's CA.
+op="$run/operator"
+"$eco" certs client --config examples/local/eco-1.toml --user operator --out "$op" --validity 30days >/dev/null
+ctlop="$bin/etcdctl --endpoints=$endpoints --cacert $op/ca.crt --cert $op/operator.crt --key $op/operator.key"
+
 cat <<MSG
 
-==> the local cluster is up: ${#ids[@]} voters (etcd $version)
+==> the local cluster is up: ${#ids[@]} voters (etcd $version), TLS on etcd's
+    client and peer ports from the cluster's own CA, client certificates
+    required (an operator certificate is in $op)
     client endpoints: $endpoints
-    try:    $bin/etcdctl --endpoints=$endpoints put hello world
-            $bin/etcdctl --endpoints=$endpoints get hello
-            $bin/etcdctl --endpoints=$endpoints member list -w table
+    try:    $ctlop put hello world
+            $ctlop get hello
+            $ctlop member list -w table
     status: $eco status --config examples/local/eco-1.toml
     resize: edit $run/group.toml
     Ctrl-C stops the cluster.

@@ -150,7 +150,7 @@ impl ClusterView {
             let (access, endpoint) = (self.access.clone(), endpoint.clone());
             lists.spawn(async move {
                 let answer = tokio::time::timeout(timeout, async {
-                    let mut client = access.connect(&endpoint).await.ok()?;
+                    let mut client = access.connect_for_status(&endpoint).await.ok()?;
                     members::list(&mut client, timeout).await.ok()
                 })
                 .await

@@ -24,16 +24,18 @@
 //!   host, so the daemon and the simulations run the same driver;
 //! - durable state ([`state_file`], [`atomic_file`], [`data_dir`]), the
 //!   store's records ([`record`]), [`snapshot`]s, the HTTP API ([`api`],
-//!   [`status`], [`metrics`]), the one-shot commands ([`commands`]).
+//!   [`status`], [`metrics`]), the one-shot commands ([`commands`]);
+//! - [`auth`]: authentication inside etcd — eco's own identity, and the
+//!   users and roles of `[auth]` kept by the instance beside the leader.
 //!
-//! What it does not do (yet): generate TLS certificates (TLS runs on the
-//! operator's own, `[etcd.tls]`), authentication inside etcd, the
-//! Kubernetes provider. See docs/architecture.md, docs/security.md and
-//! docs/runbook.md.
+//! What it does not do (yet): TLS by default (it is opt-in: the operator's
+//! files or the generated CA, [`pki`]), the Kubernetes provider. See
+//! docs/architecture.md, docs/security.md and docs/runbook.md.
 
 pub mod api;
 pub mod api_address;
 pub mod atomic_file;
+pub mod auth;
 pub mod cluster_view;
 pub mod commands;
 pub mod config;
@@ -43,6 +45,7 @@ pub mod etcd;
 pub mod instance_lock;
 pub mod logging;
 pub mod metrics;
+pub mod pki;
 pub mod preflight;
 pub mod provider;
 pub mod quorum_loss;

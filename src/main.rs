@@ -52,6 +52,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Certificates of the cluster's generated CA ([etcd.tls.generated]).
+    Certs {
+        #[command(subcommand)]
+        command: CertsCommand,
+    },
     /// Take or list snapshots in the configured store.
     Snapshot {
         #[command(subcommand)]
@@ -114,6 +119,28 @@ enum SnapshotCommand {
 }
 
 #[derive(Subcommand)]
+enum CertsCommand {
+    /// Issue a client certificate (CN = --user) from the cluster's CA, for
+    /// etcdctl or an application. Run it where an instance runs: it needs
+    /// the config, the gossip keys and the store.
+    Client {
+        /// Path of an instance's configuration file.
+        #[arg(long, short, value_name = "FILE")]
+        config: PathBuf,
+        /// The certificate's common name (with etcd authentication: the
+        /// user it authenticates as).
+        #[arg(long, value_name = "NAME")]
+        user: String,
+        /// Directory the files go to (ca.crt, NAME.crt, NAME.key).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// How long it is valid.
+        #[arg(long, default_value = "30days", value_parser = humantime::parse_duration)]
+        validity: std::time::Duration,
+    },
+}
+
+#[derive(Subcommand)]
 enum ConfigCommand {
     /// Check a configuration file. Prints the effective configuration (every
     /// default filled in) and exits 0, or prints every problem found and
@@ -151,8 +178,11 @@ fn main() -> ExitCode {
                     ExitCode::from(2)
                 }
                 (_, Ok(text)) => {
+                    let identity = eco::auth::describe_identity(&c)
+                        .map(|who| format!("# eco's identity inside etcd: {who}\n"))
+                        .unwrap_or_default();
                     print_out(&format!(
-                        "# {}: valid; effective configuration:\n{text}",
+                        "# {}: valid; effective configuration:\n{identity}{text}",
                         file.display()
                     ));
                     ExitCode::SUCCESS
@@ -177,6 +207,25 @@ fn main() -> ExitCode {
             instance_id,
             json,
         } => status(api, config, instance_id, json),
+        Command::Certs {
+            command:
+                CertsCommand::Client {
+                    config,
+                    user,
+                    out,
+                    validity,
+                },
+        } => {
+            match config::load_file(&config) {
+                Ok(c) => one_shot(async move {
+                    eco::commands::certs::client(&c, &user, validity, &out).await
+                }),
+                Err(e) => {
+                    eprintln!("eco: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Snapshot { command } => snapshot(command),
         Command::Restore {
             from,
@@ -383,7 +432,7 @@ fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {
                 return ExitCode::from(if config_error { 2 } else { 1 });
             }
         };
-    let result = runtime.block_on(daemon::run(config, provider));
+    let result = runtime.block_on(daemon::run(config, Some(path), provider));
     match result {
         Ok(daemon::Exit::Signalled) => ExitCode::SUCCESS,
         Err(e) => {

@@ -266,6 +266,8 @@ mod tests {
             gossip: Vec::new(),
             members: Vec::new(),
             recovery: None,
+            auth: None,
+            certificates: Vec::new(),
         }
     }
 

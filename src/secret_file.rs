@@ -1,4 +1,5 @@
-//! Reading a file that holds a secret (the gossip keys, TLS private keys):
+//! Reading a file that holds a secret (the gossip keys, TLS private keys,
+//! `[auth]` passwords):
 //! the file must not be open to every user of the machine.
 //!
 //! The rule, as for SSH private keys but allowing a group: **refused** when
@@ -26,6 +27,11 @@ pub enum SecretFileError {
         what: &'static str,
         path: std::path::PathBuf,
         mode: u32,
+    },
+    #[error("{what} {path} holds no password (the file is empty)")]
+    Empty {
+        what: &'static str,
+        path: std::path::PathBuf,
     },
 }
 
@@ -92,6 +98,30 @@ pub fn read_checked(
     Ok((std::fs::read_to_string(path).map_err(read_err)?, verdict))
 }
 
+/// The password in a password file (`[auth]`): the whole file, one
+/// trailing newline (`\n` or `\r\n`) removed, checked like any secret
+/// ([`read_checked`]: refused when open to others); an empty password is
+/// refused. Never logged, never in an error.
+pub fn read_password(
+    path: &Path,
+    what: &'static str,
+) -> Result<(String, ModeVerdict), SecretFileError> {
+    let (mut text, verdict) = read_checked(path, what)?;
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    if text.is_empty() {
+        return Err(SecretFileError::Empty {
+            what,
+            path: path.to_path_buf(),
+        });
+    }
+    Ok((text, verdict))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +156,34 @@ mod tests {
         );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(read(&path, "gossip.key_file").unwrap(), "00");
+    }
+
+    #[test]
+    fn a_password_is_the_file_without_its_trailing_newline_and_never_in_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        for (text, want) in [
+            ("s3cret\n", Some("s3cret")),
+            ("s3cret\r\n", Some("s3cret")),
+            ("two words \n\n", Some("two words \n")),
+            ("s3cret", Some("s3cret")),
+            ("\n", None),
+            ("", None),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            let got = read_password(&path, "auth.root_password_file");
+            assert_eq!(got.as_ref().ok().map(|(p, _)| p.as_str()), want, "{text:?}");
+        }
+        std::fs::write(&path, "s3cret").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = read_password(&path, "auth.root_password_file")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("auth.root_password_file") && err.contains("0644"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cret"), "{err}");
     }
 }

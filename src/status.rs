@@ -61,6 +61,53 @@ pub struct InstanceStatus {
     /// (absent without gossip or a store).
     #[serde(default)]
     pub recovery: Option<recovery::fenced::Explanation>,
+    /// The TLS certificates in force (`[etcd.tls]`, generated or given),
+    /// read from their files at every pass: empty without TLS.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<CertificateExpiry>,
+    /// Authentication inside etcd (`[auth]`; absent when eco neither
+    /// manages it nor authenticates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthStatus>,
+}
+
+/// One TLS certificate and when it expires.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CertificateExpiry {
+    /// The config key of its file (`etcd.tls.client.cert_file`, …).
+    pub key: String,
+    pub subject: String,
+    pub names: Vec<String>,
+    /// Seconds since the Unix epoch; absent when the file cannot be read.
+    pub not_after_unix: Option<i64>,
+    /// Why the file cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// Authentication inside etcd as this instance knows it. Names and
+/// reasons only: never a password.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthStatus {
+    /// `[auth] enabled`: eco keeps the ACL and enables authentication.
+    pub managed: bool,
+    /// Who eco is inside etcd (user, and where its password or CN comes
+    /// from).
+    pub identity: Option<String>,
+    /// Whether this instance reconciles the ACL now, and why (or why not).
+    pub reconciles: bool,
+    pub why: String,
+    /// etcd's authentication, as last read by this instance.
+    pub enabled: Option<bool>,
+    /// When this instance last completed a reconcile (Unix ms).
+    pub reconciled_unix_ms: Option<u64>,
+    /// Steps this instance applied since it started.
+    pub applied: u64,
+    /// The last step it applied, and why.
+    pub last_action: Option<String>,
+    pub last_reason: Option<String>,
+    /// The last reconcile failed: why (cleared by a success).
+    pub last_error: Option<String>,
 }
 
 /// One etcd member, as the member list and its own Status report it.

@@ -83,6 +83,48 @@ pub fn render(s: &InstanceStatus) -> String {
     if let Some(problem) = &s.store_problem {
         line("store", format!("REFUSED — {problem}"));
     }
+    let now = crate::wall_clock::unix_ms() / 1000;
+    for c in &s.certificates {
+        line(
+            "certificate",
+            match (c.not_after_unix, &c.problem) {
+                (Some(at), _) if at <= now as i64 => format!("{} — EXPIRED ({})", c.key, c.subject),
+                (Some(at), _) if c.names.is_empty() => format!(
+                    "{} — {} days left ({})",
+                    c.key,
+                    (at - now as i64) / 86_400,
+                    c.subject
+                ),
+                (Some(at), _) => format!(
+                    "{} — {} days left ({}; {})",
+                    c.key,
+                    (at - now as i64) / 86_400,
+                    c.subject,
+                    c.names.join(", ")
+                ),
+                (None, Some(p)) => format!("{} — UNREADABLE: {p}", c.key),
+                (None, None) => c.key.clone(),
+            },
+        );
+    }
+    if let Some(a) = &s.auth {
+        let enabled = match a.enabled {
+            Some(true) => "enabled in etcd",
+            Some(false) => "not enabled in etcd yet",
+            None => "etcd's state unknown here",
+        };
+        let managed = if a.managed { "managed" } else { "not managed" };
+        line("auth", format!("{managed}, {enabled} — {}", a.why));
+        if let Some(who) = &a.identity {
+            line("", format!("eco is {who}"));
+        }
+        if let (Some(action), Some(reason)) = (&a.last_action, &a.last_reason) {
+            line("", format!("last: {action} ({reason})"));
+        }
+        if let Some(e) = &a.last_error {
+            line("", format!("ERROR — {e}"));
+        }
+    }
     if let Some(problem) = &s.group_problem {
         line("group", format!("STALE — {problem}"));
     }

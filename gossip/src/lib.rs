@@ -53,4 +53,4 @@ pub mod wire;
 pub use metrics::GossipMetrics;
 pub use node::{Event, Gossip, GossipConfig, GossipError, KeysHandle, Liveness, PeerView};
 pub use peer_state::{DataFacts, EtcdFacts, PeerState, Version};
-pub use seal::{Keyring, SealError};
+pub use seal::{Keyring, SealError, parse_keys};

@@ -18,6 +18,27 @@ pub enum SealError {
     Seal,
 }
 
+/// The keys of a key file's text, in order: one key per line as 64 hex
+/// digits; blank lines and `#` comments are ignored. At least one.
+pub fn parse_keys(text: &str) -> Result<Vec<[u8; 32]>, SealError> {
+    let mut keys = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bytes = hex::decode(line).map_err(|_| SealError::BadKey { line: i + 1 })?;
+        let key: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| SealError::BadKey { line: i + 1 })?;
+        keys.push(key);
+    }
+    if keys.is_empty() {
+        return Err(SealError::NoKey);
+    }
+    Ok(keys)
+}
+
 /// Keys, first seals, all open.
 #[derive(Clone)]
 pub struct Keyring {
@@ -48,19 +69,7 @@ impl Keyring {
     /// Parses keys from text: one key per line as 64 hex digits; blank lines
     /// and `#` comments are ignored.
     pub fn parse(text: &str, cluster: &str) -> Result<Self, SealError> {
-        let mut keys = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let bytes = hex::decode(line).map_err(|_| SealError::BadKey { line: i + 1 })?;
-            let key: [u8; 32] = bytes
-                .try_into()
-                .map_err(|_| SealError::BadKey { line: i + 1 })?;
-            keys.push(key);
-        }
-        Self::new(&keys, cluster)
+        Self::new(&parse_keys(text)?, cluster)
     }
 
     /// How many keys open datagrams (the first of them seals).

@@ -30,6 +30,11 @@
 //!   [`termination`]: what a termination notice (the lifecycle hook) adds
 //!   to a leave — the final snapshot first, heartbeats, completion.
 //! - [`voters`]: keeping `V_n` in the state file and the store's record.
+//! - [`acl`]: authentication inside etcd — the steps from etcd's users,
+//!   roles and permissions to the config's (root and eco's identity never
+//!   removed, enabling last), and whether this instance reconciles now.
+//! - [`certificates`]: generated TLS — whether an instance issues its
+//!   certificate again (missing, another CA, other names, near expiry).
 //! - [`snapshot_schedule`] and [`retention`]: who writes snapshots, when,
 //!   and which stored snapshots to keep; [`moved_aside`]: which moved-aside
 //!   data directories may go (by age, never the last copy of data).
@@ -39,7 +44,9 @@
 //! daemon can observe only partially without saying so: inputs that may be
 //! unknown are `Option`s, and "unknown" leads to waiting, never to action.
 
+pub mod acl;
 pub mod asg;
+pub mod certificates;
 pub mod fenced;
 pub mod formation;
 pub mod moved_aside;

@@ -2,6 +2,7 @@
 
 mod chaos;
 mod snapshot_bench;
+mod tls_bench;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -101,12 +102,8 @@ enum Command {
         /// Snapshots taken by each tool (medians are over runs).
         #[arg(long, default_value_t = 3)]
         runs: usize,
-        /// Directory with etcd and etcdctl [default: .tools/etcd-3.5/bin].
-        #[arg(long)]
-        etcd_bin_dir: Option<PathBuf>,
-        /// The eco binary [default: $ECO_BIN, else target/release/eco].
-        #[arg(long)]
-        eco_bin: Option<PathBuf>,
+        #[command(flatten)]
+        binaries: Binaries,
         /// Where the temporary directory (etcd data, snapshots) goes
         /// [default: the system's temporary directory].
         #[arg(long)]
@@ -134,6 +131,54 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write throughput of a three-instance cluster of real eco and etcd
+    /// processes without TLS and with generated TLS on both etcd surfaces,
+    /// alternating in one invocation; prints the medians and their ratio.
+    /// Needs `cargo build --release -p eco` and scripts/install-deps.sh.
+    TlsBench {
+        /// Seconds of writes per run.
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        /// Concurrent writers (spread over the three members).
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Runs of each mode.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        #[command(flatten)]
+        binaries: Binaries,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The binaries a benchmark runs.
+#[derive(clap::Args)]
+struct Binaries {
+    /// Directory with etcd, etcdctl and etcdutl [default: .tools/etcd-3.5/bin].
+    #[arg(long)]
+    etcd_bin_dir: Option<PathBuf>,
+    /// The eco binary [default: $ECO_BIN, else target/release/eco].
+    #[arg(long)]
+    eco_bin: Option<PathBuf>,
+}
+
+impl Binaries {
+    /// The etcd directory given, or the workspace's etcd 3.5.
+    fn etcd_bin_dir(&self) -> PathBuf {
+        self.etcd_bin_dir
+            .clone()
+            .unwrap_or_else(|| testkit::etcd::bin_dir_of(testkit::etcd::DEFAULT_VERSION))
+    }
+
+    /// The eco binary given, else `$ECO_BIN`, else the release build.
+    fn eco(&self) -> PathBuf {
+        self.eco_bin
+            .clone()
+            .or_else(|| std::env::var_os("ECO_BIN").map(PathBuf::from))
+            .unwrap_or_else(|| testkit::workspace_root().join("target/release/eco"))
+    }
 }
 
 /// `simulations chaos`'s options.
@@ -198,11 +243,38 @@ fn main() {
             let code = chaos_command(args);
             std::process::exit(code);
         }
+        Command::TlsBench {
+            seconds,
+            clients,
+            runs,
+            binaries,
+            json,
+        } => {
+            let opts = tls_bench::Options {
+                eco: binaries.eco(),
+                etcd_bin_dir: binaries.etcd_bin_dir(),
+                seconds,
+                clients,
+                runs,
+            };
+            match tls_bench::run(&opts) {
+                Ok(r) if json => {
+                    println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default())
+                }
+                Ok(r) => println!(
+                    "writes/s (median of {runs}): plaintext {:.0}, generated TLS {:.0}, ratio {:.2} ({clients} writers, {seconds} s per run)",
+                    r.plain_median_per_s, r.tls_median_per_s, r.tls_ratio
+                ),
+                Err(e) => {
+                    eprintln!("tls-bench: {e:#}");
+                    std::process::exit(1);
+                }
+            }
+        }
         Command::SnapshotBench {
             size_mib,
             runs,
-            etcd_bin_dir,
-            eco_bin,
+            binaries,
             work_dir,
             store,
             part_size_mib,
@@ -226,8 +298,8 @@ fn main() {
             let opts = snapshot_bench::Options {
                 size_mib,
                 runs,
-                etcd_bin_dir,
-                eco_bin,
+                etcd_bin_dir: Some(binaries.etcd_bin_dir()),
+                eco_bin: Some(binaries.eco()),
                 work_dir,
                 store,
                 part_size_mib,

@@ -2,7 +2,9 @@
 //! must open and parse the way `eco run` will read them — the group file,
 //! the gossip key file (and its mode), the TLS files of `[etcd.tls]`
 //! (modes of the keys, PEM, keys matching certificates, validity), the
-//! store directory, and for an S3
+//! `[auth]` files (password files: readable, not open to others, not
+//! empty; the JWT keys of the sign method's family; eco's certificate CN
+//! for a certificate identity), the store directory, and for an S3
 //! store the credential files the AWS environment variables name. Each
 //! problem names the key and the file. Nothing is contacted: whether the
 //! bucket is reachable, writable and honours conditional writes is proven
@@ -48,6 +50,7 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
     if let Err(e) = crate::etcd::tls::check_files(&config.etcd.tls, std::time::SystemTime::now()) {
         problems.push(e.to_string());
     }
+    problems.extend(crate::auth::check_files(config));
     if config.snapshot.store == SnapshotStoreKind::Dir {
         if let Some(dir) = &config.snapshot.dir {
             if !dir.path.is_dir() {

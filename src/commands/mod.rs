@@ -3,6 +3,7 @@
 //! arguments and calls these. They reach the provider and the store
 //! through the same factories as the daemon.
 
+pub mod certs;
 pub mod config_check;
 pub mod restore;
 pub mod snapshot;

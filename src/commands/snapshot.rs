@@ -20,7 +20,7 @@ pub async fn now(config: &Config, instance_id: Option<&str>) -> anyhow::Result<S
     let started = std::time::Instant::now();
     let taken = take::take(
         &*store,
-        &EtcdAccess::from_config(&config.etcd),
+        &EtcdAccess::for_eco(config),
         &SnapshotRequest {
             endpoint: client_url,
             cluster: config.cluster.name.clone(),

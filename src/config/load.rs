@@ -94,6 +94,9 @@ fn resolve_paths(config: &mut Config, base: &Path) {
     for p in config.etcd.tls.paths_mut() {
         resolve(p);
     }
+    for p in config.auth.paths_mut() {
+        resolve(p);
+    }
     if let Some(d) = config.snapshot.dir.as_mut() {
         resolve(&mut d.path);
     }

@@ -9,14 +9,19 @@
 //! Relative paths in the file are resolved against the directory holding the
 //! file, so a config can be moved together with its group file.
 
+mod auth;
 mod duration;
 mod load;
 mod tls;
 mod validate;
 
+pub use auth::{
+    AuthConfig, KeyFamily, PermissionAccess, PermissionConfig, RoleConfig, SignMethod, TokenConfig,
+    TokenKind, UserConfig, auth_token_flag, certificate_identity_possible, permission_range,
+};
 pub use duration::ConfigDuration;
 pub use load::{ConfigError, load_file, parse_str};
-pub use tls::{EcoClientTls, EtcdTlsConfig, SurfaceTls};
+pub use tls::{EcoClientTls, EtcdTlsConfig, GeneratedTls, SurfaceTls, generated_dir};
 pub use validate::{FLAGS_OWNED_BY_ECO, Problem, validate};
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +46,9 @@ pub struct Config {
     pub api: ApiConfig,
     #[serde(default)]
     pub log: LogConfig,
+    /// `[auth]`: authentication inside etcd (off by default).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub auth: AuthConfig,
 }
 
 /// `[cluster]`
@@ -255,21 +263,23 @@ impl EtcdConfig {
     /// The scheme of the client surface: `etcd.client_scheme`, else
     /// `https` when it has TLS.
     pub fn effective_client_scheme(&self) -> Scheme {
-        self.client_scheme.unwrap_or(if self.tls.client.is_some() {
-            Scheme::Https
-        } else {
-            Scheme::Http
-        })
+        self.client_scheme
+            .unwrap_or(if self.tls_files().client.is_some() {
+                Scheme::Https
+            } else {
+                Scheme::Http
+            })
     }
 
     /// The scheme of the peer surface: `etcd.peer_scheme`, else `https`
     /// when it has TLS.
     pub fn effective_peer_scheme(&self) -> Scheme {
-        self.peer_scheme.unwrap_or(if self.tls.peer.is_some() {
-            Scheme::Https
-        } else {
-            Scheme::Http
-        })
+        self.peer_scheme
+            .unwrap_or(if self.tls_files().peer.is_some() {
+                Scheme::Https
+            } else {
+                Scheme::Http
+            })
     }
 }
 

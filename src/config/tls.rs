@@ -16,9 +16,16 @@
 //! The files are read when used, not once at start, so certificates
 //! renewed in place are picked up (etcd re-reads its own files on every
 //! handshake too).
+//!
+//! `[etcd.tls.generated]` instead has eco make the files itself from the
+//! cluster's own CA (`crate::pki`): the same surfaces, with files eco
+//! writes beside the data directory ([`EtcdConfig::tls_files`] says
+//! where), so everything downstream treats both modes alike.
 
+use super::{ConfigDuration, EtcdConfig};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// `[etcd.tls]`
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -34,6 +41,84 @@ pub struct EtcdTlsConfig {
     /// surface.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eco: Option<EcoClientTls>,
+    /// `[etcd.tls.generated]`: both surfaces with certificates eco issues
+    /// from the cluster's own CA (instead of the three tables above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<GeneratedTls>,
+}
+
+/// `[etcd.tls.generated]`: TLS on both surfaces, client certificates
+/// required on both, from the cluster's CA (`crate::pki`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratedTls {
+    /// Names added to this instance's certificate besides its own address
+    /// or DNS name: a load balancer's DNS name or address, a service name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_names: Vec<String>,
+    /// How long an issued certificate is valid.
+    #[serde(default = "validity")]
+    pub validity: ConfigDuration,
+    /// A certificate is issued again once it has less than this left (or
+    /// when its names or the CA changed).
+    #[serde(default = "renew_before")]
+    pub renew_before: ConfigDuration,
+}
+
+fn validity() -> ConfigDuration {
+    ConfigDuration::from_secs(90 * 24 * 3600)
+}
+
+fn renew_before() -> ConfigDuration {
+    ConfigDuration::from_secs(30 * 24 * 3600)
+}
+
+/// Where generated mode keeps this instance's TLS files: `tls/` beside the
+/// data directory (eco's state lives there too).
+pub fn generated_dir(data_dir: &Path) -> PathBuf {
+    data_dir
+        .parent()
+        .map(|p| p.join("tls"))
+        .unwrap_or_else(|| PathBuf::from("tls"))
+}
+
+impl EtcdConfig {
+    /// The TLS files in force: `[etcd.tls]` as given, or in generated mode
+    /// the files eco writes in [`generated_dir`] (`ca.crt`; `member.crt`
+    /// and `member.key`, the member's certificate for both surfaces;
+    /// `eco.crt` and `eco.key`, eco's client certificate).
+    pub fn tls_files(&self) -> EtcdTlsConfig {
+        if self.tls.generated.is_none() {
+            return self.tls.clone();
+        }
+        let dir = generated_dir(&self.data_dir);
+        let surface = SurfaceTls {
+            cert_file: dir.join("member.crt"),
+            key_file: dir.join("member.key"),
+            trusted_ca_file: dir.join("ca.crt"),
+            client_cert_auth: true,
+        };
+        EtcdTlsConfig {
+            client: Some(surface.clone()),
+            peer: Some(surface),
+            eco: Some(EcoClientTls {
+                cert_file: dir.join("eco.crt"),
+                key_file: dir.join("eco.key"),
+                trusted_ca_file: None,
+            }),
+            generated: None,
+        }
+    }
+}
+
+impl GeneratedTls {
+    pub fn validity(&self) -> Duration {
+        self.validity.get()
+    }
+
+    pub fn renew_before(&self) -> Duration {
+        self.renew_before.get()
+    }
 }
 
 /// The TLS of one etcd surface.

@@ -61,15 +61,55 @@ pub const FLAGS_OWNED_BY_ECO: &[&str] = &[
     "peer-trusted-ca-file",
     "peer-client-cert-auth",
     "peer-auto-tls",
+    "auth-token",
 ];
 
 /// `[etcd.tls]` against the schemes: a surface is `https` exactly when it
 /// has TLS; eco has a client certificate exactly when it needs one (or may
-/// present one); no empty path.
-fn tls(ck: &mut Checker, e: &EtcdConfig) {
+/// present one); no empty path; generated mode alone, with sane times and
+/// names, and a store to keep the CA in.
+fn tls(ck: &mut Checker, e: &EtcdConfig, store: SnapshotStoreKind) {
+    if let Some(g) = &e.tls.generated {
+        let t = &e.tls;
+        if t.client.is_some() || t.peer.is_some() || t.eco.is_some() {
+            ck.fail(
+                "etcd.tls.generated",
+                "eco generates every TLS file in this mode: remove [etcd.tls.client], [etcd.tls.peer] and [etcd.tls.eco], or remove [etcd.tls.generated] to use your own files",
+            );
+        }
+        if store == SnapshotStoreKind::None {
+            ck.fail(
+                "etcd.tls.generated",
+                "the cluster's CA lives in the snapshot store (sealed with the gossip key): set snapshot.store",
+            );
+        }
+        ck.at_least(
+            "etcd.tls.generated.validity",
+            g.validity,
+            Duration::from_secs(3600),
+        );
+        if g.renew_before.get() >= g.validity.get() {
+            ck.fail(
+                "etcd.tls.generated.renew_before",
+                format!(
+                    "{} is not shorter than validity ({}): every certificate would be renewed at once",
+                    g.renew_before, g.validity
+                ),
+            );
+        }
+        for (i, name) in g.extra_names.iter().enumerate() {
+            if crate::provider::Host::parse(name).is_err() {
+                ck.fail(
+                    &format!("etcd.tls.generated.extra_names[{i}]"),
+                    format!("{name:?} is not an IP address or a DNS name"),
+                );
+            }
+        }
+    }
+    let files = e.tls_files();
     for (surface, scheme, tls) in [
-        ("client", e.client_scheme, &e.tls.client),
-        ("peer", e.peer_scheme, &e.tls.peer),
+        ("client", e.client_scheme, &files.client),
+        ("peer", e.peer_scheme, &files.peer),
     ] {
         let key = format!("etcd.{surface}_scheme");
         match (scheme, tls) {
@@ -227,7 +267,7 @@ pub fn validate(c: &Config) -> Vec<Problem> {
             ),
         );
     }
-    tls(&mut ck, e);
+    tls(&mut ck, e, c.snapshot.store);
     for (i, url) in e.advertise_client_urls.iter().enumerate() {
         let key = format!("etcd.advertise_client_urls[{i}]");
         let want = format!("{}://", e.effective_client_scheme().as_str());
@@ -483,6 +523,10 @@ pub fn validate(c: &Config) -> Vec<Problem> {
         }
     }
 
+    for (key, message) in super::auth::check(&c.auth, &e.tls_files()) {
+        ck.fail(&key, message);
+    }
+
     if let Err(why) = check_log_level(&c.log.level) {
         ck.fail(
             "log.level",
@@ -653,6 +697,61 @@ mod tests {
         ) {
             Ok(_) => panic!("expected a problem with:\n{extra}"),
             Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn generated_tls_rules_and_files() {
+        let store = "[snapshot]\nstore = \"dir\"\n[snapshot.dir]\npath = \"/s\"\n";
+        let c = parse_str(
+            &format!("{BASE}{store}[etcd]\ndata_dir = \"/var/lib/eco/etcd\"\n[etcd.tls.generated]\nextra_names = [\"lb.example.com\", \"10.0.0.9\"]\n"),
+            Path::new("/x/eco.toml"),
+            Path::new("/x"),
+        )
+        .unwrap();
+        assert_eq!(c.etcd.effective_client_scheme(), super::Scheme::Https);
+        assert_eq!(c.etcd.effective_peer_scheme(), super::Scheme::Https);
+        let files = c.etcd.tls_files();
+        let client = files.client.unwrap();
+        assert_eq!(client.cert_file, Path::new("/var/lib/eco/tls/member.crt"));
+        assert_eq!(client.trusted_ca_file, Path::new("/var/lib/eco/tls/ca.crt"));
+        assert!(client.client_cert_auth && files.peer.unwrap().client_cert_auth);
+        assert_eq!(
+            files.eco.unwrap().key_file,
+            Path::new("/var/lib/eco/tls/eco.key")
+        );
+        let g = c.etcd.tls.generated.unwrap();
+        assert_eq!(g.validity().as_secs(), 90 * 24 * 3600);
+        assert_eq!(g.renew_before().as_secs(), 30 * 24 * 3600);
+        for (extra, key, what) in [
+            (
+                "[etcd.tls.generated]\n",
+                "etcd.tls.generated",
+                "set snapshot.store",
+            ),
+            (
+                "[snapshot]\nstore = \"dir\"\n[snapshot.dir]\npath = \"/s\"\n[etcd.tls.generated]\n[etcd.tls.eco]\ncert_file = \"e.crt\"\nkey_file = \"e.key\"\n",
+                "etcd.tls.generated",
+                "remove [etcd.tls.client]",
+            ),
+            (
+                "[snapshot]\nstore = \"dir\"\n[snapshot.dir]\npath = \"/s\"\n[etcd.tls.generated]\nvalidity = \"2h\"\nrenew_before = \"2h\"\n",
+                "etcd.tls.generated.renew_before",
+                "not shorter than validity",
+            ),
+            (
+                "[snapshot]\nstore = \"dir\"\n[snapshot.dir]\npath = \"/s\"\n[etcd.tls.generated]\nvalidity = \"10m\"\nrenew_before = \"1m\"\n",
+                "etcd.tls.generated.validity",
+                "",
+            ),
+            (
+                "[snapshot]\nstore = \"dir\"\n[snapshot.dir]\npath = \"/s\"\n[etcd.tls.generated]\nextra_names = [\"no spaces\"]\n",
+                "etcd.tls.generated.extra_names[0]",
+                "not an IP address or a DNS name",
+            ),
+        ] {
+            let e = error_of(extra);
+            assert!(e.contains(key) && e.contains(what), "{key} / {what}: {e}");
         }
     }
 

@@ -105,6 +105,7 @@ impl LocalEtcd {
             initial_cluster,
             initial_state: state,
             token: token.to_string(),
+            auth_token: crate::config::auth_token_flag(&ctx.config.auth.token),
         };
         self.supervisor
             .start(ProcessSpec {

@@ -7,8 +7,9 @@
 //! carried out), and the loop: a pass every `etcd.probe_interval`
 //! (`pass.rs`: observe → decide → dispatch), protocol messages as they
 //! arrive, the group refreshed every `provider.static.refresh_interval`,
-//! the snapshot writer beside it. SIGTERM/SIGINT: final snapshot (if this
-//! instance writes them), etcd stopped, exit 0.
+//! the snapshot writer and the ACL reconciler (`crate::auth`, `[auth]`)
+//! beside it. SIGTERM/SIGINT: final snapshot (if this instance writes
+//! them), etcd stopped, exit 0.
 //!
 //! One job per file:
 //! - `context.rs`: what this instance is and what it talks to;
@@ -28,6 +29,7 @@
 //!   out: final snapshot, heartbeats, completion;
 //! - `signals.rs`: SIGTERM and SIGINT.
 
+mod certificates;
 mod context;
 mod durable;
 mod execute;
@@ -124,13 +126,22 @@ fn check_tls_files(tls: &crate::config::EtcdTlsConfig) -> anyhow::Result<()> {
 }
 
 /// Runs the daemon for the instance `provider` resolved (built by
-/// `provider::from_config`).
-pub async fn run(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<Exit> {
+/// `provider::from_config`); `config_file` (when given) is looked at
+/// again for `[auth]` changes.
+pub async fn run(
+    config: Config,
+    config_file: Option<std::path::PathBuf>,
+    provider: Arc<dyn Provider>,
+) -> anyhow::Result<Exit> {
     let span = tracing::info_span!("eco", instance = %provider.identity().id);
-    run_as(config, provider).instrument(span).await
+    run_as(config, config_file, provider).instrument(span).await
 }
 
-async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<Exit> {
+async fn run_as(
+    config: Config,
+    config_file: Option<std::path::PathBuf>,
+    provider: Arc<dyn Provider>,
+) -> anyhow::Result<Exit> {
     let me = provider.identity().clone();
     if let Some(limit) = crate::preflight::raise_open_file_limit() {
         tracing::debug!(limit, "open files limit");
@@ -139,7 +150,6 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
         .discover()
         .await
         .context("cannot discover the group")?;
-    check_tls_files(&config.etcd.tls)?;
     let binaries = binaries::find(&config.etcd)
         .await
         .context("cannot use etcd")?;
@@ -155,6 +165,15 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
         Some(s) => Some(check_store(&**s).await?),
         None => None,
     };
+    let _renewal =
+        certificates::provision(&config, &me, store.as_ref(), conditional_create).await?;
+    check_tls_files(&config.etcd.tls_files())?;
+    let auth_problems = crate::auth::check_files(&config);
+    anyhow::ensure!(
+        auth_problems.is_empty(),
+        "cannot use the [auth] files:\n  - {}",
+        auth_problems.join("\n  - ")
+    );
     let protocol = ProtocolConfig::for_timeout(
         config.recovery.quorum_loss_timeout.millis(),
         config.recovery.accept_loss_after.map(|d| d.millis()),
@@ -162,7 +181,7 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
     let ctx = Ctx {
         client_url: flags::client_url(&config.etcd, &me.host),
         peer_url: flags::peer_url(&config.etcd, &me.host),
-        access: EtcdAccess::from_config(&config.etcd),
+        access: EtcdAccess::for_eco(&config),
         config,
         me,
         binaries,
@@ -197,6 +216,8 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
         gossip: Vec::new(),
         members: Vec::new(),
         recovery: None,
+        auth: None,
+        certificates: Vec::new(),
     });
     let metrics = Arc::new(Metrics::new(ctx.id(), &ctx.binaries.version.to_string()));
     let (api_stop, mut api_stopped) = watch::channel(false);
@@ -267,11 +288,21 @@ async fn run_as(config: Config, provider: Arc<dyn Provider>) -> anyhow::Result<E
     };
     // The provider's certified-gone answer is known before the first pass.
     d.refresh_group().await;
+    // Beside the loop: etcd's users and roles, kept from [auth].
+    let acl = crate::auth::reconciler::AclReconciler {
+        config: d.ctx.config.clone(),
+        config_file,
+        access: d.ctx.access.clone(),
+        endpoint: d.ctx.client_url.clone(),
+        status: d.status.clone(),
+    }
+    .spawn(d.writer.subscribe());
     let result = match d.begin(&mut signals).await {
         Ok(Begun::Running) => d.run_with_writer(&mut signals, writer_input).await,
         Ok(Begun::Signalled) => Ok(Exit::Signalled),
         Err(e) => Err(e),
     };
+    drop(acl);
     d.status.send_modify(|s| s.ready = false);
     tracing::info!("stopping etcd");
     d.etcd.stop().await?;

@@ -176,7 +176,7 @@ impl Seeding<'_> {
             commit_index,
             limit: REPLAY_WITHIN,
             access: access.clone(),
-            client_tls: self.ctx.config.etcd.tls.client.clone(),
+            client_tls: self.ctx.config.etcd.tls_files().client,
         })
         .await?;
         tracing::info!(

@@ -7,11 +7,22 @@
 //!
 //! One client per member: Status, Snapshot and Defragment answer for the
 //! member a client is connected to.
+//!
+//! Credentials (`[auth] root_password_file`): [`EtcdAccess::connect`]
+//! authenticates as `root` (etcd answers "not enabled" while its
+//! authentication is off: then the client goes without); the file is read
+//! on every connection. [`EtcdAccess::connect_for_status`] never
+//! authenticates: Status and MemberList need no authentication, and
+//! etcd's Authenticate needs a leader and is refused by learners — the
+//! probes must answer without a quorum and on learners. With certificate
+//! authentication eco's identity is its TLS client certificate and
+//! nothing changes here.
 
+use super::credentials::{self, Credentials};
 use super::members::Member;
 use super::probe::{MemberProbe, ProbeError};
 use super::tls::ClientTls;
-use crate::config::{EtcdConfig, Scheme};
+use crate::config::{Config, EtcdConfig, Scheme};
 use etcd_client::{Client, ConnectOptions};
 use std::time::Duration;
 
@@ -26,6 +37,20 @@ pub struct EtcdAccess {
     member_client: Option<(Scheme, u32)>,
     /// TLS toward the client surface; `None`: plain.
     tls: Option<ClientTls>,
+    /// eco's password identity; `None`: none (no authentication, or the
+    /// TLS client certificate's CN).
+    credentials: Option<Credentials>,
+}
+
+/// How a client from [`EtcdAccess::connect`] is authenticated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Authentication {
+    /// No credentials configured (none, or the client certificate's CN).
+    NoCredentials,
+    /// etcd's authentication is not enabled: the client goes without.
+    NotEnabled,
+    /// Authenticated as this user.
+    As(String),
 }
 
 impl EtcdAccess {
@@ -35,7 +60,20 @@ impl EtcdAccess {
             call_timeout,
             member_client: None,
             tls: None,
+            credentials: None,
         }
+    }
+
+    /// How eco itself reaches etcd: [`Self::from_config`] of `[etcd]`, and
+    /// the credentials of `[auth] root_password_file`.
+    pub fn for_eco(config: &Config) -> Self {
+        Self::from_config(&config.etcd).with_credentials(Credentials::from_config(&config.auth))
+    }
+
+    /// The same access with these credentials.
+    pub fn with_credentials(mut self, credentials: Option<Credentials>) -> Self {
+        self.credentials = credentials;
+        self
     }
 
     /// The access the config describes (`etcd.call_timeout`; members
@@ -43,7 +81,7 @@ impl EtcdAccess {
     /// clients something else).
     pub fn from_config(config: &EtcdConfig) -> Self {
         let mut access = Self::new(config.call_timeout.get());
-        access.tls = ClientTls::from_config(&config.tls);
+        access.tls = ClientTls::from_config(&config.tls_files());
         if !config.advertise_client_urls.is_empty() {
             access.member_client = Some((config.effective_client_scheme(), config.client_port));
         }
@@ -101,10 +139,76 @@ impl EtcdAccess {
         }
     }
 
-    /// A client of the member at `endpoint`. The connection is lazy: errors
-    /// show on calls.
+    /// A client of the member at `endpoint` for Status and MemberList only,
+    /// which etcd answers without authentication (also without a leader,
+    /// and on learners). The connection is lazy: errors show on calls.
+    pub async fn connect_for_status(&self, endpoint: &str) -> Result<Client, ProbeError> {
+        self.timed_connect(endpoint, self.options(endpoint)?).await
+    }
+
+    /// A client of the member at `endpoint`, authenticated when eco has
+    /// credentials and etcd's authentication is enabled (see
+    /// [`Self::connect_authenticated`]).
     pub async fn connect(&self, endpoint: &str) -> Result<Client, ProbeError> {
-        let connecting = Client::connect([endpoint], Some(self.options(endpoint)?));
+        Ok(self.connect_authenticated(endpoint).await?.0)
+    }
+
+    /// A client of the member at `endpoint` and how it is authenticated.
+    /// With credentials, connecting authenticates (one call, within the
+    /// call timeout): with the file's password, then the one it held
+    /// before; "authentication is not enabled" gives a client without.
+    /// Refused passwords are an error naming the user and the file, never
+    /// the password.
+    pub async fn connect_authenticated(
+        &self,
+        endpoint: &str,
+    ) -> Result<(Client, Authentication), ProbeError> {
+        let Some(creds) = &self.credentials else {
+            let client = self.connect_for_status(endpoint).await?;
+            return Ok((client, Authentication::NoCredentials));
+        };
+        let refused = |message: String| ProbeError::Auth {
+            endpoint: endpoint.into(),
+            user: creds.user().to_string(),
+            message,
+        };
+        let passwords = creds.candidates().map_err(|e| refused(e.to_string()))?;
+        let tried = passwords.len();
+        let mut last = String::new();
+        for password in passwords {
+            let options = self
+                .options(endpoint)?
+                .with_user(creds.user(), password)
+                .with_auto_token_refresh(true);
+            match self.timed_connect(endpoint, options).await {
+                Ok(client) => return Ok((client, Authentication::As(creds.user().into()))),
+                Err(ProbeError::Etcd { source, .. }) if credentials::auth_not_enabled(&source) => {
+                    let client = self.connect_for_status(endpoint).await?;
+                    return Ok((client, Authentication::NotEnabled));
+                }
+                Err(ProbeError::Etcd { source, .. }) if credentials::auth_failed(&source) => {
+                    last = source.to_string();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(refused(format!(
+            "etcd refused the password of auth.root_password_file {}{} ({last})",
+            creds.file().display(),
+            if tried > 1 {
+                " and the one the file held before"
+            } else {
+                ""
+            }
+        )))
+    }
+
+    async fn timed_connect(
+        &self,
+        endpoint: &str,
+        options: ConnectOptions,
+    ) -> Result<Client, ProbeError> {
+        let connecting = Client::connect([endpoint], Some(options));
         match tokio::time::timeout(self.call_timeout, connecting).await {
             Err(_) => Err(ProbeError::Timeout {
                 endpoint: endpoint.into(),

@@ -30,6 +30,9 @@ pub struct LaunchSpec {
     pub initial_cluster: Vec<(String, String)>,
     pub initial_state: InitialClusterState,
     pub token: String,
+    /// `--auth-token` (`[auth.token]`, see `config::auth_token_flag`);
+    /// `None`: etcd's default.
+    pub auth_token: Option<String>,
 }
 
 /// `scheme://host:port`, with IPv6 addresses bracketed.
@@ -100,11 +103,15 @@ pub fn etcd_args(config: &EtcdConfig, spec: &LaunchSpec) -> Vec<String> {
         "--logger=zap".to_string(),
         "--log-outputs=stderr".to_string(),
     ];
-    if let Some(tls) = &config.tls.client {
+    let tls = config.tls_files();
+    if let Some(tls) = &tls.client {
         args.extend(surface_flags("", tls));
     }
-    if let Some(tls) = &config.tls.peer {
+    if let Some(tls) = &tls.peer {
         args.extend(surface_flags("peer-", tls));
+    }
+    if let Some(token) = &spec.auth_token {
+        args.push(format!("--auth-token={token}"));
     }
     args.extend(config.extra_flags.iter().cloned());
     args
@@ -198,6 +205,7 @@ mod tests {
             initial_cluster: vec![("eco-1".into(), "http://127.0.0.11:2380".into())],
             initial_state: InitialClusterState::New,
             token: cluster_token("c1", 1, 0xabc),
+            auth_token: None,
         }
     }
 
@@ -369,5 +377,50 @@ mod tests {
         let t = cluster_token("c1", 7, 1);
         assert_ne!(t, "etcd-cluster");
         assert_eq!(t, "c1-7-00000001");
+    }
+
+    #[test]
+    fn a_jwt_auth_token_is_one_flag_eco_owns() {
+        use crate::config::{ConfigDuration, SignMethod, TokenConfig, TokenKind, auth_token_flag};
+        assert_eq!(
+            auth_token_flag(&TokenConfig::default()),
+            None,
+            "simple: etcd's default, no flag"
+        );
+        let jwt = TokenConfig {
+            kind: TokenKind::Jwt,
+            sign_method: Some(SignMethod::ES256),
+            public_key_file: Some("/k/jwt.pub".into()),
+            private_key_file: Some("/k/jwt.key".into()),
+            ttl: Some(ConfigDuration::from_secs(600)),
+        };
+        let with_jwt = LaunchSpec {
+            auth_token: auth_token_flag(&jwt),
+            ..spec()
+        };
+        let args = etcd_args(&EtcdConfig::default(), &with_jwt);
+        let flags: Vec<&String> = args
+            .iter()
+            .filter(|a| a.starts_with("--auth-token"))
+            .collect();
+        assert_eq!(
+            flags,
+            ["--auth-token=jwt,pub-key=/k/jwt.pub,priv-key=/k/jwt.key,sign-method=ES256,ttl=600s"]
+        );
+        assert!(FLAGS_OWNED_BY_ECO.contains(&"auth-token"));
+        let subsecond = TokenConfig {
+            ttl: Some(ConfigDuration::from_millis(1500)),
+            ..jwt
+        };
+        assert!(
+            auth_token_flag(&subsecond)
+                .unwrap()
+                .ends_with(",ttl=1500ms")
+        );
+        assert!(
+            !etcd_args(&EtcdConfig::default(), &spec())
+                .iter()
+                .any(|a| a.starts_with("--auth-token"))
+        );
     }
 }

@@ -4,7 +4,9 @@
 //! calls, and reading a stopped member's write-ahead log.
 
 pub mod access;
+pub mod acl;
 pub mod binaries;
+pub mod credentials;
 pub mod flags;
 pub mod members;
 pub mod output;

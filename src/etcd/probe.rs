@@ -46,6 +46,13 @@ pub enum ProbeError {
     },
     #[error("etcd at {endpoint}: eco's TLS files cannot be used: {message}")]
     Tls { endpoint: String, message: String },
+    /// eco's credentials could not be used (the file, or etcd refused them).
+    #[error("etcd at {endpoint}: eco cannot authenticate as {user}: {message}")]
+    Auth {
+        endpoint: String,
+        user: String,
+        message: String,
+    },
 }
 
 /// Status of the member `client` is connected to.
@@ -107,7 +114,7 @@ impl MemberProbe {
         let probe = async {
             let mut client = match self.client.take() {
                 Some(c) => c,
-                None => self.access.connect(&self.endpoint).await?,
+                None => self.access.connect_for_status(&self.endpoint).await?,
             };
             let result = status(&mut client, &self.endpoint, timeout).await;
             if result.is_ok() {

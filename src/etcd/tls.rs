@@ -240,26 +240,48 @@ fn valid_now(
         path: path.to_path_buf(),
         message,
     };
-    let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref())
-        .map_err(|e| invalid(format!("not an X.509 certificate: {e}")))?;
-    let validity = cert.validity();
+    let leaf = describe(der).map_err(invalid)?;
     let now_unix = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
-    let subject = cert.subject().to_string();
-    if now_unix < validity.not_before.timestamp() {
+    if now_unix < leaf.not_before_unix {
         return Err(invalid(format!(
-            "{subject} is not valid before {}",
-            validity.not_before
+            "{} is not valid yet (from {} s after the epoch)",
+            leaf.subject, leaf.not_before_unix
         )));
     }
-    if now_unix > validity.not_after.timestamp() {
+    if now_unix > leaf.not_after_unix {
         return Err(invalid(format!(
-            "{subject} expired on {}",
-            validity.not_after
+            "{} expired {} s ago",
+            leaf.subject,
+            now_unix - leaf.not_after_unix
         )));
     }
+    Ok(CertificateInfo {
+        key,
+        path: path.to_path_buf(),
+        subject: leaf.subject,
+        names: leaf.names,
+        not_after_unix: leaf.not_after_unix,
+    })
+}
+
+/// What a certificate says of itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Described {
+    pub subject: String,
+    /// Its SANs: DNS names as written, IP addresses in their usual text.
+    pub names: Vec<String>,
+    pub not_before_unix: i64,
+    pub not_after_unix: i64,
+}
+
+/// Reads a DER certificate.
+pub fn describe(der: &[u8]) -> Result<Described, String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der)
+        .map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    let validity = cert.validity();
     let mut names = Vec::new();
     if let Ok(Some(san)) = cert.subject_alternative_name() {
         for name in &san.value.general_names {
@@ -277,11 +299,48 @@ fn valid_now(
             }
         }
     }
-    Ok(CertificateInfo {
-        key,
-        path: path.to_path_buf(),
-        subject,
+    Ok(Described {
+        subject: cert.subject().to_string(),
         names,
+        not_before_unix: validity.not_before.timestamp(),
         not_after_unix: validity.not_after.timestamp(),
     })
+}
+
+/// The certificates of `[etcd.tls]` (the leaf of each certificate file,
+/// not the CAs) as their files say now, for `/status`: `(key, described)`,
+/// or the reason a file cannot be read.
+pub fn certificates_in_force(
+    tls: &EtcdTlsConfig,
+) -> Vec<(&'static str, Result<Described, String>)> {
+    let mut out = Vec::new();
+    for (key, path) in [
+        (
+            "etcd.tls.client.cert_file",
+            tls.client.as_ref().map(|c| &c.cert_file),
+        ),
+        (
+            "etcd.tls.peer.cert_file",
+            tls.peer.as_ref().map(|p| &p.cert_file),
+        ),
+        (
+            "etcd.tls.eco.cert_file",
+            tls.eco.as_ref().map(|e| &e.cert_file),
+        ),
+    ] {
+        if let Some(path) = path {
+            let described = std::fs::read_to_string(path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+                .and_then(|pem| describe_pem(&pem));
+            out.push((key, described));
+        }
+    }
+    out
+}
+
+/// The first certificate of a PEM text, described.
+pub fn describe_pem(pem: &str) -> Result<Described, String> {
+    let der = CertificateDer::from_pem_slice(pem.as_bytes())
+        .map_err(|e| format!("not a PEM certificate: {e}"))?;
+    describe(&der)
 }

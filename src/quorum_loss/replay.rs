@@ -176,7 +176,7 @@ pub async fn start(req: &ReplayRequest) -> Result<Replayed, ReplayError> {
                 log,
             });
         }
-        if let Ok(mut c) = req.access.connect(&client).await {
+        if let Ok(mut c) = req.access.connect_for_status(&client).await {
             if let Ok(s) = probe::status(&mut c, &client, req.access.call_timeout()).await {
                 // Applied up to the last entry (servers too old to report
                 // the applied index say 0: leading is all they tell).

@@ -32,6 +32,7 @@
 
 use super::{
     CreateOutcome, ListPage, ObjectInfo, ObjectReader, ObjectStore, StoreError, check_name,
+    is_record_name,
 };
 use crate::atomic_file::{TEMP_PREFIX, sync_dir};
 use sha2::{Digest, Sha256};
@@ -231,11 +232,6 @@ impl DirStore {
         names.sort();
         Ok(names)
     }
-}
-
-/// Conditionally created objects live under an `incarnations/` folder.
-fn is_record_name(name: &str) -> bool {
-    name.split('/').rev().nth(1) == Some("incarnations")
 }
 
 impl DirStore {

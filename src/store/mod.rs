@@ -185,6 +185,18 @@ pub async fn list_all(
     }
 }
 
+/// Records — the objects `create_if_absent` makes: incarnation records and
+/// their voters (`<cluster>/incarnations/…`), the generated CA
+/// (`<cluster>/pki/…`) — are never skipped by a listing and are read even
+/// without the metadata a `put` writes (their info is computed from their
+/// small content).
+pub fn is_record_name(name: &str) -> bool {
+    matches!(
+        name.split('/').rev().nth(1),
+        Some("incarnations") | Some("pki")
+    )
+}
+
 /// Checks an object name: relative, `/`-separated, no empty, `.` or `..`
 /// segments, no segment starting with `.` (reserved for temporary and
 /// metadata files).

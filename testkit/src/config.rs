@@ -51,6 +51,7 @@ impl ConfigBuilder {
                 recovery: RecoveryConfig::default(),
                 api: ApiConfig::default(),
                 log: LogConfig::default(),
+                auth: Default::default(),
             },
         }
     }
@@ -72,6 +73,12 @@ impl ConfigBuilder {
             .stop_timeout(Duration::from_secs(5))
             .quorum_loss_timeout(Duration::from_secs(5))
             .unhealthy_member_ttl(Duration::from_secs(5))
+    }
+
+    /// `[auth]`: authentication inside etcd.
+    pub fn auth(mut self, auth: eco::config::AuthConfig) -> Self {
+        self.config.auth = auth;
+        self
     }
 
     /// The config as it stands.

@@ -7,6 +7,12 @@
 //! ledger, membership reads, waits) then works on a TLS cluster unchanged.
 //! Test addresses are distinct per test, so the registry, shared by the
 //! tests of one process, never mixes two clusters up.
+//!
+//! Likewise for etcd's authentication: test clients of an endpoint whose
+//! `host:port` has credentials ([`authenticate`]) authenticate with them,
+//! and go without when etcd answers that its authentication is not
+//! enabled (yet) — so the same helpers work before and after eco enables
+//! it.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -194,9 +200,41 @@ pub fn tls_of(endpoint: &str) -> Option<etcd_client::TlsOptions> {
     Some(tls)
 }
 
+/// A user and password of etcd's authentication.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credentials {
+    pub user: String,
+    pub password: String,
+}
+
+static CREDENTIALS: Mutex<BTreeMap<String, Credentials>> = Mutex::new(BTreeMap::new());
+
+/// Test clients of `<authority>` (`host:port`, any scheme) authenticate
+/// as `user` with `password` (see the module docs).
+pub fn authenticate(authority: &str, user: &str, password: &str) {
+    if let Ok(mut c) = CREDENTIALS.lock() {
+        c.insert(
+            authority.to_string(),
+            Credentials {
+                user: user.into(),
+                password: password.into(),
+            },
+        );
+    }
+}
+
+/// The credentials registered for `endpoint`'s `host:port`.
+pub fn credentials_of(endpoint: &str) -> Option<Credentials> {
+    let authority = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest)
+        .trim_end_matches('/');
+    CREDENTIALS.lock().ok()?.get(authority).cloned()
+}
+
 /// Connect options with these timeouts, and the registered TLS of the
-/// first endpoint.
-pub fn options(
+/// first endpoint (without credentials).
+pub fn plain_options(
     endpoints: &[String],
     connect: Duration,
     call: Duration,
@@ -210,12 +248,42 @@ pub fn options(
     }
 }
 
+/// [`plain_options`] and the registered credentials of the first
+/// endpoint (with them, connecting authenticates).
+pub fn options(
+    endpoints: &[String],
+    connect: Duration,
+    call: Duration,
+) -> etcd_client::ConnectOptions {
+    let opts = plain_options(endpoints, connect, call);
+    match endpoints.first().and_then(|e| credentials_of(e)) {
+        Some(c) => opts.with_user(c.user, c.password),
+        None => opts,
+    }
+}
+
+/// A client of `endpoints` with [`options`]; when etcd answers that its
+/// authentication is not enabled, one without credentials.
+pub async fn connect_all(
+    endpoints: &[String],
+    connect: Duration,
+    call: Duration,
+) -> Result<etcd_client::Client, etcd_client::Error> {
+    let opts = options(endpoints, connect, call);
+    match etcd_client::Client::connect(endpoints, Some(opts)).await {
+        Err(e) if e.to_string().contains("authentication is not enabled") => {
+            let plain = plain_options(endpoints, connect, call);
+            etcd_client::Client::connect(endpoints, Some(plain)).await
+        }
+        other => other,
+    }
+}
+
 /// A client of `endpoint`, `None` when it cannot connect in time.
 pub async fn connect(endpoint: &str, t: Timeouts) -> Option<etcd_client::Client> {
-    let opts = options(&[endpoint.to_string()], t.connect, t.call);
     tokio::time::timeout(
         t.attempt,
-        etcd_client::Client::connect([endpoint], Some(opts)),
+        connect_all(&[endpoint.to_string()], t.connect, t.call),
     )
     .await
     .ok()?

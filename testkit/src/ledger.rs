@@ -37,20 +37,23 @@ impl Ledger {
             block_on(async move {
                 let mut acked = Vec::new();
                 let mut failed = 0;
-                let opts = crate::etcd::options(
-                    &endpoints,
-                    Duration::from_millis(500),
-                    Duration::from_secs(1),
-                );
                 let mut conn = None;
                 for n in 0..max_writes {
                     if flag.load(Ordering::Relaxed) {
                         break;
                     }
                     if conn.is_none() {
-                        conn = etcd_client::Client::connect(endpoints.clone(), Some(opts.clone()))
+                        // Authenticates when the endpoints have credentials
+                        // (crate::etcd::authenticate).
+                        let connecting = crate::etcd::connect_all(
+                            &endpoints,
+                            Duration::from_millis(500),
+                            Duration::from_secs(1),
+                        );
+                        conn = tokio::time::timeout(Duration::from_secs(2), connecting)
                             .await
-                            .ok();
+                            .ok()
+                            .and_then(Result::ok);
                     }
                     let key = format!("{prefix}/{n:06}");
                     let value = format!("v{n}");

@@ -20,8 +20,12 @@
 //! - [`ledger`]: a write load that records every acknowledged write, and
 //!   the check that none of them was lost;
 //! - [`pki`]: a throwaway CA and the certificates it signs, as PEM files
-//!   (TLS clusters: [`cluster::Options::tls`]);
-//! - [`process`]: signals by pid, `PR_SET_PDEATHSIG`, starting `eco run`.
+//!   (TLS clusters: [`cluster::Options::tls`]); [`tls_probe`]: the
+//!   certificate a TLS server presents right now;
+//! - [`process`]: signals by pid, `PR_SET_PDEATHSIG`, starting `eco run`;
+//! - [`auth`]: etcd's authentication in tests (secret files, JWT keys,
+//!   clients as a user); test clients authenticate through
+//!   [`etcd::authenticate`].
 //!
 //! What it does not do: it installs nothing (scripts/install-deps.sh puts
 //! etcd under `.tools/`), builds nothing (the caller names the `eco`
@@ -41,6 +45,7 @@
 //! every caller would unwrap anyway. Every wait is bounded in time (and so
 //! in count); every process is killed by its pid, never by name.
 
+pub mod auth;
 pub mod aws;
 pub mod cluster;
 pub mod config;
@@ -50,6 +55,7 @@ pub mod ledger;
 pub mod pki;
 pub mod process;
 pub mod s3_server;
+pub mod tls_probe;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,22 +1,18 @@
-//! A throwaway certificate authority for tests (`rcgen`): a CA, and
-//! certificates it signs for servers and clients, written as PEM files
-//! (keys `0600`) in a directory. Validity and names are the caller's, so
-//! tests can make expired certificates and certificates whose names do not
-//! match.
+//! A throwaway certificate authority for tests: eco's own CA code
+//! (`eco::pki::ca`), with certificates written as PEM files (keys `0600`)
+//! in a directory. Validity and names are the caller's, so tests can make
+//! expired certificates and certificates whose names do not match.
 
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
-};
+use eco::pki::ca::{ClusterCa, Purpose};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use time::{Duration, OffsetDateTime};
+use std::time::{Duration, SystemTime};
 
 /// A CA and where its files go.
 pub struct Pki {
     dir: PathBuf,
     name: String,
-    issuer: CertifiedIssuer<'static, KeyPair>,
+    ca: ClusterCa,
 }
 
 /// A certificate and its key, as files.
@@ -45,26 +41,21 @@ pub enum Validity {
     Expired,
 }
 
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
 impl Pki {
     /// A new CA named `name`, its certificate at `<dir>/<name>-ca.crt`.
     pub fn new(dir: &Path, name: &str) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir)?;
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(DnType::CommonName, format!("{name} test CA"));
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let now = OffsetDateTime::now_utc();
-        params.not_before = now - Duration::days(2);
-        params.not_after = now + Duration::days(365);
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate()?)?;
+        // Made two days ago, so that an expired certificate is still
+        // within the CA's own validity.
+        let made = SystemTime::now() - 2 * DAY;
         let pki = Self {
             dir: dir.to_path_buf(),
             name: name.to_string(),
-            issuer,
+            ca: ClusterCa::generate(name, made)?,
         };
-        std::fs::write(pki.ca_file(), pki.issuer.pem())?;
+        std::fs::write(pki.ca_file(), &pki.ca.cert_pem)?;
         Ok(pki)
     }
 
@@ -84,35 +75,23 @@ impl Pki {
         usage: Usage,
         validity: Validity,
     ) -> anyhow::Result<CertFiles> {
-        let mut params =
-            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        params.extended_key_usages = match usage {
-            Usage::ServerAndClient => vec![
-                ExtendedKeyUsagePurpose::ServerAuth,
-                ExtendedKeyUsagePurpose::ClientAuth,
-            ],
-            Usage::Client => vec![ExtendedKeyUsagePurpose::ClientAuth],
+        let purpose = match usage {
+            Usage::ServerAndClient => Purpose::Member,
+            Usage::Client => Purpose::Client,
         };
-        let now = OffsetDateTime::now_utc();
-        (params.not_before, params.not_after) = match validity {
-            Validity::Current => (now - Duration::hours(1), now + Duration::days(365)),
-            Validity::Expired => (now - Duration::days(2), now - Duration::days(1)),
+        // Issued certificates start an hour before `from`.
+        let (from, lasting) = match validity {
+            Validity::Current => (SystemTime::now(), 365 * DAY),
+            Validity::Expired => (SystemTime::now() - 2 * DAY, DAY),
         };
-        let key = KeyPair::generate()?;
-        let cert = params.signed_by(&key, &self.issuer)?;
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let issued = self.ca.issue(purpose, common_name, &names, lasting, from)?;
         let files = CertFiles {
             cert: self.dir.join(format!("{file}.crt")),
             key: self.dir.join(format!("{file}.key")),
         };
-        std::fs::write(&files.cert, cert.pem())?;
-        std::fs::write(&files.key, key.serialize_pem())?;
+        std::fs::write(&files.cert, issued.cert_pem)?;
+        std::fs::write(&files.key, issued.key_pem)?;
         std::fs::set_permissions(&files.key, std::fs::Permissions::from_mode(0o600))?;
         Ok(files)
     }

@@ -466,6 +466,7 @@ pub(crate) fn start_cluster(
         },
         aws: opts.aws.then(cluster::AwsOptions::default),
         tls: opts.tls,
+        generated_tls: false,
     })?;
     let group = c.launch(opts.instances)?;
     for id in &group {

@@ -165,12 +165,7 @@ impl Layout {
     }
 }
 
-/// Records (the objects `create_if_absent` makes) live in an
-/// `incarnations/` folder; like the directory store, the S3 store never
-/// skips one in a listing.
-pub(super) fn is_record_name(name: &str) -> bool {
-    name.split('/').rev().nth(1) == Some("incarnations")
-}
+pub(super) use crate::store::is_record_name;
 
 fn encode_key(key: &str) -> String {
     let mut out = String::with_capacity(USER.len() + key.len());
@@ -461,6 +456,7 @@ mod tests {
     fn records_are_recognised() {
         assert!(is_record_name("c/incarnations/0000000001"));
         assert!(is_record_name("c/incarnations/0000000001.voters"));
+        assert!(is_record_name("c/pki/ca.json"));
         assert!(!is_record_name("c/snapshots/x.db"));
     }
 }

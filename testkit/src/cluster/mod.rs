@@ -88,6 +88,12 @@ pub struct Options {
     /// its address (both surfaces), eco a client certificate `eco`. Test
     /// clients are trusted through [`etcd::trust`].
     pub tls: bool,
+    /// TLS on both surfaces from certificates eco generates
+    /// (`[etcd.tls.generated]`, the CA sealed in the store). Test clients
+    /// trust each instance's generated `ca.crt` and present eco's client
+    /// certificate (read when they connect: the files appear once eco made
+    /// them).
+    pub generated_tls: bool,
 }
 
 impl Options {
@@ -114,6 +120,7 @@ impl Options {
             },
             aws: None,
             tls: false,
+            generated_tls: false,
         }
     }
 }
@@ -360,6 +367,8 @@ impl Cluster {
         };
         let settings = if self.opts.tls {
             self.tls_for(id, &address, settings)?
+        } else if self.opts.generated_tls {
+            Self::generated_tls_for(&dir, &address, settings)
         } else {
             settings
         };
@@ -376,10 +385,40 @@ impl Cluster {
                 netns,
                 env,
                 process: None,
-                tls: self.opts.tls,
+                tls: self.opts.tls || self.opts.generated_tls,
             },
         );
         Ok(())
+    }
+
+    /// `settings` with generated TLS for the instance in `dir` at
+    /// `address`; test clients of its endpoint trust its generated CA file
+    /// and present eco's generated client certificate.
+    fn generated_tls_for(dir: &Path, address: &str, settings: ConfigBuilder) -> ConfigBuilder {
+        let tls = eco::config::generated_dir(&dir.join("data/etcd"));
+        etcd::trust(
+            &format!("{address}:2379"),
+            etcd::ClientTlsFiles {
+                ca: tls.join("ca.crt"),
+                identity: Some(crate::pki::CertFiles {
+                    cert: tls.join("eco.crt"),
+                    key: tls.join("eco.key"),
+                }),
+            },
+        );
+        let generated: eco::config::GeneratedTls = match toml::from_str(
+            // etcd checks a peer's client certificate against the address
+            // the connection comes from: 127.0.0.1 on loopback (see
+            // `tls_for`).
+            "extra_names = [\"127.0.0.1\"]",
+        ) {
+            Ok(g) => g,
+            Err(_) => return settings,
+        };
+        settings.etcd_tls(eco::config::EtcdTlsConfig {
+            generated: Some(generated),
+            ..Default::default()
+        })
     }
 
     /// `settings` with TLS on both surfaces for the instance `id` at
@@ -441,6 +480,7 @@ impl Cluster {
                 key_file: eco.key,
                 trusted_ca_file: None,
             }),
+            generated: None,
         }))
     }
 
@@ -651,6 +691,22 @@ impl Cluster {
             self.etcd_pids(id).is_empty().then_some(())
         })
         .with_context(|| format!("the etcd of {id} is still running"))
+    }
+
+    /// `eco-1`, `eco-2`, `eco-3` on `<base>.1..3`, the whole group, started
+    /// together; returns the cluster id once all three are voters (90 s at
+    /// most).
+    pub fn form_three(&mut self, base: &str) -> anyhow::Result<u64> {
+        let ids = ["eco-1", "eco-2", "eco-3"];
+        for (i, id) in ids.iter().enumerate() {
+            self.add(id, &format!("{base}.{}", i + 1))?;
+        }
+        self.set_group(&ids)?;
+        for id in ids {
+            self.start(id)?;
+        }
+        self.wait_voters(&ids, Duration::from_secs(90))
+            .with_context(|| format!("three voters did not form\n{}", self.log_tail("eco-1", 40)))
     }
 
     /// Two of `eco-1`, `eco-2`, `eco-3` (on `<base>.1..3`) lose their

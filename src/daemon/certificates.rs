@@ -1,0 +1,92 @@
+//! Generated TLS in the daemon: before etcd starts, this instance's files
+//! are issued from the cluster's CA (made here if the store has none); then
+//! a task looks at them every `recovery::certificates::check_period_s` and
+//! issues again what `recovery::certificates::decide` says (near expiry,
+//! names changed, another CA), with the gossip keys read again each time (a
+//! rotation re-seals the CA). etcd reads its files on every handshake and
+//! eco on every connection, so a renewal needs no restart.
+
+use crate::config::Config;
+use crate::pki::provision::{self, CertificateOutcome};
+use crate::provider::Identity;
+use crate::store::{ConditionalCreate, ObjectStore};
+use anyhow::Context;
+use recovery::certificates::{Renewal, check_period_s};
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::Instrument;
+
+/// The renewal task; stopped when dropped.
+pub(super) struct RenewalTask(tokio::task::JoinHandle<()>);
+
+impl Drop for RenewalTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn log(outcomes: &[CertificateOutcome]) {
+    for o in outcomes {
+        if let Renewal::Keep { renew_in_s } = o.renewal {
+            tracing::debug!(certificate = o.file, renew_in_s, "certificate kept");
+        }
+    }
+}
+
+/// Issues this instance's generated files now (an error stops eco before
+/// etcd starts) and starts their renewal; `None` without generated TLS.
+pub(super) async fn provision(
+    config: &Config,
+    me: &Identity,
+    store: Option<&Arc<dyn ObjectStore>>,
+    conditional_create: Option<ConditionalCreate>,
+) -> anyhow::Result<Option<RenewalTask>> {
+    let Some(generated) = &config.etcd.tls.generated else {
+        return Ok(None);
+    };
+    let store = store
+        .context("generated TLS keeps the cluster's CA in the snapshot store: set snapshot.store")?
+        .clone();
+    anyhow::ensure!(
+        conditional_create != Some(ConditionalCreate::Ignored),
+        "generated TLS needs a store that honours conditional creates (If-None-Match: *): two instances could each make a CA and never trust each other"
+    );
+    let keys = provision::gossip_keys(config)?;
+    let outcomes = provision::ensure_files(config, me, &*store, &keys)
+        .await
+        .context("cannot issue this instance's TLS certificates from the cluster's CA")?;
+    log(&outcomes);
+    let period = Duration::from_secs(check_period_s(
+        generated.validity().as_secs(),
+        generated.renew_before().as_secs(),
+    ));
+    let (config, me) = (config.clone(), me.clone());
+    let task = tokio::spawn(
+        async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                // Read again: a rotation of the gossip keys re-seals the CA
+                // for the new key (and drops the retired one's seal).
+                let keys = match provision::gossip_keys(&config) {
+                    Ok(keys) => keys,
+                    Err(e) => {
+                        tracing::error!(error = format!("{e:#}"), "cannot read the gossip keys for the certificate check; retried at the next one");
+                        continue;
+                    }
+                };
+                match provision::ensure_files(&config, &me, &*store, &keys).await {
+                    Ok(outcomes) => log(&outcomes),
+                    Err(e) => tracing::error!(
+                        error = format!("{e:#}"),
+                        "cannot renew this instance's TLS certificates; retried at the next check"
+                    ),
+                }
+            }
+        }
+        .in_current_span(),
+    );
+    Ok(Some(RenewalTask(task)))
+}

@@ -1,0 +1,236 @@
+//! The CA as it is kept in the store: its certificate in the clear, its
+//! private key sealed — XChaCha20-Poly1305 under a key derived from each
+//! gossip key (HKDF-SHA256, salt `eco pki ca v1`, info the cluster name),
+//! with the cluster name and the CA certificate's SHA-256 as associated
+//! data (a sealed key cannot be moved to another certificate or cluster).
+//! One seal per gossip key that sealed it, each named by a fingerprint of
+//! its derived key, so any instance holding any of those keys opens it.
+//!
+//! Whoever reads the store learns the CA certificate and nothing usable:
+//! opening a seal needs a gossip key. Pure: values in, values out.
+
+use super::ca::{CaError, ClusterCa};
+use base64::Engine;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
+use hkdf::Hkdf;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The object's format version.
+const VERSION: u32 = 1;
+const SALT: &[u8] = b"eco pki ca v1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SealedCaError {
+    #[error("the CA object does not parse: {0}")]
+    Format(String),
+    #[error(
+        "none of this instance's gossip keys opens the CA's key (it was sealed under {sealed} other key(s)): give this instance a gossip key the cluster used when the CA was made or last re-sealed"
+    )]
+    NoKey { sealed: usize },
+    #[error("the CA's key opened but is not usable: {0}")]
+    Ca(#[from] CaError),
+}
+
+/// The stored object (JSON).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SealedCa {
+    pub version: u32,
+    pub ca_cert_pem: String,
+    pub seals: Vec<Seal>,
+}
+
+/// The CA's key sealed under one derived key.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Seal {
+    /// Hex of the first 8 bytes of the derived key's SHA-256.
+    pub key_id: String,
+    /// Hex, 24 bytes.
+    pub nonce: String,
+    /// Base64 of the sealed PEM.
+    pub sealed: String,
+}
+
+fn derived(gossip_key: &[u8; 32], cluster: &str) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    // 32 bytes is far below HKDF-SHA256's limit: expand cannot fail.
+    let _ = Hkdf::<Sha256>::new(Some(SALT), gossip_key).expand(cluster.as_bytes(), &mut out);
+    out
+}
+
+fn key_id(derived: &[u8; 32]) -> String {
+    hex::encode(&Sha256::digest(derived)[..8])
+}
+
+fn associated(cluster: &str, ca_cert_pem: &str) -> Vec<u8> {
+    let mut aad = cluster.as_bytes().to_vec();
+    aad.push(0);
+    aad.extend_from_slice(&Sha256::digest(ca_cert_pem.as_bytes()));
+    aad
+}
+
+fn seal_one(ca: &ClusterCa, gossip_key: &[u8; 32], cluster: &str) -> Option<Seal> {
+    let key = derived(gossip_key, cluster);
+    let nonce: [u8; 24] = rand::random();
+    let sealed = XChaCha20Poly1305::new(Key::from_slice(&key))
+        .encrypt(
+            XNonce::from_slice(&nonce),
+            Payload {
+                msg: ca.key_pem().as_bytes(),
+                aad: &associated(cluster, &ca.cert_pem),
+            },
+        )
+        .ok()?;
+    Some(Seal {
+        key_id: key_id(&key),
+        nonce: hex::encode(nonce),
+        sealed: base64::engine::general_purpose::STANDARD.encode(sealed),
+    })
+}
+
+impl SealedCa {
+    /// `ca` sealed under every one of `gossip_keys`.
+    pub fn seal(ca: &ClusterCa, gossip_keys: &[[u8; 32]], cluster: &str) -> Self {
+        Self {
+            version: VERSION,
+            ca_cert_pem: ca.cert_pem.clone(),
+            seals: gossip_keys
+                .iter()
+                .filter_map(|k| seal_one(ca, k, cluster))
+                .collect(),
+        }
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    pub fn from_json(bytes: &[u8]) -> Result<Self, SealedCaError> {
+        let s: Self =
+            serde_json::from_slice(bytes).map_err(|e| SealedCaError::Format(e.to_string()))?;
+        if s.version != VERSION {
+            return Err(SealedCaError::Format(format!(
+                "version {} (this eco reads {VERSION})",
+                s.version
+            )));
+        }
+        Ok(s)
+    }
+
+    /// The CA, opened with the first of `gossip_keys` that has a seal.
+    pub fn open(
+        &self,
+        gossip_keys: &[[u8; 32]],
+        cluster: &str,
+    ) -> Result<ClusterCa, SealedCaError> {
+        for gossip_key in gossip_keys {
+            let key = derived(gossip_key, cluster);
+            let id = key_id(&key);
+            let Some(seal) = self.seals.iter().find(|s| s.key_id == id) else {
+                continue;
+            };
+            let bad = |what: &str| SealedCaError::Format(format!("the seal of key {id}: {what}"));
+            let nonce = hex::decode(&seal.nonce).map_err(|_| bad("nonce is not hex"))?;
+            if nonce.len() != 24 {
+                return Err(bad("nonce is not 24 bytes"));
+            }
+            let sealed = base64::engine::general_purpose::STANDARD
+                .decode(&seal.sealed)
+                .map_err(|_| bad("not base64"))?;
+            let pem = XChaCha20Poly1305::new(Key::from_slice(&key))
+                .decrypt(
+                    XNonce::from_slice(&nonce),
+                    Payload {
+                        msg: &sealed,
+                        aad: &associated(cluster, &self.ca_cert_pem),
+                    },
+                )
+                .map_err(|_| {
+                    bad("does not open (altered, or sealed for another certificate or cluster)")
+                })?;
+            let pem = String::from_utf8(pem).map_err(|_| bad("not text"))?;
+            return Ok(ClusterCa::from_pem(self.ca_cert_pem.clone(), pem)?);
+        }
+        Err(SealedCaError::NoKey {
+            sealed: self.seals.len(),
+        })
+    }
+
+    /// The object as a holder of `gossip_keys` leaves it after a gossip key
+    /// rotation: a seal for each of its keys that has none (step 1, the new
+    /// key added second, already seals it for everyone), and — once this
+    /// instance holds a single key, the rotation being over (step 3, the
+    /// old key removed) — no seal for any other key, so a retired gossip key
+    /// no longer opens the CA. `None` when nothing changes.
+    pub fn resealed_for(
+        &self,
+        ca: &ClusterCa,
+        gossip_keys: &[[u8; 32]],
+        cluster: &str,
+    ) -> Option<Self> {
+        let mut out = self.clone();
+        let ids: Vec<String> = gossip_keys
+            .iter()
+            .map(|k| key_id(&derived(k, cluster)))
+            .collect();
+        for (k, id) in gossip_keys.iter().zip(&ids) {
+            if !out.seals.iter().any(|s| &s.key_id == id) {
+                out.seals.extend(seal_one(ca, k, cluster));
+            }
+        }
+        if ids.len() == 1 {
+            out.seals.retain(|s| ids.contains(&s.key_id));
+        }
+        (out != *self).then_some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::SystemTime;
+
+    #[test]
+    fn sealed_under_each_key_opened_by_any_and_nothing_else() {
+        let ca = ClusterCa::generate("main", SystemTime::now()).unwrap();
+        let (a, b, c) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+        let sealed = SealedCa::seal(&ca, &[a, b], "main");
+        let json = sealed.to_json();
+        let text = String::from_utf8(json.clone()).unwrap();
+        assert!(!text.contains("PRIVATE KEY"), "no key in the clear");
+        assert!(text.contains("BEGIN CERTIFICATE"));
+        let back = SealedCa::from_json(&json).unwrap();
+        for keys in [[a].as_slice(), &[b], &[c, b]] {
+            assert_eq!(back.open(keys, "main").unwrap().cert_pem, ca.cert_pem);
+        }
+        assert!(matches!(
+            back.open(&[c], "main"),
+            Err(SealedCaError::NoKey { sealed: 2 })
+        ));
+        // Bound to the cluster and to the certificate.
+        assert!(back.open(&[a], "other").is_err());
+        let other = ClusterCa::generate("main", SystemTime::now()).unwrap();
+        let mut moved = back.clone();
+        moved.ca_cert_pem = other.cert_pem.clone();
+        assert!(
+            moved.open(&[a], "main").is_err(),
+            "a seal does not move to another certificate"
+        );
+        // A rotation adds seals for new keys, and once over drops the
+        // retired ones.
+        assert!(back.resealed_for(&ca, &[b, a], "main").is_none());
+        let rotating = back.resealed_for(&ca, &[c, a], "main").unwrap();
+        assert_eq!(rotating.seals.len(), 3);
+        assert_eq!(rotating.open(&[c], "main").unwrap().cert_pem, ca.cert_pem);
+        let rotated = rotating.resealed_for(&ca, &[c], "main").unwrap();
+        assert_eq!(rotated.seals.len(), 1);
+        assert!(
+            rotated.open(&[a], "main").is_err(),
+            "a retired key opens nothing"
+        );
+        assert!(rotated.open(&[b], "main").is_err());
+        assert!(rotated.resealed_for(&ca, &[c], "main").is_none());
+        assert!(SealedCa::from_json(b"{}").is_err());
+    }
+}

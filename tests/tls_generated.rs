@@ -1,0 +1,280 @@
+//! Generated TLS (`[etcd.tls.generated]`) on real etcd (3.5, and 3.4 in
+//! `make test`'s second pass) and real eco processes on loopback:
+//!
+//! - the first instance makes the cluster's CA and stores it with its key
+//!   sealed (no private key in the store), every instance issues its own
+//!   certificate with its address, the cluster forms over TLS with client
+//!   certificates required, `eco certs client` gives an operator a working
+//!   client certificate, and a wiped member comes back with new
+//!   certificates, nothing lost;
+//! - certificates renewed in place under a write load: etcd serves the new
+//!   certificate on the next handshake without a restart, no acknowledged
+//!   write is lost and the cluster never loses its members.
+//!
+//! (The loss of quorum over generated TLS is in tests/quorum_loss.rs.)
+
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+use testkit::cluster::{Cluster, Options};
+use testkit::eco_bin;
+use testkit::ledger::{Ledger, lost_writes};
+use testkit::pki::CertFiles;
+use testkit::tls_probe::served_certificate;
+use testkit::wait_until;
+
+fn generated_cluster() -> Cluster {
+    Cluster::new(Options {
+        generated_tls: true,
+        ..Options::integration(eco_bin!())
+    })
+    .expect("cluster")
+}
+
+fn three(c: &mut Cluster, base: &str) -> u64 {
+    c.form_three(base).expect("three voters over generated TLS")
+}
+
+fn tls_dir(c: &Cluster, id: &str) -> std::path::PathBuf {
+    eco::config::generated_dir(&c.nodes[id].data_dir())
+}
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_cluster_makes_its_ca_issues_its_certificates_and_serves_an_operator() {
+    let mut c = generated_cluster();
+    let formed = Instant::now();
+    let cluster_id = three(&mut c, "127.0.34");
+    eprintln!(
+        "generated TLS: formed in {:.1} s",
+        formed.elapsed().as_secs_f64()
+    );
+
+    // One CA in the store, its key sealed.
+    let object = std::fs::read_to_string(c.store().join("it/pki/ca.json")).expect("the CA object");
+    assert!(object.contains("BEGIN CERTIFICATE"), "{object}");
+    assert!(
+        !object.contains("PRIVATE KEY"),
+        "the CA key is never in the store in the clear"
+    );
+    let ca = std::fs::read_to_string(tls_dir(&c, "eco-1").join("ca.crt")).unwrap();
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        let dir = tls_dir(&c, id);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("ca.crt")).unwrap(),
+            ca,
+            "{id}: one CA"
+        );
+        let member =
+            eco::etcd::tls::describe_pem(&std::fs::read_to_string(dir.join("member.crt")).unwrap())
+                .unwrap();
+        assert!(
+            member.names.contains(&c.nodes[id].address),
+            "{id}: {member:?}"
+        );
+        assert_eq!(mode(&dir), 0o700, "{id}: the directory");
+        assert_eq!(mode(&dir.join("member.key")), 0o600, "{id}: the key");
+        assert_eq!(mode(&dir.join("eco.key")), 0o600, "{id}: eco's key");
+    }
+
+    // `eco status` shows each certificate's expiry.
+    let status = std::process::Command::new(eco_bin!())
+        .args(["status", "--api", &c.nodes["eco-1"].api()])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&status.stdout).to_string();
+    for key in [
+        "etcd.tls.client.cert_file",
+        "etcd.tls.peer.cert_file",
+        "etcd.tls.eco.cert_file",
+    ] {
+        assert!(
+            shown
+                .lines()
+                .any(|l| l.contains(key) && l.contains("89 days left")),
+            "{key} in:\n{shown}"
+        );
+    }
+
+    // An operator's client certificate.
+    let out = c.root().join("alice");
+    let issued = std::process::Command::new(eco_bin!())
+        .args([
+            "certs",
+            "client",
+            "--user",
+            "alice",
+            "--validity",
+            "1h",
+            "--config",
+        ])
+        .arg(&c.nodes["eco-2"].config)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&issued.stdout).to_string()
+        + &String::from_utf8_lossy(&issued.stderr);
+    assert!(issued.status.success(), "{said}");
+    assert!(said.contains("etcdctl --endpoints https://"), "{said}");
+    assert_eq!(mode(&out.join("alice.key")), 0o600);
+    let endpoint = c.nodes["eco-3"].endpoint();
+    let alice = testkit::etcd::rt().block_on(async {
+        let tls = etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(
+                std::fs::read_to_string(out.join("ca.crt")).unwrap(),
+            ))
+            .identity(etcd_client::Identity::from_pem(
+                std::fs::read_to_string(out.join("alice.crt")).unwrap(),
+                std::fs::read_to_string(out.join("alice.key")).unwrap(),
+            ));
+        let opts = etcd_client::ConnectOptions::new()
+            .with_timeout(Duration::from_secs(3))
+            .with_tls(tls);
+        let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(opts))
+            .await
+            .map_err(|e| e.to_string())?;
+        client
+            .put("alice/hello", "world", None)
+            .await
+            .map_err(|e| e.to_string())?;
+        let got = client
+            .get("alice/hello", None)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>(got.kvs().len())
+    });
+    assert_eq!(alice, Ok(1), "alice writes and reads over TLS");
+
+    // A wiped member comes back with new certificates, nothing lost.
+    let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
+    std::thread::sleep(Duration::from_secs(2));
+    let old_key = std::fs::read(tls_dir(&c, "eco-3").join("member.key")).unwrap();
+    c.stop("eco-3", libc::SIGTERM).unwrap();
+    c.wipe("eco-3").unwrap();
+    c.start("eco-3").unwrap();
+    let same = c
+        .wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
+        .expect("the wiped member is a voter again");
+    assert_eq!(same, cluster_id);
+    assert_ne!(
+        std::fs::read(tls_dir(&c, "eco-3").join("member.key")).unwrap(),
+        old_key,
+        "a new key for the rebuilt member"
+    );
+    let (acked, failed) = ledger.finish();
+    assert!(
+        acked.len() > 20,
+        "the load wrote too little: {} ({failed} failed)",
+        acked.len()
+    );
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
+}
+
+/// The certificate eco-N's client port serves now, and the one in its file.
+fn served_and_file(c: &Cluster, id: &str) -> (Vec<u8>, Vec<u8>) {
+    let dir = tls_dir(c, id);
+    let address = &c.nodes[id].address;
+    let served = served_certificate(
+        SocketAddr::new(address.parse().unwrap(), 2379),
+        address,
+        &dir.join("ca.crt"),
+        Some(&CertFiles {
+            cert: dir.join("eco.crt"),
+            key: dir.join("eco.key"),
+        }),
+    )
+    .expect("a TLS handshake");
+    let file = rustls_pki_types::CertificateDer::from_pem_file(dir.join("member.crt"))
+        .expect("member.crt")
+        .to_vec();
+    (served, file)
+}
+
+use rustls_pki_types::pem::PemObject;
+
+#[test]
+fn certificates_renewed_in_place_are_served_without_a_restart_and_lose_nothing() {
+    let mut c = generated_cluster();
+    for (i, id) in ["eco-1", "eco-2", "eco-3"].iter().enumerate() {
+        c.add(id, &format!("127.0.35.{}", i + 1)).unwrap();
+        // Renewed about every 10 s: valid an hour, renewed 59m50s before
+        // it ends (looked at every second).
+        c.configure(id, |b| {
+            b.edit(|config| {
+                if let Some(g) = config.etcd.tls.generated.as_mut() {
+                    g.validity = eco::config::ConfigDuration::from_secs(3600);
+                    g.renew_before = eco::config::ConfigDuration::from_secs(3590);
+                }
+            })
+        })
+        .unwrap();
+    }
+    c.set_group(&["eco-1", "eco-2", "eco-3"]).unwrap();
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        c.start(id).unwrap();
+    }
+    let cluster_id = c
+        .wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
+        .expect("three voters");
+    let etcd_pids: Vec<Vec<i32>> = ["eco-1", "eco-2", "eco-3"]
+        .iter()
+        .map(|id| c.etcd_pids(id))
+        .collect();
+    let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 50_000);
+    let (first, file) = served_and_file(&c, "eco-1");
+    assert_eq!(first, file, "etcd serves the certificate of its file");
+
+    // Renewed in place: the file changes, and the next handshake gets it.
+    let renewed = wait_until(Duration::from_secs(40), || {
+        let (served, file) = served_and_file(&c, "eco-1");
+        (file != first && served == file).then_some(())
+    });
+    assert!(
+        renewed.is_some(),
+        "etcd serves the renewed certificate\n{}",
+        c.log_tail("eco-1", 30)
+    );
+    // Two more renewal rounds under the load.
+    std::thread::sleep(Duration::from_secs(20));
+    let (acked, failed) = ledger.finish();
+    eprintln!(
+        "generated TLS renewal: {} acknowledged writes, {failed} failed",
+        acked.len()
+    );
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+        let (served, file) = served_and_file(&c, id);
+        assert_eq!(served, file, "{id} serves its current file");
+    }
+    assert!(
+        acked.len() > 100,
+        "the load wrote too little: {}",
+        acked.len()
+    );
+    assert_eq!(
+        c.wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(5)),
+        Some(cluster_id),
+        "the same three voters throughout"
+    );
+    let now: Vec<Vec<i32>> = ["eco-1", "eco-2", "eco-3"]
+        .iter()
+        .map(|id| c.etcd_pids(id))
+        .collect();
+    assert_eq!(now, etcd_pids, "no etcd was restarted to renew");
+    let renewals: usize = ["eco-1", "eco-2", "eco-3"]
+        .iter()
+        .map(|id| c.nodes[*id].log().matches("issued a certificate").count())
+        .sum();
+    assert!(
+        renewals >= 3 * 2 * 3,
+        "each instance issued its two certificates at start and renewed them at least twice: {renewals}"
+    );
+}
