@@ -7,7 +7,7 @@
 #   5. the real-etcd integration tests again on etcd 3.4
 #   6. a subset of the chaos matrix (simulations chaos) on real processes,
 #      on the static provider, on the AWS provider (the local emulator),
-#      and with TLS on etcd's surfaces
+#      and with TLS on etcd's surfaces plus etcd's authentication
 #   7. a 3-minute monkey soak (random faults under the write ledger); the
 #      30-minute soaks are `make soak`
 set -euo pipefail
@@ -41,8 +41,8 @@ step "chaos subset on the AWS provider and S3 (the local AWS emulator)"
 ./target/debug/simulations chaos --provider aws --eco-bin target/debug/eco --out target/chaos-ci-aws \
   --scenario wipe-majority
 
-step "chaos subset with TLS on etcd's client and peer surfaces"
-./target/debug/simulations chaos --tls --eco-bin target/debug/eco --out target/chaos-ci-tls \
+step "chaos subset with TLS on etcd's surfaces and etcd's authentication (JWT)"
+./target/debug/simulations chaos --tls --auth --eco-bin target/debug/eco --out target/chaos-ci-tls \
   --scenario wipe-majority
 
 step "monkey soak, 3 minutes (real processes, the dev build of eco)"

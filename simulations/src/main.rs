@@ -235,6 +235,10 @@ struct ChaosArgs {
     /// required), from a CA the run makes.
     #[arg(long)]
     tls: bool,
+    /// etcd's authentication on: eco is `root` with a password file, JWT
+    /// tokens (ES256).
+    #[arg(long)]
+    auth: bool,
 }
 
 fn main() {
@@ -493,6 +497,7 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         seed,
         provider,
         tls,
+        auth,
     } = args;
     let aws = provider == "aws";
     if aws && monkey {
@@ -539,6 +544,7 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         keep,
         aws,
         tls,
+        auth,
     };
     if monkey {
         return monkey_command(&opts, duration, seed, json, out.as_deref());
@@ -557,9 +563,10 @@ fn chaos_command(args: ChaosArgs) -> i32 {
     }
     if let Some(dir) = out {
         let command = format!(
-            "cargo run --release -p simulations -- chaos --scenario {} --instances {instances} --runs {runs} --provider {provider}{}",
+            "cargo run --release -p simulations -- chaos --scenario {} --instances {instances} --runs {runs} --provider {provider}{}{}",
             names.join(","),
-            if tls { " --tls" } else { "" }
+            if tls { " --tls" } else { "" },
+            if auth { " --auth" } else { "" }
         );
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(&dir)?;

@@ -62,6 +62,40 @@ pub struct Options {
     /// TLS on etcd's client and peer surfaces, client certificates
     /// required, from a CA of the run's own (`--tls`).
     pub tls: bool,
+    /// etcd's authentication on (`--auth`): eco is `root` with a password
+    /// file, JWT tokens (ES256); the harness's clients authenticate as
+    /// `root` too.
+    pub auth: bool,
+}
+
+/// `[auth]` of a chaos run, its secret files written in `root`; the
+/// harness's clients of every address of the block authenticate as
+/// `root`.
+fn chaos_auth(root: &std::path::Path, net: u8) -> anyhow::Result<eco::config::AuthConfig> {
+    const ROOT_PASSWORD: &str = "chaos-root-password";
+    std::fs::create_dir_all(root)?;
+    let password = root.join("root.password");
+    testkit::auth::write_secret(&password, ROOT_PASSWORD)?;
+    let (public, private) =
+        testkit::auth::jwt_key_pair(root, "jwt", &rcgen::PKCS_ECDSA_P256_SHA256)?;
+    for n in 1..=16 {
+        for host in [format!("127.0.{net}.{n}"), format!("10.{net}.0.{n}")] {
+            testkit::etcd::authenticate(&format!("{host}:2379"), "root", ROOT_PASSWORD);
+        }
+    }
+    Ok(eco::config::AuthConfig {
+        enabled: true,
+        root_password_file: Some(password),
+        roles: Vec::new(),
+        users: Vec::new(),
+        token: eco::config::TokenConfig {
+            kind: eco::config::TokenKind::Jwt,
+            sign_method: Some(eco::config::SignMethod::ES256),
+            public_key_file: Some(public),
+            private_key_file: Some(private),
+            ttl: Some(eco::config::ConfigDuration::from_secs(600)),
+        },
+    })
 }
 
 /// Bound of every wait for the cluster to be whole.
@@ -447,16 +481,20 @@ pub(crate) fn start_cluster(
     net: u8,
 ) -> anyhow::Result<(Cluster, Vec<String>)> {
     let t = Duration::from_secs(opts.quorum_loss_timeout_s);
+    let mut config = Cluster::node_config(CLUSTER, &opts.etcd_bin_dir)
+        .snapshot_interval(Duration::from_secs(10))
+        .snapshot_max_age(Duration::from_secs(60))
+        .quorum_loss_timeout(t)
+        .unhealthy_member_ttl(t);
+    if opts.auth {
+        config = config.auth(chaos_auth(&root.join("auth"), net)?);
+    }
     let mut c = Cluster::new(cluster::Options {
         eco: opts.eco.clone(),
         root: Some(root),
         network,
         net,
-        config: Cluster::node_config(CLUSTER, &opts.etcd_bin_dir)
-            .snapshot_interval(Duration::from_secs(10))
-            .snapshot_max_age(Duration::from_secs(60))
-            .quorum_loss_timeout(t)
-            .unhealthy_member_ttl(t),
+        config,
         gossip_key: cluster::key_pattern(53, 7),
         // eco (and so its etcd) dies with the harness, even on SIGKILL.
         die_with_harness: true,
