@@ -278,3 +278,100 @@ fn certificates_renewed_in_place_are_served_without_a_restart_and_lose_nothing()
         "each instance issued its two certificates at start and renewed them at least twice: {renewals}"
     );
 }
+
+/// `put key` as the client whose files are in `dir` (`<user>.crt`, `.key`,
+/// `ca.crt`): `Ok` when etcd accepted it.
+fn put_as(endpoint: &str, dir: &std::path::Path, user: &str, key: &str) -> Result<(), String> {
+    testkit::etcd::rt().block_on(async {
+        let read = |f: String| std::fs::read_to_string(dir.join(f)).map_err(|e| e.to_string());
+        let tls = etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(read("ca.crt".into())?))
+            .identity(etcd_client::Identity::from_pem(
+                read(format!("{user}.crt"))?,
+                read(format!("{user}.key"))?,
+            ));
+        let opts = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(1))
+            .with_timeout(Duration::from_secs(2))
+            .with_tls(tls);
+        let attempt = async {
+            let mut c = etcd_client::Client::connect([endpoint], Some(opts))
+                .await
+                .map_err(|e| e.to_string())?;
+            c.put(key, "v", None).await.map_err(|e| e.to_string())?;
+            Ok(())
+        };
+        tokio::time::timeout(Duration::from_secs(5), attempt)
+            .await
+            .map_err(|_| "timed out".to_string())?
+    })
+}
+
+/// Generated TLS with etcd's authentication by certificate names: eco's
+/// identity is its generated client certificate (CN `eco`, given the root
+/// role by eco itself), and an operator's `eco certs client` certificate
+/// is the user of its CN, limited by the ACL; eco keeps snapshotting.
+#[test]
+fn generated_certificates_are_etcd_identities_under_authentication() {
+    use eco::config::{
+        AuthConfig, PermissionAccess, PermissionConfig, RoleConfig, TokenConfig, UserConfig,
+    };
+    let mut c = generated_cluster();
+    let auth = AuthConfig {
+        enabled: true,
+        root_password_file: None,
+        roles: vec![RoleConfig {
+            name: "app-rw".into(),
+            permissions: vec![PermissionConfig {
+                key: "app/".into(),
+                range_end: None,
+                prefix: true,
+                access: PermissionAccess::Readwrite,
+            }],
+        }],
+        users: vec![UserConfig {
+            name: "app".into(),
+            password_file: None,
+            roles: vec!["app-rw".into()],
+        }],
+        token: TokenConfig::default(),
+    };
+    c.add("eco-1", "127.0.36.1").unwrap();
+    c.configure("eco-1", |b| b.auth(auth)).unwrap();
+    c.set_group(&["eco-1"]).unwrap();
+    c.start("eco-1").unwrap();
+    c.wait_voters(&["eco-1"], Duration::from_secs(60))
+        .expect("one voter over generated TLS");
+    let out = c.root().join("app-client");
+    let issued = std::process::Command::new(eco_bin!())
+        .args(["certs", "client", "--user", "app", "--config"])
+        .arg(&c.nodes["eco-1"].config)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(issued.status.success(), "{issued:?}");
+    let endpoint = c.nodes["eco-1"].endpoint();
+    // Once authentication is on, `app` writes inside `app/` only.
+    let enforced = wait_until(Duration::from_secs(30), || {
+        (put_as(&endpoint, &out, "app", "elsewhere/x").is_err()).then_some(())
+    });
+    assert!(
+        enforced.is_some(),
+        "authentication is enabled\n{}",
+        c.log_tail("eco-1", 30)
+    );
+    assert_eq!(put_as(&endpoint, &out, "app", "app/x"), Ok(()));
+    // eco, as the CN of its own generated certificate, still snapshots.
+    let snap = std::process::Command::new(eco_bin!())
+        .args(["snapshot", "now", "--instance-id", "eco-1", "--config"])
+        .arg(&c.nodes["eco-1"].config)
+        .output()
+        .unwrap();
+    assert!(
+        snap.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&snap.stdout),
+        String::from_utf8_lossy(&snap.stderr)
+    );
+}
