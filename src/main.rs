@@ -260,7 +260,7 @@ fn one_shot(work: impl std::future::Future<Output = anyhow::Result<String>>) -> 
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("eco: error: {e:#}");
+            eprintln!("eco: error: {}", eco::error_report::one_line(&e));
             ExitCode::from(1)
         }
     }
@@ -366,7 +366,7 @@ fn status(
             match found {
                 Ok(a) => a,
                 Err(e) => {
-                    eprintln!("eco: error: {e:#}");
+                    eprintln!("eco: error: {}", eco::error_report::one_line(&e));
                     return ExitCode::from(2);
                 }
             }
@@ -436,8 +436,8 @@ fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {
     match result {
         Ok(daemon::Exit::Signalled) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("eco: error: {e:#}");
+            tracing::error!("{}", eco::error_report::one_line(&e));
+            eprintln!("eco: error: {}", eco::error_report::one_line(&e));
             ExitCode::from(1)
         }
     }

@@ -428,18 +428,7 @@ fn eco_keeps_working_with_auth_enabled_a_wiped_member_rejoins_and_snapshots_are_
 
     // A snapshot into the store, as eco (Snapshot needs root).
     let before = c.snapshot_names().len();
-    let n = &c.nodes["eco-1"];
-    let out = std::process::Command::new(eco_bin!())
-        .args(["snapshot", "now", "--config"])
-        .arg(&n.config)
-        .args(["--instance-id", "eco-1"])
-        .output()
-        .expect("eco snapshot now");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    c.snapshot_now("eco-1").unwrap();
     assert!(
         c.snapshot_names().len() > before,
         "a new snapshot in the store"
@@ -720,18 +709,7 @@ fn ecos_identity_is_its_client_certificates_cn() {
         ]
     );
     // eco acts as itself: a snapshot needs the root role.
-    let n = &c.nodes["eco-1"];
-    let out = std::process::Command::new(eco_bin!())
-        .args(["snapshot", "now", "--config"])
-        .arg(&n.config)
-        .args(["--instance-id", "eco-1"])
-        .output()
-        .expect("eco snapshot now");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    c.snapshot_now("eco-1").unwrap();
     eprintln!(
         "auth: certificate identity test took {:.1} s",
         started.elapsed().as_secs_f64()

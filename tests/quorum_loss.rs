@@ -204,21 +204,6 @@ fn replace_all(c: &mut Cluster, base: &str) -> Instant {
     at
 }
 
-fn snapshot_now(c: &Cluster, id: &str) {
-    let n = &c.nodes[id];
-    let out = std::process::Command::new(eco_bin!())
-        .args(["snapshot", "now", "--config"])
-        .arg(&n.config)
-        .args(["--instance-id", id])
-        .output()
-        .expect("eco snapshot now");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// `wipe-all`: every instance killed and its disk lost. The newest store
 /// snapshot seeds; writes acknowledged before it are all there, writes
 /// after it may be lost (the documented residual) and are counted.
@@ -230,7 +215,7 @@ fn all_killed_and_wiped_restores_the_newest_snapshot_losing_only_later_writes() 
     let before = Ledger::with_prefix(endpoints.clone(), 20_000, "before");
     std::thread::sleep(Duration::from_secs(2));
     let (acked_before, _) = before.finish();
-    snapshot_now(&c, "eco-1");
+    c.snapshot_now("eco-1").unwrap();
     let after = Ledger::with_prefix(endpoints, 20_000, "after");
     std::thread::sleep(Duration::from_secs(2));
     for id in ["eco-1", "eco-2", "eco-3"] {

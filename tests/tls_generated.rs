@@ -363,15 +363,5 @@ fn generated_certificates_are_etcd_identities_under_authentication() {
     );
     assert_eq!(put_as(&endpoint, &out, "app", "app/x"), Ok(()));
     // eco, as the CN of its own generated certificate, still snapshots.
-    let snap = std::process::Command::new(eco_bin!())
-        .args(["snapshot", "now", "--instance-id", "eco-1", "--config"])
-        .arg(&c.nodes["eco-1"].config)
-        .output()
-        .unwrap();
-    assert!(
-        snap.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&snap.stdout),
-        String::from_utf8_lossy(&snap.stderr)
-    );
+    c.snapshot_now("eco-1").unwrap();
 }

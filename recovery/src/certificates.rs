@@ -75,6 +75,40 @@ pub fn decide(now_unix: i64, held: Option<&Held>, wanted: &Wanted) -> Renewal {
     }
 }
 
+/// What a holder of gossip keys does to the seals of the cluster's CA
+/// (by key id).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reseal {
+    /// Own keys without a seal: seal the CA for them (a rotation's new
+    /// key, added second everywhere before it is promoted).
+    pub add: Vec<String>,
+    /// Seals of keys this instance does not hold, dropped once it holds a
+    /// single key (the rotation is over from its view: the old key was
+    /// removed everywhere before it was removed here), so a retired key
+    /// stops opening the CA.
+    pub drop: Vec<String>,
+}
+
+/// The reseal of a CA sealed for `sealed` by a holder of `own` keys.
+pub fn reseal(sealed: &[String], own: &[String]) -> Reseal {
+    Reseal {
+        add: own
+            .iter()
+            .filter(|k| !sealed.contains(k))
+            .cloned()
+            .collect(),
+        drop: if own.len() == 1 {
+            sealed
+                .iter()
+                .filter(|k| !own.contains(k))
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
 /// How often an instance looks at its certificates (seconds): a tenth of
 /// the time a certificate is kept before renewal, between 1 s and an hour,
 /// so a renewal is never late by more than a tenth of its margin.
@@ -162,6 +196,67 @@ mod tests {
             ),
             Renewal::Keep { renew_in_s: 900 }
         );
+    }
+
+    #[test]
+    fn reseal_table() {
+        let v = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // (sealed, own keys, add, drop, why)
+        type Case<'a> = (
+            &'a [&'a str],
+            &'a [&'a str],
+            &'a [&'a str],
+            &'a [&'a str],
+            &'a str,
+        );
+        let cases: &[Case] = &[
+            (&["a"], &["a"], &[], &[], "nothing to do"),
+            (
+                &["a"],
+                &["a", "b"],
+                &["b"],
+                &[],
+                "step 1: the new key added",
+            ),
+            (
+                &["a", "b"],
+                &["b", "a"],
+                &[],
+                &[],
+                "step 2: promoted, nothing to do",
+            ),
+            (
+                &["a", "b"],
+                &["b"],
+                &[],
+                &["a"],
+                "step 3: the old key dropped",
+            ),
+            (
+                &["a"],
+                &["b"],
+                &["b"],
+                &["a"],
+                "a lone new key: sealed, the other dropped",
+            ),
+            (
+                &["a", "b"],
+                &["c", "a"],
+                &["c"],
+                &[],
+                "keeps what it cannot judge while rotating",
+            ),
+        ];
+        for (sealed, own, add, drop, why) in cases {
+            assert_eq!(
+                reseal(&v(sealed), &v(own)),
+                Reseal {
+                    add: v(add),
+                    drop: v(drop)
+                },
+                "{why}"
+            );
+        }
     }
 
     #[test]

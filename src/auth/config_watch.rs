@@ -10,36 +10,9 @@
 //! included, at the next start).
 
 use crate::config::{Config, load_file};
+use crate::file_stamp::FileStamp;
 use sha2::{Digest, Sha256};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Seen {
-    File {
-        device: u64,
-        inode: u64,
-        mode: u32,
-        len: u64,
-        modified: (i64, i64),
-        changed: (i64, i64),
-    },
-    Unreadable(std::io::ErrorKind),
-}
-
-fn look(path: &Path) -> Seen {
-    match std::fs::metadata(path) {
-        Ok(m) => Seen::File {
-            device: m.dev(),
-            inode: m.ino(),
-            mode: m.mode(),
-            len: m.len(),
-            modified: (m.mtime(), m.mtime_nsec()),
-            changed: (m.ctime(), m.ctime_nsec()),
-        },
-        Err(e) => Seen::Unreadable(e.kind()),
-    }
-}
 
 fn digest(path: &Path) -> Option<[u8; 32]> {
     std::fs::read(path).ok().map(|b| Sha256::digest(&b).into())
@@ -48,7 +21,7 @@ fn digest(path: &Path) -> Option<[u8; 32]> {
 /// The config file and what was last made of it.
 pub struct ConfigWatch {
     path: PathBuf,
-    seen: Seen,
+    seen: FileStamp,
     /// SHA-256 of the content last used (or found unusable).
     content: Option<[u8; 32]>,
 }
@@ -56,7 +29,7 @@ pub struct ConfigWatch {
 impl ConfigWatch {
     /// Watches `path`, whose current content is the config eco runs with.
     pub fn new(path: &Path) -> Self {
-        let seen = look(path);
+        let seen = FileStamp::of(path);
         Self {
             path: path.to_path_buf(),
             seen,
@@ -72,7 +45,7 @@ impl ConfigWatch {
     /// valid config with other content; a change that cannot be used is
     /// logged once (naming the file and the problem) and gives `None`.
     pub fn changed(&mut self) -> Option<Config> {
-        let seen = look(&self.path);
+        let seen = FileStamp::of(&self.path);
         if seen == self.seen {
             return None;
         }

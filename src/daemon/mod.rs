@@ -104,6 +104,8 @@ struct Daemon {
     /// A termination the provider announced, in progress.
     termination: Option<termination::Terminating>,
     started: Instant,
+    /// The TLS certificates shown in `/status`, read again when renewed.
+    certificates: crate::etcd::tls::CertificatesInForce,
 }
 
 /// Refuses to start with TLS files etcd or eco could not use; reports each
@@ -285,6 +287,7 @@ async fn run_as(
         voters_written: None,
         termination: None,
         started: Instant::now(),
+        certificates: Default::default(),
     };
     // The provider's certified-gone answer is known before the first pass.
     d.refresh_group().await;

@@ -47,26 +47,27 @@ impl Daemon {
         let group_problem = self.group.problem.clone();
         let termination = self.ctx.provider.termination();
         let recovery = self.protocol().map(|p| p.explain());
-        let certificates =
-            crate::etcd::tls::certificates_in_force(&self.ctx.config.etcd.tls_files())
-                .into_iter()
-                .map(|(key, described)| match described {
-                    Ok(d) => crate::status::CertificateExpiry {
-                        key: key.to_string(),
-                        subject: d.subject,
-                        names: d.names,
-                        not_after_unix: Some(d.not_after_unix),
-                        problem: None,
-                    },
-                    Err(problem) => crate::status::CertificateExpiry {
-                        key: key.to_string(),
-                        subject: String::new(),
-                        names: Vec::new(),
-                        not_after_unix: None,
-                        problem: Some(problem),
-                    },
-                })
-                .collect();
+        let certificates = self
+            .certificates
+            .now(&self.ctx.config.etcd.tls_files())
+            .into_iter()
+            .map(|(key, described)| match described {
+                Ok(d) => crate::status::CertificateExpiry {
+                    key: key.to_string(),
+                    subject: d.subject,
+                    names: d.names,
+                    not_after_unix: Some(d.not_after_unix),
+                    problem: None,
+                },
+                Err(problem) => crate::status::CertificateExpiry {
+                    key: key.to_string(),
+                    subject: String::new(),
+                    names: Vec::new(),
+                    not_after_unix: None,
+                    problem: Some(problem),
+                },
+            })
+            .collect();
         self.status.send_modify(|s| {
             s.certificates = certificates;
             s.ready = ready.ready;

@@ -158,31 +158,32 @@ impl SealedCa {
     }
 
     /// The object as a holder of `gossip_keys` leaves it after a gossip key
-    /// rotation: a seal for each of its keys that has none (step 1, the new
-    /// key added second, already seals it for everyone), and — once this
-    /// instance holds a single key, the rotation being over (step 3, the
-    /// old key removed) — no seal for any other key, so a retired gossip key
-    /// no longer opens the CA. `None` when nothing changes.
+    /// rotation, as `recovery::certificates::reseal` decides: sealed for
+    /// each of its keys that has no seal, and without the seals of retired
+    /// keys once it holds a single key. `None` when nothing changes.
     pub fn resealed_for(
         &self,
         ca: &ClusterCa,
         gossip_keys: &[[u8; 32]],
         cluster: &str,
     ) -> Option<Self> {
-        let mut out = self.clone();
-        let ids: Vec<String> = gossip_keys
+        let own: Vec<String> = gossip_keys
             .iter()
             .map(|k| key_id(&derived(k, cluster)))
             .collect();
-        for (k, id) in gossip_keys.iter().zip(&ids) {
-            if !out.seals.iter().any(|s| &s.key_id == id) {
+        let sealed: Vec<String> = self.seals.iter().map(|s| s.key_id.clone()).collect();
+        let plan = recovery::certificates::reseal(&sealed, &own);
+        if plan == recovery::certificates::Reseal::default() {
+            return None;
+        }
+        let mut out = self.clone();
+        out.seals.retain(|s| !plan.drop.contains(&s.key_id));
+        for (k, id) in gossip_keys.iter().zip(&own) {
+            if plan.add.contains(id) {
                 out.seals.extend(seal_one(ca, k, cluster));
             }
         }
-        if ids.len() == 1 {
-            out.seals.retain(|s| ids.contains(&s.key_id));
-        }
-        (out != *self).then_some(out)
+        Some(out)
     }
 }
 

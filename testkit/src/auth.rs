@@ -32,33 +32,27 @@ pub fn jwt_key_pair(
     Ok((public, private))
 }
 
-/// A client of `endpoint` authenticated as `user` (with the registered
-/// TLS, if any); `None` when it cannot connect or authenticate within 3 s.
+/// A client of `endpoint` authenticated as `user` (whatever credentials
+/// are registered for it), `None` when it cannot connect or is refused.
 pub async fn client_as(endpoint: &str, user: &str, password: &str) -> Option<etcd_client::Client> {
-    let endpoints = [endpoint.to_string()];
-    let opts = crate::etcd::plain_options(
-        &endpoints,
-        Duration::from_millis(500),
-        Duration::from_secs(2),
-    )
-    .with_user(user, password);
-    tokio::time::timeout(
-        Duration::from_secs(3),
-        etcd_client::Client::connect(endpoints, Some(opts)),
-    )
-    .await
-    .ok()?
-    .ok()
+    connect(endpoint, Some((user, password))).await
 }
 
 /// A client of `endpoint` that does not authenticate.
 pub async fn anonymous(endpoint: &str) -> Option<etcd_client::Client> {
+    connect(endpoint, None).await
+}
+
+async fn connect(endpoint: &str, user: Option<(&str, &str)>) -> Option<etcd_client::Client> {
     let endpoints = [endpoint.to_string()];
-    let opts = crate::etcd::plain_options(
+    let mut opts = crate::etcd::plain_options(
         &endpoints,
         Duration::from_millis(500),
         Duration::from_secs(2),
     );
+    if let Some((user, password)) = user {
+        opts = opts.with_user(user, password);
+    }
     tokio::time::timeout(
         Duration::from_secs(3),
         etcd_client::Client::connect(endpoints, Some(opts)),

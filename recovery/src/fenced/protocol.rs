@@ -231,16 +231,30 @@ impl Protocol {
         }
     }
 
+    /// When the protocol next needs a pass with no other input: the
+    /// round's next retransmission or the takeover deadline. Always after
+    /// `now`: whatever was due has just been done in this pass, so a
+    /// deadline still due means the protocol is waiting for something other
+    /// than time (a record being created, data to rank, voters to start a
+    /// round with); it looks again after one retransmission interval
+    /// rather than at once, again and again.
     fn next_wake(&self) -> Option<Millis> {
         let retransmit = self
             .round
             .as_ref()
             .filter(|r| !r.is_done())
             .map(|r| r.last_send + self.cfg.retransmit_every);
-        match (retransmit, self.takeover_at) {
+        let at = match (retransmit, self.takeover_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        }
+        };
+        at.map(|at| {
+            if at > self.now {
+                at
+            } else {
+                self.now + self.cfg.retransmit_every
+            }
+        })
     }
 
     /// The target of the current recovery: incarnation `n+1`.

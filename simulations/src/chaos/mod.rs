@@ -480,6 +480,11 @@ pub(crate) fn start_cluster(
     network: cluster::Network,
     net: u8,
 ) -> anyhow::Result<(Cluster, Vec<String>)> {
+    // Absolute: the instances' config files name files under it (`--out`
+    // is often relative), and eco reads a relative name from its config's
+    // directory.
+    let root = std::path::absolute(&root)
+        .map_err(|e| anyhow::anyhow!("the run directory {}: {e}", root.display()))?;
     let t = Duration::from_secs(opts.quorum_loss_timeout_s);
     let mut config = Cluster::node_config(CLUSTER, &opts.etcd_bin_dir)
         .snapshot_interval(Duration::from_secs(10))
@@ -511,8 +516,13 @@ pub(crate) fn start_cluster(
         c.start(id)?;
     }
     let endpoints = c.endpoints(&group);
-    wait_whole(rt, &group, &endpoints, Duration::from_secs(120))
-        .map_err(|e| anyhow::anyhow!("the cluster did not form: {e}"))?;
+    if let Err(e) = wait_whole(rt, &group, &endpoints, Duration::from_secs(120)) {
+        let tails: Vec<String> = group
+            .iter()
+            .map(|id| format!("--- {id}, the end of its log:\n{}", c.log_tail(id, 5)))
+            .collect();
+        anyhow::bail!("the cluster did not form: {e}\n{}", tails.join("\n"));
+    }
     // The first snapshot is in the store before the load starts.
     let limit = Instant::now() + Duration::from_secs(30);
     while c.newest_snapshot_revision().is_none() && Instant::now() < limit {

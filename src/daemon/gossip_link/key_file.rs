@@ -9,10 +9,10 @@
 //! naming the file; the file is tried again at its next change. No key
 //! material is ever logged.
 
+use crate::file_stamp::FileStamp;
 use crate::secret_file::SecretFileError;
 use gossip::{Keyring, KeysHandle, SealError};
 use sha2::{Digest, Sha256};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tracing::Instrument;
@@ -32,36 +32,6 @@ pub(super) enum KeyFileError {
     Keys { path: PathBuf, cause: SealError },
 }
 
-/// The file's metadata when last looked at; any difference means the file
-/// is read again.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Seen {
-    File {
-        device: u64,
-        inode: u64,
-        mode: u32,
-        len: u64,
-        modified: (i64, i64),
-        changed: (i64, i64),
-    },
-    /// The file could not be looked at (gone, not allowed).
-    Unreadable(std::io::ErrorKind),
-}
-
-fn look(path: &Path) -> Seen {
-    match std::fs::metadata(path) {
-        Ok(m) => Seen::File {
-            device: m.dev(),
-            inode: m.ino(),
-            mode: m.mode(),
-            len: m.len(),
-            modified: (m.mtime(), m.mtime_nsec()),
-            changed: (m.ctime(), m.ctime_nsec()),
-        },
-        Err(e) => Seen::Unreadable(e.kind()),
-    }
-}
-
 /// The keys in `path` (checked as a secret), and the SHA-256 of the text
 /// they came from.
 fn read_keys(path: &Path, cluster: &str) -> Result<(Keyring, [u8; 32]), KeyFileError> {
@@ -77,7 +47,7 @@ fn read_keys(path: &Path, cluster: &str) -> Result<(Keyring, [u8; 32]), KeyFileE
 pub(super) struct KeyFile {
     path: PathBuf,
     cluster: String,
-    seen: Seen,
+    seen: FileStamp,
     /// SHA-256 of the text whose keys are installed: a file rewritten with
     /// the same text installs nothing, and the text itself is not kept.
     installed: [u8; 32],
@@ -90,7 +60,7 @@ impl KeyFile {
     /// should before anything runs).
     pub(super) fn load(path: &Path, cluster: &str) -> Result<(Self, Keyring), KeyFileError> {
         // Looked at before it is read: a change after this is seen next.
-        let seen = look(path);
+        let seen = FileStamp::of(path);
         let (keys, installed) = read_keys(path, cluster)?;
         let file = Self {
             path: path.to_path_buf(),
@@ -107,7 +77,7 @@ impl KeyFile {
     /// passes the start's checks. A change that cannot be used is logged
     /// once and leaves the installed keys alone.
     fn changed_keys(&mut self) -> Option<Keyring> {
-        let seen = look(&self.path);
+        let seen = FileStamp::of(&self.path);
         if seen == self.seen {
             return None;
         }

@@ -224,7 +224,12 @@ impl Cluster {
 
     pub fn new(opts: Options) -> anyhow::Result<Self> {
         let root = match &opts.root {
-            Some(dir) => Root::Kept(dir.clone()),
+            // Absolute: the instances' config files name files under it,
+            // and eco reads a relative name from its config's directory.
+            Some(dir) => Root::Kept(
+                std::path::absolute(dir)
+                    .with_context(|| format!("the cluster root {}", dir.display()))?,
+            ),
             None => Root::Temp(
                 tempfile::Builder::new()
                     .prefix("eco-cluster-")
@@ -724,6 +729,25 @@ impl Cluster {
         self.start("eco-4")?;
         self.start("eco-5")?;
         Ok(lost_at)
+    }
+
+    /// `eco snapshot now` for `id` with its config: an error with eco's
+    /// output when it fails.
+    pub fn snapshot_now(&self, id: &str) -> anyhow::Result<()> {
+        let n = self.nodes.get(id).context("unknown instance")?;
+        let out = std::process::Command::new(&self.opts.eco)
+            .args(["snapshot", "now", "--config"])
+            .arg(&n.config)
+            .args(["--instance-id", id])
+            .output()
+            .context("eco snapshot now")?;
+        anyhow::ensure!(
+            out.status.success(),
+            "eco snapshot now failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(())
     }
 
     /// When `id`'s etcd first took a write, waiting at most `limit`.

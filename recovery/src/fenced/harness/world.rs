@@ -673,6 +673,13 @@ impl World {
                     self.at(t, Ev::Input(i, life, Input::LocalData(data)));
                 }
                 EffectKind::WakeAt(at) => {
+                    if at <= self.now {
+                        let text = format!(
+                            "{} asked to be woken at {at} ms, not after now: it would be woken again and again",
+                            self.nodes[i].id
+                        );
+                        self.inv.violation(self.now, text);
+                    }
                     let at = at.max(self.now + 1);
                     if self.nodes[i].next_wake.is_none_or(|w| at < w) {
                         self.nodes[i].next_wake = Some(at);
