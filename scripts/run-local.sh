@@ -77,17 +77,22 @@ done
 # An operator's client certificate from the cluster's CA.
 op="$run/operator"
 "$eco" certs client --config examples/local/eco-1.toml --user operator --out "$op" --validity 30days >/dev/null
+"$eco" certs client --config examples/local/eco-1.toml --user app --out "$op" --validity 30days >/dev/null
 ctlop="$bin/etcdctl --endpoints=$endpoints --cacert $op/ca.crt --cert $op/operator.crt --key $op/operator.key"
+ctlapp="$bin/etcdctl --endpoints=$endpoints --cacert $op/ca.crt --cert $op/app.crt --key $op/app.key"
 
 cat <<MSG
 
 ==> the local cluster is up: ${#ids[@]} voters (etcd $version), TLS on etcd's
     client and peer ports from the cluster's own CA, client certificates
-    required (an operator certificate is in $op)
+    required; etcd's authentication on, users by certificate CN
+    (certificates of operator, root, and app, only /app/, are in $op)
     client endpoints: $endpoints
     try:    $ctlop put hello world
             $ctlop get hello
             $ctlop member list -w table
+            $ctlapp put /app/greeting hi
+            $ctlapp get hello        (refused: permission denied)
     status: $eco status --config examples/local/eco-1.toml
     resize: edit $run/group.toml
     Ctrl-C stops the cluster.

@@ -5,21 +5,32 @@
 //!   503 with the reason.
 //! - `GET /metrics`: Prometheus text format.
 //! - `GET /status`: [`InstanceStatus`] as JSON (what `eco status` prints).
+//!   With `api.status_bind`, only on that second listener: the main one
+//!   answers 404 saying where it is.
+//!
+//! Plain HTTP, or HTTPS with `[api.tls]` on every listener
+//! ([`crate::api_tls`]: the certificate read again when its files change,
+//! no client certificate asked for).
 //!
 //! The listener is bound on the instance's routable address by default,
 //! so it is built to be hit by anyone on the network without hurting eco
-//! (DESIGN: the API must never starve the control loop):
+//! (DESIGN: the API must never starve the control loop). Each listener
+//! has:
 //!
 //! - **its own file-descriptor budget**: at most [`LIMITS`]`.max_connections`
 //!   connections at once, [`LIMITS`]`.per_peer` from one source address; a
 //!   connection beyond either is accepted and closed at once (so it does not
-//!   wait in the kernel's backlog ahead of a legitimate one);
-//! - **timeouts**: a request's headers must arrive within
-//!   `header_read_timeout`, and a connection lives at most
+//!   wait in the kernel's backlog ahead of a legitimate one). A TLS
+//!   handshake holds its connection's slot: a failed or stalled one costs
+//!   that slot only, for at most `header_read_timeout`;
+//! - **timeouts**: the TLS handshake and then a request's headers must each
+//!   arrive within `header_read_timeout`, and a connection lives at most
 //!   `connection_lifetime` (clients reconnect; Prometheus does);
 //! - **bounded shutdown**: on shutdown the listener closes, connections
 //!   in flight get `shutdown_grace`, then are dropped.
 
+use crate::api_tls::{ApiTlsError, ReloadingCertificate};
+use crate::config::ApiTlsFiles;
 use crate::metrics::Metrics;
 use crate::status::InstanceStatus;
 use axum::Router;
@@ -33,7 +44,9 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Semaphore, watch};
+use tokio_rustls::TlsAcceptor;
 
 #[derive(Clone)]
 struct ApiState {
@@ -59,23 +72,109 @@ pub const LIMITS: ApiLimits = ApiLimits {
     shutdown_grace: Duration::from_secs(2),
 };
 
-/// Binds `bind` and serves until `shutdown` resolves.
+/// Where and how the API serves.
+#[derive(Clone, Debug)]
+pub struct Serving {
+    /// The main listener (`api.bind`, or the instance's address and
+    /// `api.port`).
+    pub main: SocketAddr,
+    /// `api.status_bind`: the listener that alone serves `/status`.
+    pub status: Option<SocketAddr>,
+    /// `[api.tls]` in force: every listener serves HTTPS with these files.
+    pub tls: Option<ApiTlsFiles>,
+}
+
+/// Why the API cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot listen on {addr} (`{key}`): {source}")]
+    Listen {
+        addr: SocketAddr,
+        key: &'static str,
+        source: std::io::Error,
+    },
+    #[error("cannot serve the HTTP API over TLS ([api.tls]): {0}")]
+    Tls(#[from] ApiTlsError),
+}
+
+/// The line the main listener answers `/status` with when `status_bind`
+/// serves it.
+pub fn status_elsewhere(status_bind: SocketAddr) -> String {
+    format!("/status is served on {status_bind} only (api.status_bind)\n")
+}
+
+/// Binds the listeners of `serving` and serves until `shutdown` resolves.
 pub async fn serve(
-    bind: SocketAddr,
+    serving: Serving,
     status: watch::Receiver<InstanceStatus>,
     metrics: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let app = Router::new()
+) -> Result<tokio::task::JoinHandle<()>, ServeError> {
+    let state = ApiState { status, metrics };
+    let common = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
-        .route("/status", get(status_json))
-        .with_state(ApiState { status, metrics });
-    let listener = tokio::net::TcpListener::bind(bind)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {bind} (`api.bind`/`api.port`): {e}"))?;
-    Ok(tokio::spawn(accept_loop(listener, app, shutdown, LIMITS)))
+        .route("/metrics", get(metrics_text));
+    let with_status = common.clone().route("/status", get(status_json));
+    let main_app = match serving.status {
+        None => with_status.clone(),
+        Some(elsewhere) => common.route(
+            "/status",
+            get(move || async move { (StatusCode::NOT_FOUND, status_elsewhere(elsewhere)) }),
+        ),
+    }
+    .with_state(state.clone());
+    let acceptor = match serving.tls {
+        Some(files) => {
+            let certificate = Arc::new(ReloadingCertificate::new(files)?);
+            Some(TlsAcceptor::from(crate::api_tls::server_config(
+                certificate,
+            )?))
+        }
+        None => None,
+    };
+    let bind = |addr: SocketAddr, key: &'static str| async move {
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Listen { addr, key, source })
+    };
+    let main = bind(serving.main, "api.bind`/`api.port").await?;
+    let status_listener = match serving.status {
+        Some(addr) => Some(bind(addr, "api.status_bind").await?),
+        None => None,
+    };
+    // One shutdown for every listener.
+    let (stop, stopped) = watch::channel(false);
+    let mut loops = tokio::task::JoinSet::new();
+    loops.spawn(accept_loop(
+        main,
+        main_app,
+        acceptor.clone(),
+        wait_stop(stopped.clone()),
+        LIMITS,
+    ));
+    if let Some(listener) = status_listener {
+        loops.spawn(accept_loop(
+            listener,
+            with_status.with_state(state),
+            acceptor,
+            wait_stop(stopped),
+            LIMITS,
+        ));
+    }
+    Ok(tokio::spawn(async move {
+        tokio::select! {
+            _ = shutdown => {}
+            // A loop that ended by itself: stop the others too.
+            _ = loops.join_next() => {}
+        }
+        let _ = stop.send(true);
+        while loops.join_next().await.is_some() {}
+    }))
+}
+
+async fn wait_stop(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
 }
 
 /// Connections open per source address.
@@ -126,11 +225,13 @@ fn take_slot(
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     app: Router,
+    tls: Option<TlsAcceptor>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     limits: ApiLimits,
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let per_peer: PerPeer = Arc::default();
+    let handshakes = Arc::new(HandshakeFailures::default());
     let mut connections = tokio::task::JoinSet::new();
     let mut refused: u64 = 0;
     let mut last_refusal_log: Option<tokio::time::Instant> = None;
@@ -168,13 +269,24 @@ async fn accept_loop(
             continue;
         };
         let service = TowerToHyperService::new(app.clone());
+        let tls = tls.clone();
+        let handshakes = handshakes.clone();
         connections.spawn(async move {
             let _slot = slot;
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_read_timeout)
-                .serve_connection(TokioIo::new(stream), service);
-            let _ = tokio::time::timeout(limits.connection_lifetime, connection).await;
+            let deadline = tokio::time::Instant::now() + limits.connection_lifetime;
+            match tls {
+                None => serve_connection(stream, service, limits, deadline).await,
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(limits.header_read_timeout, acceptor.accept(stream))
+                            .await;
+                    match handshake {
+                        Ok(Ok(stream)) => serve_connection(stream, service, limits, deadline).await,
+                        Ok(Err(e)) => handshakes.failed(peer, &e.to_string()),
+                        Err(_) => handshakes.failed(peer, "no TLS handshake in time"),
+                    }
+                }
+            }
         });
     }
     drop(listener);
@@ -188,6 +300,48 @@ async fn accept_loop(
             "closing the HTTP API's remaining connections"
         );
         connections.abort_all();
+    }
+}
+
+/// Serves HTTP/1.1 on one connection (plain or TLS) until `deadline`.
+async fn serve_connection<S>(
+    io: S,
+    service: TowerToHyperService<Router>,
+    limits: ApiLimits,
+    deadline: tokio::time::Instant,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .serve_connection(TokioIo::new(io), service);
+    let _ = tokio::time::timeout_at(deadline, connection).await;
+}
+
+/// Failed TLS handshakes of one listener: each one's own connection only
+/// ends; they are logged at most once a minute, with their count (a
+/// scraper without the CA, or plain HTTP sent to the TLS port, fails
+/// every time).
+#[derive(Default)]
+struct HandshakeFailures {
+    state: Mutex<(u64, Option<tokio::time::Instant>)>,
+}
+
+impl HandshakeFailures {
+    fn failed(&self, peer: SocketAddr, error: &str) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let (count, logged) = &mut *state;
+        *count += 1;
+        let now = tokio::time::Instant::now();
+        if logged.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(60)) {
+            *logged = Some(now);
+            tracing::info!(%peer, error, failed_since_start = *count, "a TLS handshake with the HTTP API failed (plain HTTP, or a client that does not trust the API's CA?)");
+        } else {
+            tracing::debug!(%peer, error, "a TLS handshake with the HTTP API failed");
+        }
     }
 }
 
@@ -218,4 +372,102 @@ async fn metrics_text(State(s): State<ApiState>) -> Response {
 
 async fn status_json(State(s): State<ApiState>) -> Json<InstanceStatus> {
     Json(s.status.borrow().clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api_tls::ApiClientTls;
+    use crate::status_client::{ApiTarget, get_from};
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A CA and a certificate for 127.0.0.1 in `dir`.
+    fn material(dir: &std::path::Path) -> ApiTlsFiles {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        std::fs::write(dir.join("ca.crt"), ca.pem()).unwrap();
+        std::fs::write(dir.join("api.crt"), cert.pem()).unwrap();
+        std::fs::write(dir.join("api.key"), key.serialize_pem()).unwrap();
+        std::fs::set_permissions(dir.join("api.key"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        crate::config::api_tls::files_in(dir)
+    }
+
+    #[tokio::test]
+    async fn tls_handshakes_hold_a_slot_of_the_budget_and_fail_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = material(dir.path());
+        let certificate = Arc::new(ReloadingCertificate::new(files.clone()).unwrap());
+        let acceptor = TlsAcceptor::from(crate::api_tls::server_config(certificate).unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let limits = ApiLimits {
+            max_connections: 3,
+            per_peer: 3,
+            header_read_timeout: Duration::from_millis(400),
+            connection_lifetime: Duration::from_secs(5),
+            shutdown_grace: Duration::from_millis(100),
+        };
+        let app = Router::new().route("/healthz", get(|| async { "ok\n" }));
+        let (stop, stopped) = watch::channel(false);
+        let served = tokio::spawn(accept_loop(
+            listener,
+            app,
+            Some(acceptor),
+            wait_stop(stopped),
+            limits,
+        ));
+        let target = ApiTarget {
+            addr,
+            tls: Some(ApiClientTls {
+                trusted_ca: files.trusted_ca.clone(),
+                server_name: "127.0.0.1".into(),
+            }),
+        };
+        let healthz = || get_from(&target, "/healthz", Duration::from_secs(2));
+        assert_eq!(healthz().await.unwrap().0, 200);
+
+        // A failed handshake (plain HTTP) ends its own connection only.
+        let mut plain = tokio::net::TcpStream::connect(addr).await.unwrap();
+        plain
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(2), plain.read_to_end(&mut answer))
+            .await
+            .expect("the server closes a failed handshake at once")
+            .ok();
+        assert!(!answer.starts_with(b"HTTP/"), "no plain HTTP answer");
+        drop(plain);
+        assert_eq!(healthz().await.unwrap().0, 200);
+
+        // Handshakes that never start hold the whole budget: one more
+        // connection is closed at once, until they time out.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut stalled = Vec::new();
+        for _ in 0..limits.max_connections {
+            stalled.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(healthz().await.is_err(), "beyond the budget");
+        tokio::time::sleep(limits.header_read_timeout + Duration::from_millis(100)).await;
+        assert_eq!(healthz().await.unwrap().0, 200, "slots returned");
+        drop(stalled);
+
+        let _ = stop.send(true);
+        tokio::time::timeout(Duration::from_secs(2), served)
+            .await
+            .expect("bounded shutdown")
+            .unwrap();
+    }
 }

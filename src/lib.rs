@@ -34,6 +34,7 @@
 
 pub mod api;
 pub mod api_address;
+pub mod api_tls;
 pub mod atomic_file;
 pub mod auth;
 pub mod cluster_view;

@@ -51,6 +51,14 @@ enum Command {
         /// Print the raw JSON status instead of a summary.
         #[arg(long)]
         json: bool,
+        /// With --api: the API serves HTTPS ([api.tls]); verify it against
+        /// this CA file (PEM). With --config this comes from the config.
+        #[arg(long, value_name = "FILE", requires = "api")]
+        tls_ca: Option<PathBuf>,
+        /// With --tls-ca: the name the API's certificate must carry (the
+        /// instance's address or DNS name); default: the address of --api.
+        #[arg(long, value_name = "NAME", requires = "tls_ca")]
+        tls_server_name: Option<String>,
     },
     /// Certificates of the cluster's generated CA ([etcd.tls.generated]).
     Certs {
@@ -181,8 +189,9 @@ fn main() -> ExitCode {
                     let identity = eco::auth::describe_identity(&c)
                         .map(|who| format!("# eco's identity inside etcd: {who}\n"))
                         .unwrap_or_default();
+                    let api = eco::commands::config_check::describe_api(&c);
                     print_out(&format!(
-                        "# {}: valid; effective configuration:\n{identity}{text}",
+                        "# {}: valid; effective configuration:\n{identity}{api}{text}",
                         file.display()
                     ));
                     ExitCode::SUCCESS
@@ -206,7 +215,21 @@ fn main() -> ExitCode {
             config,
             instance_id,
             json,
-        } => status(api, config, instance_id, json),
+            tls_ca,
+            tls_server_name,
+        } => {
+            let api = api.map(|addr| eco::status_client::ApiTarget {
+                addr,
+                tls: tls_ca.map(|ca| eco::api_tls::ApiClientTls {
+                    trusted_ca: eco::config::KeyedPath {
+                        key: "--tls-ca",
+                        path: ca,
+                    },
+                    server_name: tls_server_name.unwrap_or_else(|| addr.ip().to_string()),
+                }),
+            });
+            status(api, config, instance_id, json)
+        }
         Command::Certs {
             command:
                 CertsCommand::Client {
@@ -350,19 +373,19 @@ fn restore(
 }
 
 fn status(
-    api: Option<std::net::SocketAddr>,
+    api: Option<eco::status_client::ApiTarget>,
     config: Option<PathBuf>,
     id: Option<String>,
     json: bool,
 ) -> ExitCode {
-    let addr = match (api, config) {
+    let target = match (api, config) {
         (Some(a), _) => a,
         (None, Some(path)) => {
             let found = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(anyhow::Error::from)
-                .and_then(|rt| rt.block_on(api_address(&path, id.as_deref())));
+                .and_then(|rt| rt.block_on(api_target(&path, id.as_deref())));
             match found {
                 Ok(a) => a,
                 Err(e) => {
@@ -378,27 +401,29 @@ fn status(
     };
     one_shot(async move {
         let (code, body) =
-            eco::status_client::get(addr, "/status", std::time::Duration::from_secs(5)).await?;
+            eco::status_client::get_from(&target, "/status", std::time::Duration::from_secs(5))
+                .await?;
+        let url = target.url();
         if code != 200 {
-            anyhow::bail!("{addr} answered {code}: {}", String::from_utf8_lossy(&body));
+            anyhow::bail!("{url} answered {code}: {}", String::from_utf8_lossy(&body));
         }
         if json {
             return Ok(String::from_utf8_lossy(&body).to_string());
         }
         let status: eco::status::InstanceStatus = serde_json::from_slice(&body).map_err(|e| {
-            anyhow::anyhow!("{addr} sent a status this eco cannot read ({e}); try --json")
+            anyhow::anyhow!("{url} sent a status this eco cannot read ({e}); try --json")
         })?;
         Ok(eco::status_client::render(&status))
     })
 }
 
-/// The API address an instance listens on, from its config.
-async fn api_address(
+/// Where and how to reach the API of the instance of a config.
+async fn api_target(
     path: &std::path::Path,
     id: Option<&str>,
-) -> anyhow::Result<std::net::SocketAddr> {
+) -> anyhow::Result<eco::status_client::ApiTarget> {
     let config = config::load_file(path)?;
-    eco::commands::api_address(&config, id).await
+    eco::commands::api_target(&config, id).await
 }
 
 fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {

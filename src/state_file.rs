@@ -35,6 +35,13 @@ pub struct LocalState {
     /// The last voting-member set `V_n` seen (instance ids, sorted).
     #[serde(default)]
     pub voting_members: Vec<String>,
+    /// The scheme etcd's peer listener is started with: the one the
+    /// cluster records for this member (`recovery::peer_scheme`). Absent
+    /// in states written before TLS could be turned on for a running
+    /// cluster, which ran `http`; a wrong value costs one restart (the
+    /// listener follows the member list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_scheme: Option<crate::config::Scheme>,
 }
 
 /// Keys earlier versions wrote that this one ignores when reading
@@ -59,7 +66,14 @@ impl LocalState {
             cluster_token,
             member_id: None,
             voting_members,
+            peer_scheme: None,
         }
+    }
+
+    /// The same state, its member created with a peer URL of `scheme`.
+    pub fn with_peer_scheme(mut self, scheme: crate::config::Scheme) -> Self {
+        self.peer_scheme = Some(scheme);
+        self
     }
 
     /// What the start and pass decisions read of it.
@@ -231,6 +245,7 @@ mod tests {
             cluster_token: "c1-1-abcdef".into(),
             member_id: Some(0x8e9e05c52164694d),
             voting_members: vec!["eco-1".into()],
+            peer_scheme: Some(crate::config::Scheme::Https),
         }
     }
 

@@ -1,49 +1,114 @@
 //! `eco status`: fetch `/status` from an instance's API and print it.
+//!
+//! Over HTTPS when the instance's `[api.tls]` is on ([`ApiTarget::tls`]):
+//! the server's certificate is always verified, against the CA of
+//! `[api.tls]` and as the instance's address or DNS name.
 
+use crate::api_tls::ApiClientTls;
 use crate::status::InstanceStatus;
 use anyhow::Context;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use std::net::SocketAddr;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 
-/// GETs `path` from `addr` with a timeout; returns the status code and body.
+/// Where and how to reach an instance's API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiTarget {
+    pub addr: SocketAddr,
+    /// `Some` when the API serves HTTPS: how it is verified.
+    pub tls: Option<ApiClientTls>,
+}
+
+impl ApiTarget {
+    /// Plain HTTP at `addr`.
+    pub fn plain(addr: SocketAddr) -> Self {
+        Self { addr, tls: None }
+    }
+
+    /// `http://ADDR` or `https://ADDR`, for messages.
+    pub fn url(&self) -> String {
+        match &self.tls {
+            Some(_) => format!("https://{}", self.addr),
+            None => format!("http://{}", self.addr),
+        }
+    }
+}
+
+/// GETs `path` from `addr` over plain HTTP with a timeout; returns the
+/// status code and body.
 pub async fn get(
     addr: SocketAddr,
     path: &str,
     timeout: Duration,
 ) -> anyhow::Result<(u16, Vec<u8>)> {
+    get_from(&ApiTarget::plain(addr), path, timeout).await
+}
+
+/// GETs `path` from `target` (HTTP or verified HTTPS) with a timeout;
+/// returns the status code and body.
+pub async fn get_from(
+    target: &ApiTarget,
+    path: &str,
+    timeout: Duration,
+) -> anyhow::Result<(u16, Vec<u8>)> {
+    let addr = target.addr;
     let work = async {
         let stream = tokio::net::TcpStream::connect(addr)
             .await
             .with_context(|| format!("cannot connect to {addr}"))?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .context("HTTP handshake failed")?;
-        let driver = tokio::spawn(conn);
-        let request = hyper::Request::get(path)
-            .header(hyper::header::HOST, addr.to_string())
-            .body(Empty::<Bytes>::new())
-            .context("building the request")?;
-        let response = sender
-            .send_request(request)
-            .await
-            .context("request failed")?;
-        let code = response.status().as_u16();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .context("reading the response")?
-            .to_bytes()
-            .to_vec();
-        driver.abort();
-        anyhow::Ok((code, body))
+        match &target.tls {
+            None => request(stream, addr, path).await.context(
+                "(if the API serves TLS, give the instance's config, whose [api.tls] says so, or --tls-ca)",
+            ),
+            Some(tls) => {
+                let (connector, name) = tls.connector()?;
+                let stream = connector.connect(name, stream).await.with_context(|| {
+                    format!(
+                        "no verified TLS session with {addr} (as {:?}, trusting {} {})",
+                        tls.server_name,
+                        tls.trusted_ca.key,
+                        tls.trusted_ca.path.display()
+                    )
+                })?;
+                request(stream, addr, path).await
+            }
+        }
     };
     tokio::time::timeout(timeout, work)
         .await
-        .with_context(|| format!("{addr} did not answer within {timeout:?}"))?
+        .with_context(|| format!("{} did not answer within {timeout:?}", target.url()))?
+}
+
+/// One HTTP/1.1 GET on `stream`.
+async fn request<S>(stream: S, addr: SocketAddr, path: &str) -> anyhow::Result<(u16, Vec<u8>)>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .context("HTTP handshake failed")?;
+    let driver = tokio::spawn(conn);
+    let request = hyper::Request::get(path)
+        .header(hyper::header::HOST, addr.to_string())
+        .body(Empty::<Bytes>::new())
+        .context("building the request")?;
+    let response = sender
+        .send_request(request)
+        .await
+        .context("request failed")?;
+    let code = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .context("reading the response")?
+        .to_bytes()
+        .to_vec();
+    driver.abort();
+    Ok((code, body))
 }
 
 /// Renders a status for humans.

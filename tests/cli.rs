@@ -226,3 +226,53 @@ fn gossip_keys_that_do_not_parse_name_where_they_came_from() {
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("ECO_GOSSIP_KEYS"), "{err}");
 }
+
+/// TLS is on by default: a config with a store and no TLS of its own is
+/// checked (and run) as `[etcd.tls.generated]`; without a store, or with
+/// an `http` scheme written out, etcd stays in the clear with a warning;
+/// `plaintext = true` says it is on purpose.
+#[test]
+fn config_check_shows_tls_on_by_default_with_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("group.toml"), "").unwrap();
+    std::fs::create_dir_all(dir.path().join("store")).unwrap();
+    private_file(&dir.path().join("gossip.keys"), KEY);
+    let check = |name: &str, b: ConfigBuilder| {
+        let path = dir.path().join(name);
+        b.gossip_key_file("gossip.keys").write(&path).unwrap();
+        let (code, out, err) = eco(&["config", "check", path.to_str().unwrap()]);
+        assert_eq!(code, 0, "{name}: {err}");
+        out
+    };
+    let with_store = check(
+        "default.toml",
+        ConfigBuilder::eco_defaults("c", "group.toml").dir_store("store"),
+    );
+    assert!(
+        with_store.contains("[etcd.tls.generated]")
+            && with_store.contains("# etcd's surfaces: TLS with certificates eco issues")
+            && !with_store.contains("# warning"),
+        "{with_store}"
+    );
+    let no_store = check(
+        "nostore.toml",
+        ConfigBuilder::eco_defaults("c", "group.toml"),
+    );
+    assert!(
+        !no_store.contains("[etcd.tls.generated]")
+            && no_store.contains("# warning: etcd's client and peer traffic is in the clear"),
+        "{no_store}"
+    );
+    let on_purpose = check(
+        "plain.toml",
+        ConfigBuilder::eco_defaults("c", "group.toml")
+            .dir_store("store")
+            .plaintext(),
+    );
+    assert!(
+        !on_purpose.contains("[etcd.tls.generated]")
+            && !on_purpose.contains("# warning")
+            && on_purpose.contains("plaintext = true"),
+        "{on_purpose}"
+    );
+}

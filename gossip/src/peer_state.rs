@@ -25,6 +25,10 @@ pub struct EtcdFacts {
     pub revision: i64,
     pub raft_index: u64,
     pub raft_term: u64,
+    /// Its peer listener speaks `https` (meaningful while `running`).
+    pub peer_https: bool,
+    /// It runs with peer TLS material: it can dial `https` peers.
+    pub peer_tls_ready: bool,
 }
 
 /// The local data, as its instance sees it.

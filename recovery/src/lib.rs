@@ -35,6 +35,9 @@
 //!   removed, enabling last), and whether this instance reconciles now.
 //! - [`certificates`]: generated TLS — whether an instance issues its
 //!   certificate again (missing, another CA, other names, near expiry).
+//! - [`peer_scheme`]: TLS turned on (or off) on the peer surface of a
+//!   running cluster — each member records its new peer URL, then its
+//!   listener follows, one member at a time while all are healthy.
 //! - [`snapshot_schedule`] and [`retention`]: who writes snapshots, when,
 //!   and which stored snapshots to keep; [`moved_aside`]: which moved-aside
 //!   data directories may go (by age, never the last copy of data).
@@ -51,6 +54,7 @@ pub mod fenced;
 pub mod formation;
 pub mod moved_aside;
 pub mod pass;
+pub mod peer_scheme;
 pub mod planner;
 pub mod retention;
 pub mod seeding;

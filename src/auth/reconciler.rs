@@ -46,8 +46,8 @@ pub struct AclReconciler {
     pub config_file: Option<PathBuf>,
     /// How eco reaches etcd (its credentials included).
     pub access: EtcdAccess,
-    /// The own member's client URL.
-    pub endpoint: String,
+    /// The own member's client URL (its scheme follows the listener).
+    pub endpoint: crate::etcd::local_endpoint::LocalEndpoint,
     pub status: watch::Sender<InstanceStatus>,
 }
 
@@ -86,7 +86,7 @@ struct Runner {
     config: Config,
     watch: Option<ConfigWatch>,
     access: EtcdAccess,
-    endpoint: String,
+    endpoint: crate::etcd::local_endpoint::LocalEndpoint,
     applied: AppliedFile,
     status: watch::Sender<InstanceStatus>,
     shown: AuthStatus,
@@ -244,7 +244,7 @@ impl Runner {
         let identity = desired.acl.identity.user.clone();
         let (mut client, how) = self
             .access
-            .connect_authenticated(&self.endpoint)
+            .connect_authenticated(&self.endpoint.get())
             .await
             .context("connecting to the local etcd")?;
         let enabled = match how {
@@ -297,7 +297,7 @@ impl Runner {
                 if *user == identity && current.enabled {
                     client = self
                         .access
-                        .connect(&self.endpoint)
+                        .connect(&self.endpoint.get())
                         .await
                         .context("connecting again with eco's new password")?;
                 }
@@ -308,7 +308,7 @@ impl Runner {
             // eco must still act as itself: read the ACL again as eco.
             let mut again = self
                 .access
-                .connect(&self.endpoint)
+                .connect(&self.endpoint.get())
                 .await
                 .context("reaching etcd as eco after enabling authentication")?;
             calls::read(&mut again, timeout)

@@ -2,6 +2,8 @@
 //! must open and parse the way `eco run` will read them — the group file,
 //! the gossip key file (and its mode), the TLS files of `[etcd.tls]`
 //! (modes of the keys, PEM, keys matching certificates, validity), the
+//! `[api.tls]` files (the same checks; files of generated mode are made
+//! by `eco run`, so they are not looked at here), the
 //! `[auth]` files (password files: readable, not open to others, not
 //! empty; the JWT keys of the sign method's family; eco's certificate CN
 //! for a certificate identity), the store directory, and for an S3
@@ -51,6 +53,19 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
         problems.push(e.to_string());
     }
     problems.extend(crate::auth::check_files(config));
+    if let Some(files) = config.api.tls.files(&config.etcd) {
+        // Files of generated mode exist once `eco run` made them: only the
+        // operator's are checked here.
+        let generated = config.etcd.tls.generated.is_some()
+            && [&files.cert, &files.key, &files.trusted_ca]
+                .iter()
+                .any(|f| !f.key.starts_with("api.tls."));
+        if !generated {
+            if let Err(e) = crate::api_tls::check_files(&files, std::time::SystemTime::now()) {
+                problems.push(e.to_string());
+            }
+        }
+    }
     if config.snapshot.store == SnapshotStoreKind::Dir {
         if let Some(dir) = &config.snapshot.dir {
             if !dir.path.is_dir() {
@@ -65,6 +80,41 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
         problems.extend(s3_credential_files(|var| std::env::var_os(var)));
     }
     problems
+}
+
+/// How the HTTP API serves, for the top of `eco config check`'s output:
+/// the scheme, the TLS files in force (`[api.tls]` defaults to etcd's
+/// client material, which the effective configuration does not spell
+/// out), and where `/status` is.
+pub fn describe_api(config: &Config) -> String {
+    let api = &config.api;
+    let main = match api.bind {
+        Some(bind) => bind.to_string(),
+        None => format!("<instance address>:{}", api.port),
+    };
+    let mut out = match api.tls.files(&config.etcd) {
+        None => format!("# eco's HTTP API: http on {main}\n"),
+        Some(f) => format!(
+            "# eco's HTTP API: https on {main}, serving {} ({}) and {} ({}), verified against {} ({}), no client certificate asked\n",
+            f.cert.key,
+            f.cert.path.display(),
+            f.key.key,
+            f.key.path.display(),
+            f.trusted_ca.key,
+            f.trusted_ca.path.display()
+        ),
+    };
+    if let Some(status) = api.status_bind {
+        out.push_str(&format!(
+            "# /status only on {status} (api.status_bind); the main listener answers 404\n"
+        ));
+    }
+    if let Some(warning) = crate::config::plaintext_warning(&config.etcd) {
+        out.push_str(&format!("# warning: {warning}\n"));
+    } else if config.etcd.tls.generated.is_some() {
+        out.push_str("# etcd's surfaces: TLS with certificates eco issues from the cluster's CA ([etcd.tls.generated], the default with a store)\n");
+    }
+    out
 }
 
 /// The files of the AWS SDK's default credential chain that the

@@ -1,7 +1,7 @@
 //! Implementations of the one-shot CLI commands (`eco snapshot`, `eco
-//! restore`, and what `eco status --config` needs). `main.rs` parses
-//! arguments and calls these. They reach the provider and the store
-//! through the same factories as the daemon.
+//! restore`, and what `eco status --config` needs: [`api_target`]).
+//! `main.rs` parses arguments and calls these. They reach the provider and
+//! the store through the same factories as the daemon.
 
 pub mod certs;
 pub mod config_check;
@@ -22,25 +22,56 @@ pub async fn store(config: &Config) -> anyhow::Result<Arc<dyn ObjectStore>> {
     })
 }
 
-/// Where the instance of this config serves its API: `api.bind`, else its
-/// address from the provider, else — an instance the provider no longer
-/// names (it left its group) — the address its daemon recorded.
-pub async fn api_address(
+/// Where the instance of this config serves `/status`, and how to verify
+/// it over TLS: `api.status_bind`, else `api.bind`, else its address from
+/// the provider, else — an instance the provider no longer names (it left
+/// its group) — the address its daemon recorded. With `[api.tls]`, the
+/// certificate is verified against the API's trusted CA as the instance's
+/// address or DNS name (from the provider, else as its daemon recorded it,
+/// else the address connected to).
+pub async fn api_target(
     config: &Config,
     instance_id: Option<&str>,
-) -> anyhow::Result<std::net::SocketAddr> {
-    if let Some(bind) = config.api.bind {
-        return Ok(bind);
-    }
-    match identity(config, instance_id).await {
-        Ok(me) => Ok(std::net::SocketAddr::new(me.bind, config.api.port as u16)),
-        Err(e) => crate::api_address::recorded(&config.etcd.data_dir).ok_or_else(|| {
-            e.context(format!(
-                "and no daemon recorded its API address in {}",
-                crate::api_address::file(&config.etcd.data_dir).display()
-            ))
-        }),
-    }
+) -> anyhow::Result<crate::status_client::ApiTarget> {
+    let data_dir = &config.etcd.data_dir;
+    let tls_files = config.api.tls.files(&config.etcd);
+    let fixed = config.api.status_bind.or(config.api.bind);
+    let me = match (fixed, &tls_files) {
+        (Some(_), None) => None,
+        _ => Some(identity(config, instance_id).await),
+    };
+    let addr = match (fixed, me.as_ref()) {
+        (Some(addr), _) => addr,
+        (None, Some(Ok(me))) => std::net::SocketAddr::new(me.bind, config.api.port as u16),
+        (None, Some(Err(e))) => crate::api_address::recorded(data_dir).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{e:#}, and no daemon recorded its API address in {}",
+                crate::api_address::file(data_dir).display()
+            )
+        })?,
+        (None, None) => anyhow::bail!("no API address"),
+    };
+    let tls = match tls_files {
+        None => None,
+        Some(files) => {
+            let server_name = match me {
+                Some(Ok(me)) => me.host.to_string(),
+                _ => match crate::api_address::recorded_tls_name(data_dir) {
+                    Some(name) => name,
+                    None if !addr.ip().is_unspecified() => addr.ip().to_string(),
+                    None => anyhow::bail!(
+                        "cannot tell the name the API's certificate carries: the provider does not name this instance and no daemon recorded it in {}; give --instance-id",
+                        crate::api_address::file(data_dir).display()
+                    ),
+                },
+            };
+            Some(crate::api_tls::ApiClientTls {
+                trusted_ca: files.trusted_ca,
+                server_name,
+            })
+        }
+    };
+    Ok(crate::status_client::ApiTarget { addr, tls })
 }
 
 /// This instance as the config's provider knows it (`instance_id`: from

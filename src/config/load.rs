@@ -52,6 +52,8 @@ pub fn parse_str(text: &str, path: &Path, base: &Path) -> Result<Config, ConfigE
         message: e.to_string().trim_end().to_string(),
     })?;
     resolve_paths(&mut config, base);
+    let has_store = config.snapshot.store != super::SnapshotStoreKind::None;
+    super::tls::apply_default(&mut config.etcd, has_store);
     let problems = validate(&config);
     if problems.is_empty() {
         Ok(config)
@@ -95,6 +97,9 @@ fn resolve_paths(config: &mut Config, base: &Path) {
         resolve(p);
     }
     for p in config.auth.paths_mut() {
+        resolve(p);
+    }
+    for p in config.api.tls.paths_mut() {
         resolve(p);
     }
     if let Some(d) = config.snapshot.dir.as_mut() {

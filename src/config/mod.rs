@@ -9,19 +9,24 @@
 //! Relative paths in the file are resolved against the directory holding the
 //! file, so a config can be moved together with its group file.
 
+pub(crate) mod api_tls;
 mod auth;
 mod duration;
 mod load;
 mod tls;
 mod validate;
 
+pub use api_tls::{ApiTlsConfig, ApiTlsFiles, KeyedPath};
 pub use auth::{
     AuthConfig, KeyFamily, PermissionAccess, PermissionConfig, RoleConfig, SignMethod, TokenConfig,
     TokenKind, UserConfig, auth_token_flag, certificate_identity_possible, permission_range,
 };
 pub use duration::ConfigDuration;
 pub use load::{ConfigError, load_file, parse_str};
-pub use tls::{EcoClientTls, EtcdTlsConfig, GeneratedTls, SurfaceTls, generated_dir};
+pub use tls::{
+    EcoClientTls, EtcdTlsConfig, GeneratedTls, SurfaceTls, apply_default, generated_dir,
+    plaintext_warning,
+};
 pub use validate::{FLAGS_OWNED_BY_ECO, Problem, validate};
 
 use serde::{Deserialize, Serialize};
@@ -132,22 +137,9 @@ pub struct StaticProviderConfig {
     pub refresh_interval: ConfigDuration,
 }
 
-/// URL scheme for etcd's client or peer traffic.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Scheme {
-    Http,
-    Https,
-}
-
-impl Scheme {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-        }
-    }
-}
+/// URL scheme for etcd's client or peer traffic (`http`, `https`): the
+/// same type the peer-scheme decision reads.
+pub use recovery::peer_scheme::PeerScheme as Scheme;
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -452,6 +444,15 @@ pub struct ApiConfig {
     pub bind: Option<SocketAddr>,
     #[serde(default = "defaults::api_port")]
     pub port: u32,
+    /// A second listener (e.g. `127.0.0.1:2391`) that alone serves
+    /// `/status`; the main listener then answers `/status` with 404 and
+    /// where it is served. Same TLS and limits as the main listener. When
+    /// unset, the main listener serves `/status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_bind: Option<SocketAddr>,
+    /// `[api.tls]`: the API over TLS (off by default).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub tls: ApiTlsConfig,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -45,6 +45,56 @@ pub struct EtcdTlsConfig {
     /// from the cluster's own CA (instead of the three tables above).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generated: Option<GeneratedTls>,
+    /// `plaintext = true`: no TLS on etcd's surfaces, on purpose (see
+    /// [`apply_default`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plaintext: bool,
+}
+
+/// TLS by default: a config that names no TLS at all (no table of
+/// `[etcd.tls]`, no `plaintext = true`, no `http` scheme written out) gets
+/// `[etcd.tls.generated]` with its defaults — when it has a snapshot store,
+/// where the cluster's CA lives. Without a store it stays plaintext (and
+/// `eco config check` and the log say so): generated mode cannot run
+/// without one.
+///
+/// A plaintext cluster whose instances get a config without `[etcd.tls]`
+/// is turned to TLS, rolling, once every instance has it
+/// (`recovery::peer_scheme`); `plaintext = true` keeps it plaintext.
+pub fn apply_default(etcd: &mut EtcdConfig, has_store: bool) {
+    let t = &etcd.tls;
+    let named = t.plaintext
+        || t.client.is_some()
+        || t.peer.is_some()
+        || t.eco.is_some()
+        || t.generated.is_some();
+    let http_written = etcd.client_scheme == Some(super::Scheme::Http)
+        || etcd.peer_scheme == Some(super::Scheme::Http);
+    if !named && !http_written && has_store {
+        etcd.tls.generated = Some(GeneratedTls::default());
+    }
+}
+
+/// Why etcd's traffic is in the clear, when it is and the config did not
+/// say `plaintext = true`: a warning for the log and `eco config check`.
+pub fn plaintext_warning(etcd: &EtcdConfig) -> Option<String> {
+    let t = &etcd.tls;
+    if t.plaintext || t.client.is_some() || t.peer.is_some() || t.generated.is_some() {
+        return None;
+    }
+    Some(
+        "etcd's client and peer traffic is in the clear: TLS is on by default only with a snapshot store (where the generated CA lives) and no `http` scheme written out; configure snapshot.store, give [etcd.tls] files, or set [etcd.tls] plaintext = true to say it is on purpose".into(),
+    )
+}
+
+impl Default for GeneratedTls {
+    fn default() -> Self {
+        Self {
+            extra_names: Vec::new(),
+            validity: validity(),
+            renew_before: renew_before(),
+        }
+    }
 }
 
 /// `[etcd.tls.generated]`: TLS on both surfaces, client certificates
@@ -107,6 +157,7 @@ impl EtcdConfig {
                 trusted_ca_file: None,
             }),
             generated: None,
+            plaintext: false,
         }
     }
 }
@@ -203,5 +254,53 @@ impl EtcdTlsConfig {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Scheme;
+
+    fn etcd() -> EtcdConfig {
+        EtcdConfig::default()
+    }
+
+    #[test]
+    fn tls_is_generated_by_default_with_a_store_and_only_then() {
+        let mut e = etcd();
+        apply_default(&mut e, true);
+        assert_eq!(e.tls.generated, Some(GeneratedTls::default()));
+        assert!(plaintext_warning(&e).is_none());
+
+        let mut no_store = etcd();
+        apply_default(&mut no_store, false);
+        assert_eq!(no_store.tls, EtcdTlsConfig::default());
+        assert!(plaintext_warning(&no_store).is_some());
+    }
+
+    #[test]
+    fn plaintext_on_purpose_files_or_an_http_scheme_written_out_are_kept() {
+        let mut plain = etcd();
+        plain.tls.plaintext = true;
+        apply_default(&mut plain, true);
+        assert!(plain.tls.generated.is_none());
+        assert!(plaintext_warning(&plain).is_none(), "said on purpose");
+
+        let mut http = etcd();
+        http.client_scheme = Some(Scheme::Http);
+        apply_default(&mut http, true);
+        assert!(http.tls.generated.is_none());
+        assert!(plaintext_warning(&http).is_some());
+
+        let mut files = etcd();
+        files.tls.client = Some(SurfaceTls {
+            cert_file: "/c.crt".into(),
+            key_file: "/c.key".into(),
+            trusted_ca_file: "/ca.crt".into(),
+            client_cert_auth: true,
+        });
+        apply_default(&mut files, true);
+        assert!(files.tls.generated.is_none());
     }
 }

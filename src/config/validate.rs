@@ -69,6 +69,15 @@ pub const FLAGS_OWNED_BY_ECO: &[&str] = &[
 /// present one); no empty path; generated mode alone, with sane times and
 /// names, and a store to keep the CA in.
 fn tls(ck: &mut Checker, e: &EtcdConfig, store: SnapshotStoreKind) {
+    let t = &e.tls;
+    if t.plaintext
+        && (t.client.is_some() || t.peer.is_some() || t.eco.is_some() || t.generated.is_some())
+    {
+        ck.fail(
+            "etcd.tls.plaintext",
+            "plaintext = true says etcd's traffic is in the clear on purpose, but TLS tables are given too: remove one or the other",
+        );
+    }
     if let Some(g) = &e.tls.generated {
         let t = &e.tls;
         if t.client.is_some() || t.peer.is_some() || t.eco.is_some() {
@@ -442,6 +451,32 @@ pub fn validate(c: &Config) -> Vec<Problem> {
             );
         }
     }
+    if let Some(status) = c.api.status_bind {
+        if status.port() == 0 {
+            ck.fail(
+                "api.status_bind",
+                "port 0 would pick a random port `eco status` cannot find; give a fixed port",
+            );
+        }
+        let clashes = match c.api.bind {
+            Some(bind) => {
+                bind.port() == status.port()
+                    && (bind.ip() == status.ip()
+                        || bind.ip().is_unspecified()
+                        || status.ip().is_unspecified())
+            }
+            // The main listener is on the instance's address, known only
+            // at run time: the same port on another address is fine.
+            None => status.ip().is_unspecified() && u32::from(status.port()) == c.api.port,
+        };
+        if clashes {
+            ck.fail(
+                "api.status_bind",
+                format!("{status} overlaps the main listener (api.bind/api.port); give another port, or another address than the main one"),
+            );
+        }
+    }
+    ck.problems.extend(c.api.tls.problems(e));
 
     let s = &c.snapshot;
     if s.store == SnapshotStoreKind::Dir && s.dir.is_none() {

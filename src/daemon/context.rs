@@ -15,8 +15,9 @@ use std::sync::Arc;
 pub(super) struct Ctx {
     pub config: Config,
     pub me: Identity,
-    /// This instance's advertised client and peer URLs.
-    pub client_url: String,
+    /// Where eco reaches its own etcd (its scheme follows the listener);
+    /// this instance's peer URL as the config wants it.
+    pub client_url: crate::etcd::local_endpoint::LocalEndpoint,
     pub peer_url: String,
     pub binaries: EtcdBinaries,
     pub access: EtcdAccess,

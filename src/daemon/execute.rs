@@ -31,6 +31,7 @@ impl Daemon {
                         &token,
                         initial_cluster.clone(),
                         InitialClusterState::Existing,
+                        self.peer_listener(),
                     )
                     .await
             }
@@ -49,14 +50,14 @@ impl Daemon {
             },
             Action::JoinAsLearner { peer_url } => self.join_as_learner(peer_url, seen).await,
             Action::Promote { member_id, name } => {
-                let mut client = self.ctx.access.connect(&self.ctx.client_url).await?;
+                let mut client = self.ctx.access.connect(&self.ctx.client_url.get()).await?;
                 members::promote(&mut client, *member_id, self.ctx.access.call_timeout()).await?;
                 tracing::info!(member_id = format!("{member_id:x}"), %name, "promoted a learner to voter");
                 Ok(())
             }
             Action::TransferLeadership { member_id, name } => {
                 // MoveLeader must reach the leader: this instance's member.
-                let mut client = self.ctx.access.connect(&self.ctx.client_url).await?;
+                let mut client = self.ctx.access.connect(&self.ctx.client_url.get()).await?;
                 members::move_leader(&mut client, *member_id, self.ctx.access.call_timeout())
                     .await?;
                 tracing::info!(member_id = format!("{member_id:x}"), %name, "handed leadership away");
@@ -112,7 +113,8 @@ impl Daemon {
             incarnation,
             token.clone(),
             voters,
-        );
+        )
+        .with_peer_scheme(self.ctx.config.etcd.effective_peer_scheme());
         state.member_id = Some(added.id);
         self.durable.persist(state)?;
         let me = self.ctx.id().to_string();
@@ -132,8 +134,15 @@ impl Daemon {
             member_id = format!("{:x}", added.id),
             "added as a learner; starting etcd"
         );
+        let scheme = self.peer_listener();
         self.etcd
-            .start(&self.ctx, &token, initial, InitialClusterState::Existing)
+            .start(
+                &self.ctx,
+                &token,
+                initial,
+                InitialClusterState::Existing,
+                scheme,
+            )
             .await
     }
 

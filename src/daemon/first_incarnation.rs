@@ -108,6 +108,7 @@ impl Daemon {
                 let token = flags::cluster_token(self.ctx.cluster(), 1, rand::random());
                 let id = self.ctx.id().to_string();
                 LocalState::new(self.ctx.cluster(), &id, 1, token, vec![id.clone()])
+                    .with_peer_scheme(self.ctx.config.etcd.effective_peer_scheme())
             }
         };
         // Written before etcd creates any data: a crash in between leaves a

@@ -3,6 +3,7 @@
 //! killed, the ports checked, the command line derived by `etcd/flags.rs`).
 
 use super::context::Ctx;
+use crate::config::Scheme;
 use crate::data_dir::{self, DataState};
 use crate::etcd::flags::{self, InitialClusterState, LaunchSpec};
 use crate::etcd::supervisor::{self, Backoff, ProcessSpec, ProcessStatus, Supervisor};
@@ -19,6 +20,9 @@ pub(super) struct LocalEtcd {
     data_dir: PathBuf,
     pid_file: PathBuf,
     pruned_at: Option<Instant>,
+    /// The peer scheme of the last start (what the listener speaks while
+    /// etcd runs).
+    peer_scheme: std::sync::Mutex<Option<Scheme>>,
 }
 
 impl LocalEtcd {
@@ -36,6 +40,7 @@ impl LocalEtcd {
             data_dir: e.data_dir.clone(),
             pid_file,
             pruned_at: None,
+            peer_scheme: std::sync::Mutex::new(None),
         })
     }
 
@@ -77,13 +82,15 @@ impl LocalEtcd {
         data_dir::prune(&self.data_dir, retention);
     }
 
-    /// Starts etcd under `token` with this `--initial-cluster`.
+    /// Starts etcd under `token` with this `--initial-cluster`, its peer
+    /// listener on `peer_scheme` (the cluster's record of this member).
     pub async fn start(
         &self,
         ctx: &Ctx,
         token: &str,
         initial_cluster: Vec<(String, String)>,
         state: InitialClusterState,
+        peer_scheme: Scheme,
     ) -> anyhow::Result<()> {
         supervisor::kill_leftover(&self.pid_file, &self.data_dir).await;
         if !self.supervisor.status().borrow().running {
@@ -106,7 +113,17 @@ impl LocalEtcd {
             initial_state: state,
             token: token.to_string(),
             auth_token: crate::config::auth_token_flag(&ctx.config.auth.token),
+            peer_scheme,
         };
+        if let Ok(mut launched) = self.peer_scheme.lock() {
+            *launched = Some(peer_scheme);
+        }
+        let client = flags::client_scheme(&ctx.config.etcd, peer_scheme);
+        ctx.client_url.set(flags::url(
+            client,
+            &ctx.me.host,
+            ctx.config.etcd.client_port,
+        ));
         self.supervisor
             .start(ProcessSpec {
                 binary: ctx.binaries.etcd.clone(),
@@ -120,10 +137,31 @@ impl LocalEtcd {
         Ok(())
     }
 
-    /// Starts etcd alone, as a new one-member cluster under `token`.
+    /// Starts etcd again on its existing data (etcd ignores
+    /// `--initial-cluster` then), its peer listener on `peer_scheme`.
+    pub async fn start_on_data(
+        &self,
+        ctx: &Ctx,
+        token: &str,
+        peer_scheme: Scheme,
+    ) -> anyhow::Result<()> {
+        let own = vec![(ctx.id().to_string(), ctx.peer_url.clone())];
+        self.start(ctx, token, own, InitialClusterState::Existing, peer_scheme)
+            .await
+    }
+
+    /// Starts etcd alone, as a new one-member cluster under `token` (its
+    /// member made with the config's peer URL).
     pub async fn start_alone(&self, ctx: &Ctx, token: &str) -> anyhow::Result<()> {
         let own = vec![(ctx.id().to_string(), ctx.peer_url.clone())];
-        self.start(ctx, token, own, InitialClusterState::New).await
+        let scheme = ctx.config.etcd.effective_peer_scheme();
+        self.start(ctx, token, own, InitialClusterState::New, scheme)
+            .await
+    }
+
+    /// The scheme etcd's peer listener was last started with.
+    pub fn peer_scheme(&self) -> Option<Scheme> {
+        self.peer_scheme.lock().ok().and_then(|s| *s)
     }
 
     /// Stops etcd and keeps it stopped.

@@ -39,6 +39,7 @@ mod live_since;
 mod local_etcd;
 mod observe;
 mod pass;
+mod peer_scheme;
 mod publish;
 mod quorum_loss;
 mod seeding;
@@ -127,6 +128,18 @@ fn check_tls_files(tls: &crate::config::EtcdTlsConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses to start with `[api.tls]` files the API could not serve;
+/// reports the certificate it serves.
+fn check_api_tls_files(config: &Config) -> anyhow::Result<()> {
+    let Some(files) = config.api.tls.files(&config.etcd) else {
+        return Ok(());
+    };
+    let leaf = crate::api_tls::check_files(&files, std::time::SystemTime::now())
+        .context("cannot serve the HTTP API over TLS ([api.tls])")?;
+    tracing::info!(key = files.cert.key, file = %files.cert.path.display(), subject = %leaf.subject, names = ?leaf.names, ca = %files.trusted_ca.path.display(), "the HTTP API serves TLS with this certificate");
+    Ok(())
+}
+
 /// Runs the daemon for the instance `provider` resolved (built by
 /// `provider::from_config`); `config_file` (when given) is looked at
 /// again for `[auth]` changes.
@@ -170,6 +183,10 @@ async fn run_as(
     let _renewal =
         certificates::provision(&config, &me, store.as_ref(), conditional_create).await?;
     check_tls_files(&config.etcd.tls_files())?;
+    if let Some(warning) = crate::config::plaintext_warning(&config.etcd) {
+        tracing::warn!("{warning}");
+    }
+    check_api_tls_files(&config)?;
     let auth_problems = crate::auth::check_files(&config);
     anyhow::ensure!(
         auth_problems.is_empty(),
@@ -181,7 +198,10 @@ async fn run_as(
         config.recovery.accept_loss_after.map(|d| d.millis()),
     );
     let ctx = Ctx {
-        client_url: flags::client_url(&config.etcd, &me.host),
+        client_url: crate::etcd::local_endpoint::LocalEndpoint::new(flags::client_url(
+            &config.etcd,
+            &me.host,
+        )),
         peer_url: flags::peer_url(&config.etcd, &me.host),
         access: EtcdAccess::for_eco(&config),
         config,
@@ -196,7 +216,7 @@ async fn run_as(
         cluster: ctx.cluster().to_string(),
         eco_version: crate::version::VERSION.to_string(),
         etcd_version: ctx.binaries.version.to_string(),
-        client_url: ctx.client_url.clone(),
+        client_url: ctx.client_url.get(),
         peer_url: ctx.peer_url.clone(),
         phase: Phase::Starting,
         next: NextAction {
@@ -228,12 +248,37 @@ async fn run_as(
         .api
         .bind
         .unwrap_or_else(|| SocketAddr::new(ctx.me.bind, ctx.config.api.port as u16));
-    let api = crate::api::serve(api_bind, status_rx, metrics.clone(), async move {
+    let serving = crate::api::Serving {
+        main: api_bind,
+        status: ctx.config.api.status_bind,
+        tls: ctx.config.api.tls.files(&ctx.config.etcd),
+    };
+    let scheme = if serving.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let api = crate::api::serve(serving.clone(), status_rx, metrics.clone(), async move {
         let _ = api_stopped.wait_for(|s| *s).await;
     })
     .await?;
-    tracing::info!(%api_bind, "serving /healthz, /readyz, /metrics and /status");
-    if let Err(e) = crate::api_address::record(&ctx.config.etcd.data_dir, api_bind) {
+    match serving.status {
+        None => {
+            tracing::info!(%api_bind, scheme, "serving /healthz, /readyz, /metrics and /status")
+        }
+        Some(status_bind) => tracing::info!(
+            %api_bind,
+            %status_bind,
+            scheme,
+            "serving /healthz, /readyz and /metrics; /status only on api.status_bind"
+        ),
+    }
+    let tls_name = serving.tls.as_ref().map(|_| ctx.me.host.to_string());
+    if let Err(e) = crate::api_address::record(
+        &ctx.config.etcd.data_dir,
+        serving.status.unwrap_or(api_bind),
+        tls_name.as_deref(),
+    ) {
         tracing::warn!(error = %e, "cannot record the API address (eco status --config may not find this instance once it leaves its group)");
     }
     let mut signals = Signals::new()?;

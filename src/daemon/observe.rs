@@ -77,7 +77,7 @@ impl Daemon {
             .newest
             .get(self.ctx.store.as_deref(), &self.ctx.config.cluster.name)
             .await;
-        let local_endpoint = process.running.then(|| self.ctx.client_url.clone());
+        let local_endpoint = process.running.then(|| self.ctx.client_url.get());
         let mut candidates: Vec<String> = local_endpoint.iter().cloned().collect();
         for i in self
             .group

@@ -39,7 +39,7 @@ impl Daemon {
             .unwrap_or_default();
         let gossip = self.gossip_rows();
         let probe_error = match (&seen.local, seen.process.running) {
-            (None, true) => Some(format!("{} does not answer", self.ctx.client_url)),
+            (None, true) => Some(format!("{} does not answer", self.ctx.client_url.get())),
             _ => None,
         };
         let state = self.durable.state().cloned();
@@ -100,7 +100,7 @@ impl Daemon {
         let peer_state = gossip::PeerState {
             instance_id: self.ctx.id().to_string(),
             gossip_addr: None,
-            client_url: self.ctx.client_url.clone(),
+            client_url: self.ctx.client_url.get(),
             peer_url: self.ctx.peer_url.clone(),
             zone: self.ctx.me.zone.clone(),
             etcd: gossip::EtcdFacts {
@@ -114,6 +114,8 @@ impl Daemon {
                 revision: local.map_or(0, |m| m.revision),
                 raft_index: local.map_or(0, |m| m.raft_index),
                 raft_term: local.map_or(0, |m| m.raft_term),
+                peer_https: self.etcd.peer_scheme() == Some(crate::config::Scheme::Https),
+                peer_tls_ready: self.ctx.config.etcd.tls_files().peer.is_some(),
             },
             data: gossip::DataFacts {
                 has_state: state.is_some(),

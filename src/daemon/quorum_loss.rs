@@ -261,13 +261,10 @@ impl QuorumLossIo<'_> {
             let moved = self.etcd.move_aside(&format!("incarnation-{ours}"))?;
             tracing::warn!(?moved, "data of the old incarnation moved aside");
         }
-        self.durable.persist(LocalState::new(
-            cluster,
-            self.ctx.id(),
-            k,
-            token,
-            rec.voters.clone(),
-        ))
+        self.durable.persist(
+            LocalState::new(cluster, self.ctx.id(), k, token, rec.voters.clone())
+                .with_peer_scheme(self.ctx.config.etcd.effective_peer_scheme()),
+        )
     }
 }
 

@@ -119,13 +119,16 @@ impl Seeding<'_> {
             }
             SeedStep::RecordState => {
                 let id = self.ctx.id().to_string();
-                self.durable.persist(LocalState::new(
-                    self.ctx.cluster(),
-                    &id,
-                    k,
-                    t.token.clone(),
-                    vec![id.clone()],
-                ))
+                self.durable.persist(
+                    LocalState::new(
+                        self.ctx.cluster(),
+                        &id,
+                        k,
+                        t.token.clone(),
+                        vec![id.clone()],
+                    )
+                    .with_peer_scheme(self.ctx.config.etcd.effective_peer_scheme()),
+                )
             }
             SeedStep::ForgetReplay => match std::fs::remove_file(self.marker(k)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
@@ -144,7 +147,7 @@ impl Seeding<'_> {
                 let taken = self
                     .snapshot(
                         &self.ctx.access,
-                        self.ctx.client_url.clone(),
+                        self.ctx.client_url.get(),
                         k,
                         t.token.clone(),
                     )
@@ -227,7 +230,7 @@ impl Seeding<'_> {
     async fn await_leader(&mut self) -> anyhow::Result<MemberStatus> {
         let started = Instant::now();
         loop {
-            if let Some(m) = self.view.local(&self.ctx.client_url).await {
+            if let Some(m) = self.view.local(&self.ctx.client_url.get()).await {
                 if m.has_leader() {
                     return Ok(m);
                 }

@@ -6,7 +6,6 @@
 use super::Daemon;
 use super::first_incarnation::Bootstrapped;
 use super::signals::Signals;
-use crate::etcd::flags::InitialClusterState;
 use crate::record;
 use anyhow::Context;
 use recovery::pass::Phase;
@@ -96,10 +95,8 @@ impl Daemon {
                     .state()
                     .map(|s| s.cluster_token.clone())
                     .context("no state: cannot resume")?;
-                let own = vec![(self.ctx.id().to_string(), self.ctx.peer_url.clone())];
-                self.etcd
-                    .start(&self.ctx, &token, own, InitialClusterState::Existing)
-                    .await?;
+                let scheme = self.peer_listener();
+                self.etcd.start_on_data(&self.ctx, &token, scheme).await?;
             }
             StartDecision::Join { reason } => {
                 tracing::info!(%reason, "joining through the planner")

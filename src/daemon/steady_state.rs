@@ -90,6 +90,14 @@ impl Daemon {
             }
         }
         self.keep_voters(seen, observation.local.is_leader).await;
+        // Only in a pass where the planner did nothing to etcd.
+        let settled = plan
+            .steps
+            .iter()
+            .all(|s| matches!(s.action, Action::Nothing | Action::Wait));
+        if let (true, Some(members)) = (settled, &observation.members) {
+            self.keep_peer_scheme(seen, members).await?;
+        }
         Ok(())
     }
 

@@ -136,7 +136,7 @@ impl Daemon {
             .access
             .with_call_timeout(self.ctx.access.call_timeout() * FINAL_SNAPSHOT_TIMEOUTS);
         let request = SnapshotRequest {
-            endpoint: self.ctx.client_url.clone(),
+            endpoint: self.ctx.client_url.get(),
             cluster: self.ctx.cluster().to_string(),
             incarnation: state.incarnation,
             token: state.cluster_token.clone(),

@@ -129,6 +129,9 @@ impl EtcdAccess {
             .with_timeout(self.call_timeout);
         match &self.tls {
             None => Ok(options),
+            // A member that still serves `http` (TLS being turned on for
+            // the cluster) is reached the way its URL says.
+            Some(_) if endpoint.starts_with("http://") => Ok(options),
             Some(tls) => {
                 let tls = tls.options().map_err(|e| ProbeError::Tls {
                     endpoint: endpoint.into(),

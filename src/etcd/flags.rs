@@ -33,6 +33,10 @@ pub struct LaunchSpec {
     /// `--auth-token` (`[auth.token]`, see `config::auth_token_flag`);
     /// `None`: etcd's default.
     pub auth_token: Option<String>,
+    /// The scheme of the peer listener and advertised peer URL: the one
+    /// the cluster records for this member (`recovery::peer_scheme`),
+    /// which differs from the config's while TLS is being turned on.
+    pub peer_scheme: Scheme,
 }
 
 /// `scheme://host:port`, with IPv6 addresses bracketed.
@@ -45,6 +49,21 @@ pub fn client_url(config: &EtcdConfig, host: &Host) -> String {
     url(config.effective_client_scheme(), host, config.client_port)
 }
 
+/// The scheme of the client surface of a member whose peer listener
+/// speaks `peer_scheme`: the config's, except while TLS is being turned on
+/// for a running cluster and the others still dial this member over
+/// `http` (`recovery::peer_scheme`) — then `http` too, so nothing on the
+/// wire changes before the member's own switch (every instance, whatever
+/// its config yet, still reaches it). etcd could serve both schemes on one
+/// port, but 3.5.1 then answers plain gRPC with its TLS server.
+pub fn client_scheme(config: &EtcdConfig, peer_scheme: Scheme) -> Scheme {
+    if peer_scheme == Scheme::Http && config.effective_peer_scheme() == Scheme::Https {
+        Scheme::Http
+    } else {
+        config.effective_client_scheme()
+    }
+}
+
 /// Peer URL of an instance at `host`.
 pub fn peer_url(config: &EtcdConfig, host: &Host) -> String {
     url(config.effective_peer_scheme(), host, config.peer_port)
@@ -53,14 +72,15 @@ pub fn peer_url(config: &EtcdConfig, host: &Host) -> String {
 /// The full argument list for the supervised etcd.
 pub fn etcd_args(config: &EtcdConfig, spec: &LaunchSpec) -> Vec<String> {
     let bind = Host::Ip(spec.bind);
+    let client_scheme = client_scheme(config, spec.peer_scheme);
     let client = if config.advertise_client_urls.is_empty() {
-        client_url(config, &spec.host)
+        url(client_scheme, &spec.host, config.client_port)
     } else {
         config.advertise_client_urls.join(",")
     };
-    let peer = peer_url(config, &spec.host);
-    let listen_client = client_url(config, &bind);
-    let listen_peer = peer_url(config, &bind);
+    let peer = url(spec.peer_scheme, &spec.host, config.peer_port);
+    let listen_client = url(client_scheme, &bind, config.client_port);
+    let listen_peer = url(spec.peer_scheme, &bind, config.peer_port);
     let metrics = url(Scheme::Http, &bind, config.metrics_port);
     let initial_cluster = spec
         .initial_cluster
@@ -206,6 +226,7 @@ mod tests {
             initial_state: InitialClusterState::New,
             token: cluster_token("c1", 1, 0xabc),
             auth_token: None,
+            peer_scheme: Scheme::Http,
         }
     }
 
@@ -259,7 +280,11 @@ mod tests {
         let mut config = EtcdConfig::default();
         config.tls.client = Some(surface("c", true));
         config.tls.peer = Some(surface("p", false));
-        let args = etcd_args(&config, &spec());
+        let tls_spec = LaunchSpec {
+            peer_scheme: Scheme::Https,
+            ..spec()
+        };
+        let args = etcd_args(&config, &tls_spec);
         let has = |f: &str| args.iter().any(|a| a == f);
         for flag in [
             "--listen-client-urls=https://127.0.0.11:2379",
@@ -285,6 +310,29 @@ mod tests {
         }
         let plain = etcd_args(&EtcdConfig::default(), &spec());
         assert!(!plain.iter().any(|a| a.contains("cert")), "{plain:?}");
+    }
+
+    /// While the cluster still dials this member over `http` (TLS being
+    /// turned on), the peer listener keeps `http` with the TLS material
+    /// loaded for dialing `https` peers, and the client port stays `http`.
+    #[test]
+    fn a_member_waiting_for_its_switch_keeps_http_with_its_tls_material_loaded() {
+        let mut config = EtcdConfig::default();
+        config.tls.client = Some(surface("c", true));
+        config.tls.peer = Some(surface("p", true));
+        let args = etcd_args(&config, &spec());
+        let has = |f: &str| args.iter().any(|a| a == f);
+        for flag in [
+            "--listen-client-urls=http://127.0.0.11:2379",
+            "--advertise-client-urls=http://127.0.0.11:2379",
+            "--listen-peer-urls=http://127.0.0.11:2380",
+            "--initial-advertise-peer-urls=http://127.0.0.11:2380",
+            "--peer-cert-file=/p/server.crt",
+            "--peer-trusted-ca-file=/p/ca.crt",
+            "--cert-file=/c/server.crt",
+        ] {
+            assert!(has(flag), "{flag} missing from {args:?}");
+        }
     }
 
     #[test]

@@ -159,6 +159,23 @@ pub async fn remove(
         })
 }
 
+/// Sets the peer URLs the cluster records for member `id` (`MemberUpdate`):
+/// how the other members dial it from now on.
+pub async fn update_peer_urls(
+    client: &mut Client,
+    id: u64,
+    peer_urls: Vec<String>,
+    timeout: Duration,
+) -> Result<(), MembershipError> {
+    timed("MemberUpdate", timeout, client.member_update(id, peer_urls))
+        .await
+        .map(|_| ())
+        .map_err(|e| match e {
+            MembershipError::NotFound(_) => MembershipError::NotFound(id),
+            e => e,
+        })
+}
+
 /// Hands raft leadership to member `to` (`MoveLeader`). etcd accepts it
 /// only from the leader, so `client` must be connected to the leader.
 pub async fn move_leader(

@@ -8,6 +8,7 @@ pub mod acl;
 pub mod binaries;
 pub mod credentials;
 pub mod flags;
+pub mod local_endpoint;
 pub mod members;
 pub mod output;
 pub mod probe;

@@ -35,7 +35,8 @@ pub struct SnapshotWriter {
     pub access: EtcdAccess,
     pub cluster: String,
     pub instance: String,
-    pub endpoint: String,
+    /// The local etcd's client URL (its scheme follows the listener).
+    pub endpoint: crate::etcd::local_endpoint::LocalEndpoint,
     pub schedule: SnapshotSchedule,
     pub policy: RetentionPolicy,
     pub check_every: Duration,
@@ -146,7 +147,7 @@ impl SnapshotWriter {
             return false;
         };
         let req = SnapshotRequest {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.endpoint.get(),
             cluster: self.cluster.clone(),
             incarnation: *incarnation,
             token: token.clone(),

@@ -6,7 +6,8 @@
 //! invalid value on purpose), and a renamed key is a compile error here,
 //! not a silently ignored line.
 //!
-//! [`ConfigBuilder::new`] starts from the fast timings the tests use;
+//! [`ConfigBuilder::new`] starts from the fast timings the tests use, with
+//! etcd in plaintext (a test about TLS sets it);
 //! [`ConfigBuilder::eco_defaults`] from eco's own defaults (what a file
 //! with only `[cluster]` and `[provider]` gives).
 
@@ -64,6 +65,8 @@ impl ConfigBuilder {
     /// [`Self::etcd_bin_dir`]).
     pub fn new(name: &str, group_file: impl Into<PathBuf>) -> Self {
         Self::eco_defaults(name, group_file)
+            // The tests that are about TLS say so; the others run plaintext.
+            .plaintext()
             .refresh_interval(Duration::from_millis(500))
             .data_dir("data/etcd")
             .heartbeat_interval(Duration::from_millis(50))
@@ -155,8 +158,30 @@ impl ConfigBuilder {
     }
 
     /// `[etcd.tls]`.
+    /// `[etcd.tls] plaintext = true`: etcd's traffic in the clear on
+    /// purpose (eco's default with a store is generated TLS).
+    pub fn plaintext(mut self) -> Self {
+        self.config.etcd.tls = eco::config::EtcdTlsConfig {
+            plaintext: true,
+            ..Default::default()
+        };
+        self
+    }
+
     pub fn etcd_tls(mut self, tls: eco::config::EtcdTlsConfig) -> Self {
         self.config.etcd.tls = tls;
+        self
+    }
+
+    /// `[api.tls]`: eco's HTTP API over TLS.
+    pub fn api_tls(mut self, tls: eco::config::ApiTlsConfig) -> Self {
+        self.config.api.tls = tls;
+        self
+    }
+
+    /// `api.status_bind`: `/status` served only on this second listener.
+    pub fn api_status_bind(mut self, addr: std::net::SocketAddr) -> Self {
+        self.config.api.status_bind = Some(addr);
         self
     }
 

@@ -486,7 +486,19 @@ impl Cluster {
                 trusted_ca_file: None,
             }),
             generated: None,
+            plaintext: false,
         }))
+    }
+
+    /// Turns generated TLS on in the config of `id` (eco reads it when it
+    /// starts: restart it after), the way an operator would for a running
+    /// plaintext cluster; test clients of its `https` endpoint trust its
+    /// generated CA. Its [`Node::endpoint`] stays `http` (the member serves
+    /// `http` until its switch): set [`Node::tls`] once it switched.
+    pub fn turn_on_generated_tls(&mut self, id: &str) -> anyhow::Result<()> {
+        let n = self.nodes.get_mut(id).context("unknown instance")?;
+        n.settings = Self::generated_tls_for(&n.dir, &n.address, n.settings.clone());
+        n.settings.write(&n.config)
     }
 
     /// Changes the config file of `id` (eco reads it when it starts).
@@ -904,6 +916,19 @@ impl Cluster {
             .members()
             .iter()
             .map(|m| (m.id(), m.name().to_string(), m.is_learner()))
+            .collect();
+        v.sort();
+        Some(v)
+    }
+
+    /// Each started member's name and peer URLs, sorted by name.
+    pub fn peer_urls(&self) -> Option<Vec<(String, Vec<String>)>> {
+        let r = self.member_list()?;
+        let mut v: Vec<(String, Vec<String>)> = r
+            .members()
+            .iter()
+            .filter(|m| !m.name().is_empty())
+            .map(|m| (m.name().to_string(), m.peer_urls().to_vec()))
             .collect();
         v.sort();
         Some(v)

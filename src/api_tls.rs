@@ -1,0 +1,399 @@
+//! TLS of eco's own HTTP API (`[api.tls]`, `crate::config::ApiTlsConfig`):
+//! the server side ([`ReloadingCertificate`], [`server_config`]) and what
+//! `eco status` verifies the server with ([`ApiClientTls`]).
+//!
+//! The certificate and key are read again on a handshake after either
+//! file's [`FileStamp`] changed, so a certificate renewed in place (eco's
+//! own renewals in `[etcd.tls.generated]` mode, or an operator's atomic
+//! rename) is served from the next connection on, without a restart. A
+//! pair that cannot be used (a key renamed in before its certificate, a
+//! file half-written) is not served: the last good pair stays in force and
+//! the problem is logged (at most once a minute).
+//!
+//! No client certificate is asked for. Clients always verify the server:
+//! there is no way to skip it.
+
+use crate::config::{ApiTlsFiles, KeyedPath};
+use crate::file_stamp::FileStamp;
+use crate::secret_file::{self, SecretFileError};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Why the API's TLS material cannot be used, naming the config key and
+/// the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiTlsError {
+    #[error("{key} {path}: {source}")]
+    Read {
+        key: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Secret(#[from] SecretFileError),
+    #[error("{key} {path}: {message}")]
+    Invalid {
+        key: &'static str,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("{name:?} cannot be verified as a TLS server name: {message}")]
+    ServerName { name: String, message: String },
+    #[error("the API's TLS settings: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+fn invalid(file: &KeyedPath, message: String) -> ApiTlsError {
+    ApiTlsError::Invalid {
+        key: file.key,
+        path: file.path.clone(),
+        message,
+    }
+}
+
+/// Every certificate of a PEM file (at least one).
+fn certificates(file: &KeyedPath) -> Result<Vec<CertificateDer<'static>>, ApiTlsError> {
+    let pem = std::fs::read(&file.path).map_err(|source| ApiTlsError::Read {
+        key: file.key,
+        path: file.path.clone(),
+        source,
+    })?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(file, format!("not PEM certificates: {e}")))?;
+    if certs.is_empty() {
+        return Err(invalid(file, "holds no PEM certificate".into()));
+    }
+    Ok(certs)
+}
+
+/// The certificate and key of `files`, checked to match.
+fn load(files: &ApiTlsFiles) -> Result<CertifiedKey, ApiTlsError> {
+    let chain = certificates(&files.cert)?;
+    let (pem, _) = secret_file::read_checked(&files.key.path, files.key.key)?;
+    let key = PrivateKeyDer::from_pem_slice(pem.as_bytes())
+        .map_err(|e| invalid(&files.key, format!("no PEM private key: {e}")))?;
+    CertifiedKey::from_der(chain, key, &rustls::crypto::aws_lc_rs::default_provider()).map_err(
+        |e| {
+            invalid(
+                &files.key,
+                format!(
+                    "does not match {} {} or cannot be used: {e}",
+                    files.cert.key,
+                    files.cert.path.display()
+                ),
+            )
+        },
+    )
+}
+
+/// Checks the API's files now, as `eco run` does at start and `eco config
+/// check` does: the certificate and key readable, the key not open to
+/// others and matching the certificate, the certificate valid now, the CA
+/// file PEM certificates. Returns the leaf's subject and names.
+pub fn check_files(
+    files: &ApiTlsFiles,
+    now: SystemTime,
+) -> Result<crate::etcd::tls::Described, ApiTlsError> {
+    certificates(&files.trusted_ca)?;
+    let certified = load(files)?;
+    let leaf = certified
+        .end_entity_cert()
+        .map_err(|e| invalid(&files.cert, e.to_string()))?;
+    let described = crate::etcd::tls::describe(leaf).map_err(|m| invalid(&files.cert, m))?;
+    let now = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    if now < described.not_before_unix {
+        return Err(invalid(
+            &files.cert,
+            format!("{} is not valid yet", described.subject),
+        ));
+    }
+    if now > described.not_after_unix {
+        return Err(invalid(
+            &files.cert,
+            format!(
+                "{} expired {} s ago",
+                described.subject,
+                now - described.not_after_unix
+            ),
+        ));
+    }
+    Ok(described)
+}
+
+/// How often a pair that failed to load is tried again while its files'
+/// stamps stay the same (a transient error, such as no descriptor left).
+const RETRY_FAILED: Duration = Duration::from_secs(1);
+/// At most one warning about an unusable pair per this long.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// The certificate the API serves: read again on a handshake after its
+/// files changed (see the module docs).
+#[derive(Debug)]
+pub struct ReloadingCertificate {
+    files: ApiTlsFiles,
+    state: Mutex<Loaded>,
+}
+
+#[derive(Debug, Default)]
+struct Loaded {
+    /// The stamps of the certificate and key files when last read.
+    stamps: Option<(FileStamp, FileStamp)>,
+    /// The pair in force (the last one that loaded).
+    served: Option<Arc<CertifiedKey>>,
+    /// When the last read failed.
+    failed_at: Option<Instant>,
+    warned_at: Option<Instant>,
+}
+
+impl ReloadingCertificate {
+    /// Reads the pair once: an error when it cannot be used now.
+    pub fn new(files: ApiTlsFiles) -> Result<Self, ApiTlsError> {
+        let stamps = (
+            FileStamp::of(&files.cert.path),
+            FileStamp::of(&files.key.path),
+        );
+        let served = Arc::new(load(&files)?);
+        Ok(Self {
+            files,
+            state: Mutex::new(Loaded {
+                stamps: Some(stamps),
+                served: Some(served),
+                failed_at: None,
+                warned_at: None,
+            }),
+        })
+    }
+
+    /// The pair to serve now, read again when its files changed.
+    pub fn current(&self) -> Option<Arc<CertifiedKey>> {
+        // Stamped before reading: a change during the read is seen next
+        // time.
+        let stamps = (
+            FileStamp::of(&self.files.cert.path),
+            FileStamp::of(&self.files.key.path),
+        );
+        let mut state = match self.state.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let now = Instant::now();
+        let changed = state.stamps.as_ref() != Some(&stamps);
+        let retry = state
+            .failed_at
+            .is_some_and(|t| now.duration_since(t) >= RETRY_FAILED);
+        if changed || retry {
+            state.stamps = Some(stamps);
+            match load(&self.files) {
+                Ok(pair) => {
+                    let names = pair
+                        .end_entity_cert()
+                        .ok()
+                        .and_then(|der| crate::etcd::tls::describe(der).ok())
+                        .map(|d| d.names)
+                        .unwrap_or_default();
+                    tracing::info!(
+                        file = %self.files.cert.path.display(),
+                        ?names,
+                        "the HTTP API serves the certificate as renewed"
+                    );
+                    state.served = Some(Arc::new(pair));
+                    state.failed_at = None;
+                }
+                Err(e) => {
+                    state.failed_at = Some(now);
+                    if state
+                        .warned_at
+                        .is_none_or(|t| now.duration_since(t) >= WARN_EVERY)
+                    {
+                        state.warned_at = Some(now);
+                        tracing::warn!(error = %e, "the HTTP API cannot use its TLS certificate as it is now; it keeps serving the last one that loaded");
+                    }
+                }
+            }
+        }
+        state.served.clone()
+    }
+}
+
+impl ResolvesServerCert for ReloadingCertificate {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.current()
+    }
+}
+
+/// The server side of the API's TLS: TLS 1.2 and 1.3, no client
+/// certificate, the certificate of `certificate`.
+pub fn server_config(
+    certificate: Arc<ReloadingCertificate>,
+) -> Result<Arc<ServerConfig>, ApiTlsError> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(certificate);
+    Ok(Arc::new(config))
+}
+
+/// How a client of the API verifies it: the CA its certificate must chain
+/// to, and the name it must carry (the instance's address or DNS name,
+/// whatever address the client connects to).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiClientTls {
+    pub trusted_ca: KeyedPath,
+    pub server_name: String,
+}
+
+impl ApiClientTls {
+    /// The client side of one connection, from the CA file as it is now.
+    pub fn connector(
+        &self,
+    ) -> Result<(tokio_rustls::TlsConnector, ServerName<'static>), ApiTlsError> {
+        let mut roots = RootCertStore::empty();
+        for cert in certificates(&self.trusted_ca)? {
+            roots
+                .add(cert)
+                .map_err(|e| invalid(&self.trusted_ca, format!("not a CA certificate: {e}")))?;
+        }
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = ServerName::try_from(self.server_name.clone()).map_err(|e| {
+            ApiTlsError::ServerName {
+                name: self.server_name.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        Ok((tokio_rustls::TlsConnector::from(Arc::new(config)), name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    struct Issued {
+        ca: String,
+        cert: String,
+        key: String,
+    }
+
+    fn issue(name: &str) -> Issued {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        Issued {
+            ca: ca.pem(),
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+        }
+    }
+
+    fn write(dir: &std::path::Path, name: &str, text: &str, mode: u32) -> PathBuf {
+        let path = dir.join(name);
+        let tmp = dir.join(format!("{name}.tmp"));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        path
+    }
+
+    use crate::config::api_tls::files_in as files;
+
+    fn served_leaf(c: &ReloadingCertificate) -> Vec<u8> {
+        c.current().unwrap().end_entity_cert().unwrap().to_vec()
+    }
+
+    #[test]
+    fn a_renewal_in_place_is_served_and_a_half_renewal_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let first = issue("127.0.0.1");
+        write(d.path(), "ca.crt", &first.ca, 0o644);
+        write(d.path(), "api.crt", &first.cert, 0o644);
+        write(d.path(), "api.key", &first.key, 0o600);
+        let files = files(d.path());
+        let described = check_files(&files, SystemTime::now()).unwrap();
+        assert_eq!(described.names, vec!["127.0.0.1".to_string()]);
+        let c = ReloadingCertificate::new(files.clone()).unwrap();
+        let leaf_one = served_leaf(&c);
+        assert_eq!(served_leaf(&c), leaf_one, "unchanged files");
+
+        // The certificate renamed in before its key: the pair does not
+        // match, the old one stays in force.
+        let second = issue("127.0.0.1");
+        write(d.path(), "api.crt", &second.cert, 0o644);
+        assert_eq!(served_leaf(&c), leaf_one);
+        assert!(check_files(&files, SystemTime::now()).is_err());
+        // Then the key: the new pair is served.
+        write(d.path(), "api.key", &second.key, 0o600);
+        let leaf_two = served_leaf(&c);
+        assert_ne!(leaf_two, leaf_one);
+        assert_eq!(served_leaf(&c), leaf_two);
+    }
+
+    #[test]
+    fn unusable_files_are_refused_naming_the_key() {
+        let d = tempfile::tempdir().unwrap();
+        let files = files(d.path());
+        let missing = ReloadingCertificate::new(files.clone()).unwrap_err();
+        assert!(
+            missing.to_string().contains("api.tls.cert_file"),
+            "{missing}"
+        );
+        let one = issue("localhost");
+        write(d.path(), "ca.crt", &one.ca, 0o644);
+        write(d.path(), "api.crt", &one.cert, 0o644);
+        write(d.path(), "api.key", &one.key, 0o644);
+        let open = ReloadingCertificate::new(files.clone()).unwrap_err();
+        assert!(open.to_string().contains("api.tls.key_file"), "{open}");
+        assert!(open.to_string().contains("open to other users"), "{open}");
+        write(d.path(), "api.key", "not a key", 0o600);
+        let garbage = check_files(&files, SystemTime::now()).unwrap_err();
+        assert!(
+            garbage.to_string().contains("api.tls.key_file"),
+            "{garbage}"
+        );
+    }
+
+    #[test]
+    fn the_client_needs_a_ca_and_a_valid_name() {
+        let d = tempfile::tempdir().unwrap();
+        let client = ApiClientTls {
+            trusted_ca: KeyedPath {
+                key: "api.tls.trusted_ca_file",
+                path: d.path().join("ca.crt"),
+            },
+            server_name: "10.0.0.1".into(),
+        };
+        assert!(client.connector().is_err(), "no CA file");
+        write(d.path(), "ca.crt", &issue("x").ca, 0o644);
+        assert!(client.connector().is_ok());
+        let bad = ApiClientTls {
+            server_name: "not a name!".into(),
+            ..client
+        };
+        assert!(matches!(
+            bad.connector(),
+            Err(ApiTlsError::ServerName { .. })
+        ));
+    }
+}
