@@ -32,9 +32,11 @@ pub struct EtcdAccess {
     call_timeout: Duration,
     /// Where members are probed when they advertise other client URLs (a
     /// load balancer, `etcd.advertise_client_urls`): the host of their
-    /// peer URL with this scheme and client port. `None`: their first
-    /// advertised client URL.
-    member_client: Option<(Scheme, u32)>,
+    /// peer URL with the client port, and the scheme their client surface
+    /// serves (`flags::client_scheme` of their recorded peer scheme: `http`
+    /// while TLS is being turned on and they wait for their switch).
+    /// `None`: their first advertised client URL.
+    member_client: Option<(super::flags::SurfaceSchemes, u32)>,
     /// TLS toward the client surface; `None`: plain.
     tls: Option<ClientTls>,
     /// eco's password identity; `None`: none (no authentication, or the
@@ -83,7 +85,8 @@ impl EtcdAccess {
         let mut access = Self::new(config.call_timeout.get());
         access.tls = ClientTls::from_config(&config.tls_files());
         if !config.advertise_client_urls.is_empty() {
-            access.member_client = Some((config.effective_client_scheme(), config.client_port));
+            access.member_client =
+                Some((super::flags::SurfaceSchemes::of(config), config.client_port));
         }
         access
     }
@@ -95,11 +98,12 @@ impl EtcdAccess {
     pub fn member_endpoint(&self, m: &Member) -> Option<String> {
         match self.member_client {
             None => m.client_urls.first().cloned(),
-            Some((scheme, port)) => m
-                .peer_urls
-                .iter()
-                .find_map(|u| url_host(u))
-                .map(|host| format!("{}://{host}:{port}", scheme.as_str())),
+            Some((schemes, port)) => {
+                let peer = m.peer_urls.first()?;
+                let scheme = schemes.client_for(Scheme::of_url(peer)?);
+                let host = url_host(peer)?;
+                Some(format!("{}://{host}:{port}", scheme.as_str()))
+            }
         }
     }
 
@@ -283,5 +287,25 @@ mod tests {
             Some("http://eco-0.eco.ns.svc:12379")
         );
         assert_eq!(url_host("nonsense"), None);
+    }
+
+    /// Behind a load balancer, while TLS is being turned on: a member whose
+    /// peer URL is still `http` serves its client port over `http` too.
+    #[test]
+    fn members_behind_a_load_balancer_are_asked_with_the_scheme_they_serve() {
+        let mut config: EtcdConfig = toml::from_str("").unwrap();
+        config.advertise_client_urls = vec!["https://etcd.example.com:2379".into()];
+        config.tls.generated = Some(Default::default());
+        let access = EtcdAccess::from_config(&config);
+        let waiting = member("http://10.0.0.5:2380", "https://etcd.example.com:2379");
+        assert_eq!(
+            access.member_endpoint(&waiting).as_deref(),
+            Some("http://10.0.0.5:2379")
+        );
+        let switched = member("https://10.0.0.5:2380", "https://etcd.example.com:2379");
+        assert_eq!(
+            access.member_endpoint(&switched).as_deref(),
+            Some("https://10.0.0.5:2379")
+        );
     }
 }

@@ -57,10 +57,32 @@ pub fn client_url(config: &EtcdConfig, host: &Host) -> String {
 /// its config yet, still reaches it). etcd could serve both schemes on one
 /// port, but 3.5.1 then answers plain gRPC with its TLS server.
 pub fn client_scheme(config: &EtcdConfig, peer_scheme: Scheme) -> Scheme {
-    if peer_scheme == Scheme::Http && config.effective_peer_scheme() == Scheme::Https {
-        Scheme::Http
-    } else {
-        config.effective_client_scheme()
+    SurfaceSchemes::of(config).client_for(peer_scheme)
+}
+
+/// The schemes a config wants on etcd's two surfaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SurfaceSchemes {
+    pub client: Scheme,
+    pub peer: Scheme,
+}
+
+impl SurfaceSchemes {
+    pub fn of(config: &EtcdConfig) -> Self {
+        Self {
+            client: config.effective_client_scheme(),
+            peer: config.effective_peer_scheme(),
+        }
+    }
+
+    /// [`client_scheme`] of a member whose peer listener speaks
+    /// `peer_scheme`.
+    pub fn client_for(self, peer_scheme: Scheme) -> Scheme {
+        if peer_scheme == Scheme::Http && self.peer == Scheme::Https {
+            Scheme::Http
+        } else {
+            self.client
+        }
     }
 }
 
