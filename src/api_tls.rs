@@ -14,14 +14,12 @@
 //! there is no way to skip it.
 
 use crate::config::{ApiTlsFiles, KeyedPath};
+use crate::etcd::tls::TlsFileError;
 use crate::file_stamp::FileStamp;
-use crate::secret_file::{self, SecretFileError};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -29,20 +27,9 @@ use std::time::{Duration, Instant, SystemTime};
 /// the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiTlsError {
-    #[error("{key} {path}: {source}")]
-    Read {
-        key: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// A file, as for etcd's surfaces (`crate::etcd::tls`).
     #[error(transparent)]
-    Secret(#[from] SecretFileError),
-    #[error("{key} {path}: {message}")]
-    Invalid {
-        key: &'static str,
-        path: PathBuf,
-        message: String,
-    },
+    File(#[from] TlsFileError),
     #[error("{name:?} cannot be verified as a TLS server name: {message}")]
     ServerName { name: String, message: String },
     #[error("the API's TLS settings: {0}")]
@@ -50,47 +37,27 @@ pub enum ApiTlsError {
 }
 
 fn invalid(file: &KeyedPath, message: String) -> ApiTlsError {
-    ApiTlsError::Invalid {
+    ApiTlsError::File(TlsFileError::Invalid {
         key: file.key,
         path: file.path.clone(),
         message,
-    }
+    })
 }
 
 /// Every certificate of a PEM file (at least one).
 fn certificates(file: &KeyedPath) -> Result<Vec<CertificateDer<'static>>, ApiTlsError> {
-    let pem = std::fs::read(&file.path).map_err(|source| ApiTlsError::Read {
-        key: file.key,
-        path: file.path.clone(),
-        source,
-    })?;
-    let certs = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| invalid(file, format!("not PEM certificates: {e}")))?;
-    if certs.is_empty() {
-        return Err(invalid(file, "holds no PEM certificate".into()));
-    }
-    Ok(certs)
+    Ok(crate::etcd::tls::certificates(file.key, &file.path)?)
 }
 
 /// The certificate and key of `files`, checked to match.
 fn load(files: &ApiTlsFiles) -> Result<CertifiedKey, ApiTlsError> {
     let chain = certificates(&files.cert)?;
-    let (pem, _) = secret_file::read_checked(&files.key.path, files.key.key)?;
-    let key = PrivateKeyDer::from_pem_slice(pem.as_bytes())
-        .map_err(|e| invalid(&files.key, format!("no PEM private key: {e}")))?;
-    CertifiedKey::from_der(chain, key, &rustls::crypto::aws_lc_rs::default_provider()).map_err(
-        |e| {
-            invalid(
-                &files.key,
-                format!(
-                    "does not match {} {} or cannot be used: {e}",
-                    files.cert.key,
-                    files.cert.path.display()
-                ),
-            )
-        },
-    )
+    let (certified, _) = crate::etcd::tls::certified_key(
+        chain,
+        (files.cert.key, &files.cert.path),
+        (files.key.key, &files.key.path),
+    )?;
+    Ok(certified)
 }
 
 /// Checks the API's files now, as `eco run` does at start and `eco config
@@ -100,34 +67,18 @@ fn load(files: &ApiTlsFiles) -> Result<CertifiedKey, ApiTlsError> {
 pub fn check_files(
     files: &ApiTlsFiles,
     now: SystemTime,
-) -> Result<crate::etcd::tls::Described, ApiTlsError> {
+) -> Result<crate::etcd::tls::CertificateInfo, ApiTlsError> {
     certificates(&files.trusted_ca)?;
     let certified = load(files)?;
     let leaf = certified
         .end_entity_cert()
         .map_err(|e| invalid(&files.cert, e.to_string()))?;
-    let described = crate::etcd::tls::describe(leaf).map_err(|m| invalid(&files.cert, m))?;
-    let now = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    if now < described.not_before_unix {
-        return Err(invalid(
-            &files.cert,
-            format!("{} is not valid yet", described.subject),
-        ));
-    }
-    if now > described.not_after_unix {
-        return Err(invalid(
-            &files.cert,
-            format!(
-                "{} expired {} s ago",
-                described.subject,
-                now - described.not_after_unix
-            ),
-        ));
-    }
-    Ok(described)
+    Ok(crate::etcd::tls::valid_now(
+        files.cert.key,
+        &files.cert.path,
+        leaf,
+        now,
+    )?)
 }
 
 /// How often a pair that failed to load is tried again while its files'
@@ -283,6 +234,7 @@ impl ApiClientTls {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
 
     struct Issued {
         ca: String,

@@ -133,6 +133,26 @@ pub enum Step {
     Record { to: PeerScheme, reason: String },
 }
 
+/// The scheme etcd's peer listener starts with: without peer TLS
+/// material only `http` can be served; else the one the state file
+/// recorded (`recorded`: `None` without a state file, a new member made
+/// with the config's `want`; `Some(None)` for a state written before the
+/// record existed, which ran `http`). A wrong start costs one restart:
+/// [`decide`]'s listener follows the cluster's record.
+pub fn start_listener(
+    has_material: bool,
+    recorded: Option<Option<PeerScheme>>,
+    want: PeerScheme,
+) -> PeerScheme {
+    if !has_material {
+        return PeerScheme::Http;
+    }
+    match recorded {
+        Some(scheme) => scheme.unwrap_or(PeerScheme::Http),
+        None => want,
+    }
+}
+
 /// The rules of the module documentation.
 pub fn decide(f: &Facts) -> Step {
     let Some(own) = f.members.iter().find(|m| m.name == f.me) else {
@@ -336,6 +356,44 @@ mod tests {
         ];
         for (name, f, want) in cases {
             assert_eq!(kind(&decide(&f)), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_listener_starts_on_the_recorded_scheme() {
+        let cases = [
+            (
+                false,
+                Some(Some(Https)),
+                Https,
+                Http,
+                "no material: http only",
+            ),
+            (true, Some(Some(Https)), Https, Https, "recorded https"),
+            (
+                true,
+                Some(Some(Http)),
+                Https,
+                Http,
+                "recorded http, switch pending",
+            ),
+            (
+                true,
+                Some(None),
+                Https,
+                Http,
+                "a state from before the record ran http",
+            ),
+            (
+                true,
+                None,
+                Https,
+                Https,
+                "a new member is made with the config's",
+            ),
+        ];
+        for (material, recorded, want, expect, name) in cases {
+            assert_eq!(start_listener(material, recorded, want), expect, "{name}");
         }
     }
 

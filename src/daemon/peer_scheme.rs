@@ -15,18 +15,15 @@ use anyhow::Context;
 use recovery::peer_scheme::{self, Facts, InstanceFacts, MemberFacts, Step};
 
 impl Daemon {
-    /// The scheme etcd's peer listener starts with: the one recorded in the
-    /// state file (states from before this record ran `http`); a new
-    /// member's is the config's. Without peer TLS material it can only be
-    /// `http`.
+    /// The scheme etcd's peer listener starts with
+    /// (`recovery::peer_scheme::start_listener`).
     pub(super) fn peer_listener(&self) -> Scheme {
-        if self.ctx.config.etcd.tls_files().peer.is_none() {
-            return Scheme::Http;
-        }
-        match self.durable.state() {
-            Some(s) => s.peer_scheme.unwrap_or(Scheme::Http),
-            None => self.ctx.config.etcd.effective_peer_scheme(),
-        }
+        let etcd = &self.ctx.config.etcd;
+        peer_scheme::start_listener(
+            etcd.tls_files().peer.is_some(),
+            self.durable.state().map(|s| s.peer_scheme),
+            etcd.effective_peer_scheme(),
+        )
     }
 
     /// One pass of the peer-scheme rules, in a pass where the planner did

@@ -177,7 +177,6 @@ pub fn check_files(
             cas.push(("etcd.tls.eco.trusted_ca_file", ca));
         }
     }
-    let provider = rustls::crypto::aws_lc_rs::default_provider();
     let mut infos = Vec::new();
     for (key, path) in cas {
         for der in certificates(key, path)? {
@@ -186,31 +185,47 @@ pub fn check_files(
     }
     for (cert_key, cert_path, key_key, key_path) in pairs {
         let chain = certificates(cert_key, cert_path)?;
-        let (pem, verdict) = secret_file::read_checked(key_path, key_key)?;
+        let leaf = valid_now(cert_key, cert_path, &chain[0], now)?;
+        let (_, verdict) = certified_key(chain, (cert_key, cert_path), (key_key, key_path))?;
         if verdict == secret_file::ModeVerdict::GroupReadable {
             tracing::warn!(file = %key_path.display(), "{key_key} is readable by its group; 0600 keeps it to eco's user");
         }
-        let invalid = |message: String| TlsFileError::Invalid {
-            key: key_key,
-            path: key_path.to_path_buf(),
-            message,
-        };
-        let private = PrivateKeyDer::from_pem_slice(pem.as_bytes())
-            .map_err(|e| invalid(format!("no PEM private key: {e}")))?;
-        let leaf = valid_now(cert_key, cert_path, &chain[0], now)?;
+        infos.push(leaf);
+    }
+    Ok(infos)
+}
+
+/// `chain` (read from the file named by `cert`, a config key and a path)
+/// with the private key of `key`, checked to match; and how open the key
+/// file is (a secret file: refused when others can read it).
+pub fn certified_key(
+    chain: Vec<CertificateDer<'static>>,
+    cert: (&'static str, &Path),
+    key: (&'static str, &Path),
+) -> Result<(rustls::sign::CertifiedKey, secret_file::ModeVerdict), TlsFileError> {
+    let (cert_key, cert_path) = cert;
+    let (key_key, key_path) = key;
+    let (pem, verdict) = secret_file::read_checked(key_path, key_key)?;
+    let invalid = |message: String| TlsFileError::Invalid {
+        key: key_key,
+        path: key_path.to_path_buf(),
+        message,
+    };
+    let private = PrivateKeyDer::from_pem_slice(pem.as_bytes())
+        .map_err(|e| invalid(format!("no PEM private key: {e}")))?;
+    let provider = rustls::crypto::aws_lc_rs::default_provider();
+    let certified =
         rustls::sign::CertifiedKey::from_der(chain, private, &provider).map_err(|e| {
             invalid(format!(
                 "does not match {cert_key} {} or cannot be used: {e}",
                 cert_path.display()
             ))
         })?;
-        infos.push(leaf);
-    }
-    Ok(infos)
+    Ok((certified, verdict))
 }
 
 /// Every certificate of a PEM file (at least one).
-fn certificates(
+pub fn certificates(
     key: &'static str,
     path: &Path,
 ) -> Result<Vec<CertificateDer<'static>>, TlsFileError> {
@@ -230,7 +245,7 @@ fn certificates(
 }
 
 /// The info of a certificate valid at `now`.
-fn valid_now(
+pub fn valid_now(
     key: &'static str,
     path: &Path,
     der: &CertificateDer<'_>,
