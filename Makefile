@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build lint unit integration integration-etcd34 fmt-check clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls
+.PHONY: run test deps build image lint unit integration integration-etcd34 fmt-check clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls chart-check
 
 deps:
 	bash scripts/install-deps.sh
@@ -20,6 +20,25 @@ run: deps
 
 test: deps
 	bash scripts/test.sh
+
+# The Helm chart alone (chart/): helm lint and template over chart/ci/,
+# every object through kubernetes-validate --strict (1.29, 1.31, 1.33), the
+# bad value sets of chart/ci-bad/ refused; eco.toml of each value set in
+# target/chart/<set>/. Seconds, no cluster (docs/kubernetes.md).
+chart-check:
+	bash scripts/install-chart-tools.sh
+	bash scripts/check-chart.sh
+
+# The OCI image of eco (release build), built offline and reproducibly with
+# umoci, from scratch: target/image/eco-oci (an OCI image layout) and
+# target/image/eco-<tag>.oci.tar (the same as an oci-archive); see
+# docs/image.md. IMAGE_TAG sets the tag (default: eco's version);
+# IMAGE_FLAGS=--check-reproducible builds it twice and compares.
+IMAGE_TAG ?=
+IMAGE_FLAGS ?=
+image: deps
+	$(CARGO) build --release -p eco
+	bash scripts/build-image.sh --eco target/release/eco --out target/image $(if $(IMAGE_TAG),--tag $(IMAGE_TAG)) $(IMAGE_FLAGS)
 
 # The real-process failure matrix with 3 and 5 instances (release build);
 # reports and timelines under target/chaos/.

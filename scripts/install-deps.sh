@@ -7,7 +7,9 @@
 #     called directly (the package's etcdutl wrapper script is broken);
 #   - etcd 3.4 (Debian etcd-server + etcd-client) linked into .tools/etcd-3.4/bin;
 #   - nftables and iproute2 (Debian): the chaos harness cuts partitions
-#     between network namespaces it creates.
+#     between network namespaces it creates;
+#   - umoci, binutils (strip) and ca-certificates (Debian): scripts/build-image.sh
+#     builds eco's OCI image with them, offline (`make image`, docs/image.md).
 # Nothing here needs anything but the package registries.
 set -euo pipefail
 
@@ -22,7 +24,7 @@ as_root() {
 }
 
 missing_debs=()
-for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2; do
+for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2 umoci binutils ca-certificates; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
 if [ ${#missing_debs[@]} -gt 0 ]; then
@@ -102,3 +104,7 @@ if [ ! -x "$tools/s3rver/node_modules/.bin/s3rver" ] || ! grep -qx "$S3RVER_VERS
   echo "$S3RVER_VERSION" > "$tools/s3rver/.version"
 fi
 log "aws tools: $("$venv/bin/python" -c 'import moto; print("moto", moto.__version__)'), s3s-fs $S3S_FS_VERSION, s3rver $S3RVER_VERSION"
+
+# The Helm chart's validation tools (idempotent): helm and
+# kubernetes-validate, by scripts/install-chart-tools.sh.
+bash "$root/scripts/install-chart-tools.sh"

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # Every test and lint, in one build profile (dev), built once:
-#   1. format check (cheap, first)
+#   1. format check and the Helm chart (cheap, first; the chart:
+#      scripts/check-chart.sh, helm lint and template over chart/ci/,
+#      kubernetes-validate --strict on 1.29/1.31/1.33, the bad value sets
+#      refused; seconds, no cluster; eco.toml of each set in target/chart/)
 #   2. build every target once
 #   3. clippy (-D warnings)
-#   4. all tests (unit, table, simulation, integration on etcd 3.5)
-#   5. the real-etcd integration tests again on etcd 3.4
-#   6. a subset of the chaos matrix (simulations chaos) on real processes,
+#   4. the OCI image of the dev build (scripts/build-image.sh, built twice
+#      to prove it reproducible, then scripts/check-image.sh: its config,
+#      its files, its binaries run as 10001 on a read-only root); later
+#      steps find it through
+#        ECO_TEST_IMAGE      the OCI image layout, target/image-test/eco-oci
+#        ECO_TEST_IMAGE_TAG  its tag (eco's version)
+#      (tests/statefulset_pods.rs runs "pods" from it; `make image` builds
+#      the release image, docs/image.md)
+#   5. all tests (unit, table, simulation, integration on etcd 3.5)
+#   6. the real-etcd integration tests again on etcd 3.4
+#   7. a subset of the chaos matrix (simulations chaos) on real processes,
 #      on the static provider, on the AWS provider (the local emulator),
 #      and with TLS on etcd's surfaces plus etcd's authentication
-#   7. a 3-minute monkey soak (random faults under the write ledger); the
+#   8. a 3-minute monkey soak (random faults under the write ledger); the
 #      30-minute soaks are `make soak`
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,11 +30,24 @@ started=$(date +%s)
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "Helm chart (helm lint/template, kubernetes-validate; no cluster)"
+chart_started=$(date +%s)
+bash scripts/check-chart.sh
+printf 'chart step: %ss\n' "$(( $(date +%s) - chart_started ))"
+
 step "build (dev profile, all targets)"
 cargo build --workspace --all-targets --locked
 
 step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+
+step "OCI image of the dev build (reproducible, checked)"
+image_started=$(date +%s)
+ECO_TEST_IMAGE_TAG=$(./target/debug/eco version | sed -n '1s/^eco //p')
+bash scripts/build-image.sh --eco target/debug/eco --out target/image-test --tag "$ECO_TEST_IMAGE_TAG" --check-reproducible
+bash scripts/check-image.sh --image target/image-test/eco-oci --tag "$ECO_TEST_IMAGE_TAG"
+export ECO_TEST_IMAGE="$PWD/target/image-test/eco-oci" ECO_TEST_IMAGE_TAG
+printf 'image step: %ss\n' "$(( $(date +%s) - image_started ))"
 
 step "tests (etcd 3.5)"
 ECO_TEST_ETCD_VERSION=3.5 cargo test --workspace --all-targets

@@ -21,8 +21,10 @@ enum Command {
     /// serve health, metrics and status over HTTP. Stops etcd cleanly on
     /// SIGTERM or SIGINT.
     Run {
-        /// Path of the configuration file (see config.example.toml).
-        #[arg(long, short, value_name = "FILE")]
+        /// Path of the configuration file (see config.example.toml); may
+        /// also come from the ECO_CONFIG environment variable (the
+        /// container image sets it to /etc/eco/eco.toml).
+        #[arg(long, short, env = "ECO_CONFIG", value_name = "FILE")]
         config: PathBuf,
         /// This instance's id in the group. Overrides the provider's notion
         /// of it; may also come from the ECO_INSTANCE_ID environment variable.
@@ -160,7 +162,22 @@ enum ConfigCommand {
     },
 }
 
+/// The most eco's PID-1 init waits, after passing on SIGTERM or SIGINT,
+/// before it kills eco: longer than any termination grace period a
+/// runtime gives (the runtime's own SIGKILL comes first), so the final
+/// snapshot and etcd's clean stop are never cut short by eco itself.
+const PID1_STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 fn main() -> ExitCode {
+    // As a container's PID 1 (no init in the image), eco relaunches itself
+    // as its own child and stays behind as the init: it passes SIGTERM and
+    // SIGINT on, reaps every orphan that the kernel hands to PID 1 (which
+    // a tokio program cannot do without stealing its own children's exit
+    // statuses), and exits with the child's status. Elsewhere: nothing.
+    if let Err(e) = pid1::Pid1Settings::new().timeout(PID1_STOP_WAIT).launch() {
+        eprintln!("eco: cannot start as PID 1: {e}");
+        return ExitCode::from(1);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Version => {

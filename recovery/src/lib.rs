@@ -28,7 +28,9 @@
 //! - [`asg`]: the AWS provider's lifecycle table — which instances of an
 //!   auto-scaling group are members, leaving, or certified gone;
 //!   [`termination`]: what a termination notice (the lifecycle hook) adds
-//!   to a leave — the final snapshot first, heartbeats, completion.
+//!   to a leave — the final snapshot first, heartbeats, completion;
+//!   [`statefulset`]: the StatefulSet provider's members (every ordinal
+//!   below the desired size) and departed pods (ordinals at or above it).
 //! - [`voters`]: keeping `V_n` in the state file and the store's record.
 //! - [`acl`]: authentication inside etcd — the steps from etcd's users,
 //!   roles and permissions to the config's (root and eco's identity never
@@ -38,6 +40,8 @@
 //! - [`peer_scheme`]: TLS turned on (or off) on the peer surface of a
 //!   running cluster — each member records its new peer URL, then its
 //!   listener follows, one member at a time while all are healthy.
+//! - [`store_fitness`]: whether the store may hold quorum-loss recovery's
+//!   record of truth (an atomic conditional create every instance sees).
 //! - [`snapshot_schedule`] and [`retention`]: who writes snapshots, when,
 //!   and which stored snapshots to keep; [`moved_aside`]: which moved-aside
 //!   data directories may go (by age, never the last copy of data).
@@ -60,5 +64,7 @@ pub mod retention;
 pub mod seeding;
 pub mod snapshot_schedule;
 pub mod startup;
+pub mod statefulset;
+pub mod store_fitness;
 pub mod termination;
 pub mod voters;

@@ -1,5 +1,6 @@
 //! `eco config check`, beyond the file itself: the files the config names
-//! must open and parse the way `eco run` will read them — the group file,
+//! must open and parse the way `eco run` will read them — the group file
+//! or the StatefulSet's replicas file,
 //! the gossip key file (and its mode), the TLS files of `[etcd.tls]`
 //! (modes of the keys, PEM, keys matching certificates, validity), the
 //! `[api.tls]` files (the same checks; files of generated mode are made
@@ -34,6 +35,24 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
                     path.display()
                 )),
             }
+        }
+    }
+    if let Some(path) = config
+        .provider
+        .statefulset
+        .as_ref()
+        .and_then(|s| s.replicas_file.as_ref())
+    {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                if let Err(e) = crate::provider::parse_replicas(&text, path) {
+                    problems.push(format!("provider.statefulset.replicas_file: {e}"));
+                }
+            }
+            Err(e) => problems.push(format!(
+                "provider.statefulset.replicas_file: cannot read {}: {e}",
+                path.display()
+            )),
         }
     }
     if let Some(path) = &config.gossip.key_file {

@@ -74,6 +74,14 @@ fn resolve_paths(config: &mut Config, base: &Path) {
     if let Some(s) = config.provider.static_group.as_mut() {
         resolve(&mut s.group_file);
     }
+    if let Some(p) = config
+        .provider
+        .statefulset
+        .as_mut()
+        .and_then(|s| s.replicas_file.as_mut())
+    {
+        resolve(p);
+    }
     let etcd = &mut config.etcd;
     resolve(&mut etcd.data_dir);
     for p in [

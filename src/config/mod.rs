@@ -77,6 +77,9 @@ pub struct ProviderConfig {
     /// default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aws: Option<AwsProviderConfig>,
+    /// `[provider.statefulset]`, required when `kind = "statefulset"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statefulset: Option<StatefulSetProviderConfig>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -87,6 +90,10 @@ pub enum ProviderKind {
     /// The EC2 auto-scaling group this instance belongs to (IMDSv2 for the
     /// identity, the Auto Scaling and EC2 APIs for the group).
     Aws,
+    /// A Kubernetes StatefulSet: the pod's name and namespace from its
+    /// environment, peers by their stable DNS names, the desired size from
+    /// the config or a file (no Kubernetes API).
+    Statefulset,
 }
 
 /// `[provider.aws]`
@@ -120,6 +127,38 @@ pub struct AwsProviderConfig {
     /// hook's own global timeout.
     #[serde(default = "defaults::aws_leave_timeout")]
     pub leave_timeout: ConfigDuration,
+}
+
+/// `[provider.statefulset]`: this pod is `<set>-<ordinal>`; its peers are
+/// `<set>-<i>.<service>.<namespace>.svc.<cluster_domain>` for every
+/// ordinal below the desired size.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatefulSetProviderConfig {
+    /// The headless service that gives the pods their DNS names.
+    pub service: String,
+    /// The desired size (the StatefulSet's `replicas`). Exactly one of
+    /// `replicas` and `replicas_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
+    /// A file holding the desired size, re-read every `refresh_interval`
+    /// (a ConfigMap mounted as a directory: a scale changes it in every
+    /// running pod without a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas_file: Option<PathBuf>,
+    /// The StatefulSet's name; default: the pod's name without its
+    /// `-<ordinal>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<String>,
+    /// The pods' namespace; default: `POD_NAMESPACE`, else the service
+    /// account's namespace file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default = "defaults::cluster_domain")]
+    pub cluster_domain: String,
+    /// How often the desired size is read again.
+    #[serde(default = "defaults::group_refresh")]
+    pub refresh_interval: ConfigDuration,
 }
 
 /// `[provider.static]`
@@ -478,6 +517,9 @@ pub struct LogConfig {
 pub mod defaults {
     use super::*;
 
+    pub fn cluster_domain() -> String {
+        "cluster.local".into()
+    }
     pub fn group_refresh() -> ConfigDuration {
         ConfigDuration::from_secs(5)
     }

@@ -196,6 +196,67 @@ fn valid_instance_id(s: &str) -> bool {
     crate::provider::check_instance_id(s).is_ok()
 }
 
+/// A DNS label (RFC 1123): what Kubernetes names services, namespaces and
+/// StatefulSets with.
+fn dns_label(s: &str) -> bool {
+    valid_name(s)
+}
+
+fn statefulset(ck: &mut Checker, s: &crate::config::StatefulSetProviderConfig) {
+    let label = "1 to 63 lowercase letters, digits and '-', not starting or ending with '-'";
+    if !dns_label(&s.service) {
+        ck.fail(
+            "provider.statefulset.service",
+            format!("{:?} is not a service name; allowed: {label}", s.service),
+        );
+    }
+    if let Some(set) = &s.set {
+        if !dns_label(set) {
+            ck.fail(
+                "provider.statefulset.set",
+                format!("{set:?} is not a StatefulSet name; allowed: {label}"),
+            );
+        }
+    }
+    if let Some(ns) = &s.namespace {
+        if !dns_label(ns) {
+            ck.fail(
+                "provider.statefulset.namespace",
+                format!("{ns:?} is not a namespace; allowed: {label}"),
+            );
+        }
+    }
+    if !s.cluster_domain.split('.').all(dns_label) {
+        ck.fail(
+            "provider.statefulset.cluster_domain",
+            format!(
+                "{:?} is not a DNS domain (labels of {label}, joined by '.')",
+                s.cluster_domain
+            ),
+        );
+    }
+    match (s.replicas, &s.replicas_file) {
+        (Some(_), Some(_)) => ck.fail(
+            "provider.statefulset.replicas",
+            "both `replicas` and `replicas_file` are set; keep one",
+        ),
+        (None, None) => ck.fail(
+            "provider.statefulset.replicas",
+            "the desired size is required: set `replicas`, or `replicas_file` (a file holding it)",
+        ),
+        (Some(0), None) => ck.fail(
+            "provider.statefulset.replicas",
+            "0 is out of range; allowed: 1 or more",
+        ),
+        _ => {}
+    }
+    ck.at_least(
+        "provider.statefulset.refresh_interval",
+        s.refresh_interval,
+        Duration::from_millis(100),
+    );
+}
+
 /// Returns every problem found; empty means the config is usable.
 pub fn validate(c: &Config) -> Vec<Problem> {
     let mut ck = Checker {
@@ -233,6 +294,13 @@ pub fn validate(c: &Config) -> Vec<Problem> {
                 ck.at_least("provider.static.refresh_interval", s.refresh_interval, Duration::from_millis(100));
             }
         },
+        ProviderKind::Statefulset => match &c.provider.statefulset {
+            None => ck.fail(
+                "provider.statefulset",
+                "the table is required when provider.kind = \"statefulset\"; it needs `service` and `replicas` or `replicas_file`",
+            ),
+            Some(s) => statefulset(&mut ck, s),
+        },
         ProviderKind::Aws => {
             if let Some(a) = &c.provider.aws {
                 if let Some(name) = &a.group_name {
@@ -258,6 +326,9 @@ pub fn validate(c: &Config) -> Vec<Problem> {
                 }
             }
         }
+    }
+    if c.provider.kind != ProviderKind::Statefulset && c.provider.statefulset.is_some() {
+        ck.fail("provider.statefulset", "is set but provider.kind is not \"statefulset\"; set provider.kind = \"statefulset\" or remove the table");
     }
     if c.provider.kind != ProviderKind::Aws && c.provider.aws.is_some() {
         ck.fail("provider.aws", "is set but provider.kind is not \"aws\"; set provider.kind = \"aws\" or remove the table");
@@ -1336,6 +1407,69 @@ mod tests {
         assert!(
             err.contains("etcd.client_port") && err.contains("etcd.peer_port"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn the_statefulset_provider_needs_a_service_and_one_desired_size() {
+        let sts = |table: &str| {
+            format!("[cluster]\nname = \"c1\"\n[provider]\nkind = \"statefulset\"\n{table}")
+        };
+        let parse = |text: String| parse_str(&text, Path::new("/x/eco.toml"), Path::new("/x"));
+        let c = parse(sts(
+            "[provider.statefulset]\nservice = \"eco-headless\"\nreplicas_file = \"replicas/replicas\"\n",
+        ))
+        .unwrap();
+        let s = c.provider.statefulset.unwrap();
+        assert_eq!(s.replicas_file.unwrap(), Path::new("/x/replicas/replicas"));
+        assert_eq!(s.cluster_domain, "cluster.local");
+        let table: &[(&str, &[&str])] = &[
+            ("", &["provider.statefulset", "the table is required"]),
+            (
+                "[provider.statefulset]\nservice = \"s\"\n",
+                &["provider.statefulset.replicas", "desired size is required"],
+            ),
+            (
+                "[provider.statefulset]\nservice = \"s\"\nreplicas = 3\nreplicas_file = \"r\"\n",
+                &["both `replicas` and `replicas_file`"],
+            ),
+            (
+                "[provider.statefulset]\nservice = \"s\"\nreplicas = 0\n",
+                &["0 is out of range"],
+            ),
+            (
+                "[provider.statefulset]\nservice = \"Eco_Svc\"\nreplicas = 3\n",
+                &[
+                    "provider.statefulset.service",
+                    "\"Eco_Svc\" is not a service name",
+                ],
+            ),
+            (
+                "[provider.statefulset]\nservice = \"s\"\nreplicas = 3\nnamespace = \"-x\"\ncluster_domain = \"a..b\"\nset = \"S\"\n",
+                &[
+                    "provider.statefulset.namespace",
+                    "provider.statefulset.cluster_domain",
+                    "provider.statefulset.set",
+                ],
+            ),
+            (
+                "[provider.statefulset]\nservice = \"s\"\nreplicas = 3\nreplica = 4\n",
+                &["replica"],
+            ),
+        ];
+        for (table, wants) in table {
+            let err = parse(sts(table))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            for want in *wants {
+                assert!(err.contains(want), "{table:?}: want {want:?} in {err}");
+            }
+        }
+        let mixed = error_of("[provider.statefulset]\nservice = \"s\"\nreplicas = 3\n");
+        assert!(
+            mixed.contains("provider.kind is not \"statefulset\""),
+            "{mixed}"
         );
     }
 

@@ -9,7 +9,7 @@
 use crate::config::Config;
 use crate::pki::provision::{self, CertificateOutcome};
 use crate::provider::Identity;
-use crate::store::{ConditionalCreate, ObjectStore};
+use crate::store::ObjectStore;
 use anyhow::Context;
 use recovery::certificates::{Renewal, check_period_s};
 use std::sync::Arc;
@@ -39,7 +39,7 @@ pub(super) async fn provision(
     config: &Config,
     me: &Identity,
     store: Option<&Arc<dyn ObjectStore>>,
-    conditional_create: Option<ConditionalCreate>,
+    store_refusal: Option<&str>,
 ) -> anyhow::Result<Option<RenewalTask>> {
     let Some(generated) = &config.etcd.tls.generated else {
         return Ok(None);
@@ -47,10 +47,11 @@ pub(super) async fn provision(
     let store = store
         .context("generated TLS keeps the cluster's CA in the snapshot store: set snapshot.store")?
         .clone();
-    anyhow::ensure!(
-        conditional_create != Some(ConditionalCreate::Ignored),
-        "generated TLS needs a store that honours conditional creates (If-None-Match: *): two instances could each make a CA and never trust each other"
-    );
+    if let Some(why) = store_refusal {
+        anyhow::bail!(
+            "generated TLS makes the cluster's one CA by a conditional create in the store, which this store cannot hold ({why}): two instances could each make a CA and never trust each other"
+        );
+    }
     let keys = provision::gossip_keys(config)?;
     let outcomes = provision::ensure_files(config, me, &*store, &keys)
         .await

@@ -61,6 +61,41 @@ async fn addresses<'a>(hosts: impl Iterator<Item = &'a Host>, port: u16) -> Vec<
     out
 }
 
+/// How long a pod waits for its own DNS name to resolve at start (a new
+/// pod's record appears moments after its IP is assigned).
+const OWN_NAME_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The address gossip advertises: the host's IP, or what its name resolves
+/// to — waited for, since advertising the bound `0.0.0.0` would give peers
+/// an address they cannot reach; `None` (the bound address) only for an
+/// IP host's own choice.
+async fn advertised(host: &Host, port: u16) -> anyhow::Result<Option<SocketAddr>> {
+    if let Host::Ip(ip) = host {
+        return Ok(Some(SocketAddr::new(*ip, port)));
+    }
+    let started = tokio::time::Instant::now();
+    let mut logged = false;
+    loop {
+        if let Some(a) = addresses(std::iter::once(host), port)
+            .await
+            .into_iter()
+            .next()
+        {
+            return Ok(Some(a));
+        }
+        anyhow::ensure!(
+            started.elapsed() < OWN_NAME_WAIT,
+            "this instance's own name {host} did not resolve within {}s: gossip cannot advertise an address (is the headless service's publishNotReadyAddresses on?)",
+            OWN_NAME_WAIT.as_secs()
+        );
+        if !logged {
+            tracing::info!(%host, "waiting for this instance's own name to resolve");
+            logged = true;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
 /// Each instance of `group` with the addresses it sends from (a name that
 /// does not resolve now has none until the next refresh).
 async fn peers(group: &Group, port: u16) -> HashMap<String, HashSet<IpAddr>> {
@@ -95,10 +130,7 @@ impl GossipLink {
             .unwrap_or_else(|| SocketAddr::new(ctx.me.bind, port));
         let seeds = addresses(group.instances.iter().map(|i| &i.host), port).await;
         let mut config = GossipConfig::lan(ctx.cluster(), ctx.id(), keys, seeds, unix_ms());
-        config.advertise = addresses(std::iter::once(&ctx.me.host), port)
-            .await
-            .into_iter()
-            .next();
+        config.advertise = advertised(&ctx.me.host, port).await?;
         let (node, events) = Gossip::bind(bind, config, PeerState::default())
             .await
             .context("cannot start gossip (gossip.bind / gossip.port)")?;

@@ -180,8 +180,11 @@ async fn run_as(
         Some(s) => Some(check_store(&**s).await?),
         None => None,
     };
-    let _renewal =
-        certificates::provision(&config, &me, store.as_ref(), conditional_create).await?;
+    let store_refusal = recovery::store_fitness::refusal(recovery::store_fitness::StoreFacts {
+        ignores_conditional_create: conditional_create == Some(ConditionalCreate::Ignored),
+        on_own_volume: store_on_own_volume(&config),
+    });
+    let _renewal = certificates::provision(&config, &me, store.as_ref(), store_refusal).await?;
     check_tls_files(&config.etcd.tls_files())?;
     if let Some(warning) = crate::config::plaintext_warning(&config.etcd) {
         tracing::warn!("{warning}");
@@ -230,9 +233,8 @@ async fn run_as(
         group: Some(group.clone()),
         group_problem: None,
         termination: None,
-        store_problem: (conditional_create == Some(ConditionalCreate::Ignored)).then(|| {
-            "the snapshot store does not honour conditional creates (If-None-Match: *): quorum-loss recovery is off; snapshots are still written".to_string()
-        }),
+        store_problem: store_refusal
+            .map(|why| format!("quorum-loss recovery is off: {why}; snapshots are still written")),
         state: durable.state().cloned(),
         snapshots: None,
         gossip: Vec::new(),
@@ -286,11 +288,11 @@ async fn run_as(
     if let Some(g) = &gossip {
         metrics.watch_gossip(g.node.metrics());
     }
-    let refused_store = conditional_create == Some(ConditionalCreate::Ignored);
-    if refused_store {
+    let refused_store = store_refusal.is_some();
+    if let Some(why) = store_refusal {
         tracing::error!(
             store = %ctx.store.as_ref().map(|s| s.describe()).unwrap_or_default(),
-            "the store does not honour conditional creates (If-None-Match: *): quorum-loss recovery is OFF — two instances could both win a record of truth and reseed twice; snapshots are still written. Use a store that honours them (AWS S3 does)"
+            "quorum-loss recovery is OFF: {why}; snapshots are still written"
         );
     }
     let quorum_loss = match (&gossip, &ctx.store) {
@@ -459,6 +461,28 @@ impl Daemon {
                 _ = group_tick.tick() => self.refresh_group().await,
             }
         }
+    }
+}
+
+/// Whether the snapshot directory is this pod's own volume: under the
+/// StatefulSet provider, a `dir` store on the filesystem that holds the
+/// data directory's parent (the pod's volume claim). A filesystem that
+/// cannot be looked at counts as the pod's own (refusing is the safe
+/// side).
+fn store_on_own_volume(config: &crate::config::Config) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if config.provider.kind != crate::config::ProviderKind::Statefulset
+        || config.snapshot.store != crate::config::SnapshotStoreKind::Dir
+    {
+        return false;
+    }
+    let (Some(dir), Some(volume)) = (config.snapshot.dir.as_ref(), config.etcd.data_dir.parent())
+    else {
+        return true;
+    };
+    match (std::fs::metadata(&dir.path), std::fs::metadata(volume)) {
+        (Ok(store), Ok(data)) => store.dev() == data.dev(),
+        _ => true,
     }
 }
 

@@ -19,15 +19,18 @@
 //! The static provider (`static_file.rs`) reads a file; the AWS provider
 //! (`aws/`) reads an EC2 auto-scaling group through IMDSv2 and the Auto
 //! Scaling and EC2 APIs, and announces the termination lifecycle hook
-//! ([`Provider::termination`]); Kubernetes StatefulSets plug in behind the
-//! same trait.
+//! ([`Provider::termination`]); the StatefulSet provider (`statefulset.rs`)
+//! names a pod's peers by the stable DNS names of every ordinal below the
+//! desired size, from the pod's environment and the config alone.
 
 mod aws;
 mod group;
+mod statefulset;
 mod static_file;
 
 pub use group::{Group, Host, Identity, Instance, check_instance_id};
 pub use recovery::asg::Standing;
+pub use statefulset::{PodEnvironment, parse_replicas};
 pub use static_file::parse_group_file;
 
 use crate::config::{Config, ProviderKind};
@@ -160,6 +163,15 @@ pub async fn from_config(
                 id,
                 s.refresh_interval.get(),
             )?))
+        }
+        ProviderKind::Statefulset => {
+            let s = config.provider.statefulset.as_ref().ok_or_else(|| {
+                ProviderError::NotConfigured(
+                    "provider.statefulset is required for provider.kind = \"statefulset\"".into(),
+                )
+            })?;
+            let env = PodEnvironment::read(instance_id);
+            Ok(Arc::new(statefulset::StatefulSetProvider::open(s, &env)?))
         }
         ProviderKind::Aws => {
             let defaults;

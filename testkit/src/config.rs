@@ -15,7 +15,8 @@ use anyhow::Context;
 use eco::config::{
     ApiConfig, AwsProviderConfig, ClusterConfig, Config, ConfigDuration, DirStoreConfig,
     EtcdConfig, GossipConfig, LogConfig, ProviderConfig, ProviderKind, RecoveryConfig,
-    S3StoreConfig, SnapshotConfig, SnapshotStoreKind, StaticProviderConfig, defaults,
+    S3StoreConfig, SnapshotConfig, SnapshotStoreKind, StatefulSetProviderConfig,
+    StaticProviderConfig, defaults,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -45,6 +46,7 @@ impl ConfigBuilder {
                         refresh_interval: defaults::group_refresh(),
                     }),
                     aws: None,
+                    statefulset: None,
                 },
                 etcd: EtcdConfig::default(),
                 gossip: GossipConfig::default(),
@@ -217,6 +219,31 @@ impl ConfigBuilder {
 
     /// Snapshots and records go to the S3 bucket `bucket` at `endpoint`
     /// (path style, no encryption header).
+    /// The StatefulSet provider: pods of `service`, the desired size read
+    /// from `replicas_file` every `refresh`.
+    pub fn statefulset_provider(
+        mut self,
+        service: &str,
+        replicas_file: impl Into<PathBuf>,
+        refresh: Duration,
+    ) -> Self {
+        self.config.provider = ProviderConfig {
+            kind: ProviderKind::Statefulset,
+            static_group: None,
+            aws: None,
+            statefulset: Some(StatefulSetProviderConfig {
+                service: service.into(),
+                replicas: None,
+                replicas_file: Some(replicas_file.into()),
+                set: None,
+                namespace: None,
+                cluster_domain: defaults::cluster_domain(),
+                refresh_interval: d(refresh),
+            }),
+        };
+        self
+    }
+
     pub fn s3_store(mut self, endpoint: &str, bucket: &str) -> Self {
         let mut s3: S3StoreConfig =
             toml::from_str(&format!("bucket = {bucket:?}")).expect("an S3 table with a bucket");

@@ -22,6 +22,9 @@
 //! - [`pki`]: a throwaway CA and the certificates it signs, as PEM files
 //!   (TLS clusters: [`cluster::Options::tls`]); [`tls_probe`]: the
 //!   certificate a TLS server presents right now;
+//! - [`pods`]: StatefulSet pods run from eco's container image in
+//!   namespaces, the way a runtime would (no container engine or API
+//!   server runs here);
 //! - [`process`]: signals by pid, `PR_SET_PDEATHSIG`, starting `eco run`;
 //! - [`auth`]: etcd's authentication in tests (secret files, JWT keys,
 //!   clients as a user); test clients authenticate through
@@ -53,6 +56,7 @@ pub mod etcd;
 pub mod instance;
 pub mod ledger;
 pub mod pki;
+pub mod pods;
 pub mod process;
 pub mod s3_server;
 pub mod tls_probe;

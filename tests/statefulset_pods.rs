@@ -1,0 +1,368 @@
+//! The StatefulSet provider and the container image, run the way a
+//! Kubernetes node would run them — without Kubernetes: no API server can
+//! be installed on this machine and no container engine runs here, so the
+//! image `make image` builds is unpacked and its entrypoint run as PID 1
+//! in namespaces of its own, one network namespace per pod, pod names
+//! resolved by the C library from each pod's hosts file (the headless
+//! service's records; see `testkit::pods`).
+//!
+//! The image comes from `ECO_TEST_IMAGE` (an OCI layout) and
+//! `ECO_TEST_IMAGE_TAG` when `make test` built it; else this test builds
+//! one from the test's own `eco` with `scripts/build-image.sh`.
+//!
+//! Needs root; skipped with a message otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use testkit::config::ConfigBuilder;
+use testkit::eco_bin;
+use testkit::etcd::{block_on, client};
+use testkit::ledger::{Ledger, lost_writes};
+use testkit::pods::{Image, PodSet};
+use testkit::wait_until;
+
+const KEY: &str = "7a1c9e3b5d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1a3c";
+
+/// The image to run: `(layout, tag)`.
+fn image() -> (PathBuf, String) {
+    if let (Ok(layout), Ok(tag)) = (
+        std::env::var("ECO_TEST_IMAGE"),
+        std::env::var("ECO_TEST_IMAGE_TAG"),
+    ) {
+        return (PathBuf::from(layout), tag);
+    }
+    let root = testkit::workspace_root();
+    let out = root.join("target/image-pods-test");
+    let status = Command::new("bash")
+        .arg(root.join("scripts/build-image.sh"))
+        .arg("--eco")
+        .arg(eco_bin!())
+        .arg("--out")
+        .arg(&out)
+        .arg("--tag")
+        .arg("pods-test")
+        .status()
+        .expect("run scripts/build-image.sh");
+    assert!(status.success(), "scripts/build-image.sh failed");
+    (out.join("eco-oci"), "pods-test".into())
+}
+
+fn skip() -> bool {
+    if let Some(why) = testkit::pods::unavailable() {
+        eprintln!("skipped: {why}");
+        return true;
+    }
+    false
+}
+
+/// Every pod's config: the paths are the pod's (the image's layout and
+/// the chart's mounts).
+fn pod_config() -> ConfigBuilder {
+    ConfigBuilder::new("pods", "unused")
+        .statefulset_provider(
+            "eco-headless",
+            "/etc/eco/replicas/replicas",
+            Duration::from_millis(300),
+        )
+        .data_dir("/var/lib/eco/etcd")
+        .gossip_key_file("/etc/eco/gossip.keys")
+        .dir_store("/var/lib/eco-snapshots")
+        .probe_interval(Duration::from_millis(300))
+        .call_timeout(Duration::from_secs(2))
+        .learner_timeout(Duration::from_secs(60))
+        .unhealthy_member_ttl(Duration::from_secs(10))
+}
+
+/// `(member id, name, is learner, peer URLs)`.
+type Member = (u64, String, bool, Vec<String>);
+
+/// The members as `endpoint` sees them, by name.
+fn members(endpoint: &str) -> Option<Vec<Member>> {
+    block_on(async {
+        let mut c = client(endpoint).await?;
+        let r = tokio::time::timeout(Duration::from_secs(2), c.member_list())
+            .await
+            .ok()?
+            .ok()?;
+        let mut v: Vec<_> = r
+            .members()
+            .iter()
+            .map(|m| {
+                (
+                    m.id(),
+                    m.name().to_string(),
+                    m.is_learner(),
+                    m.peer_urls().to_vec(),
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| a.1.cmp(&b.1));
+        Some(v)
+    })
+}
+
+/// Waits until every running pod answers with exactly the started voters
+/// `names`; returns name → member id.
+fn wait_voters(
+    pods: &PodSet,
+    names: &[&str],
+    limit: Duration,
+) -> std::collections::BTreeMap<String, u64> {
+    let want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let mut last = None;
+    let found = wait_until(limit, || {
+        let mut answer = None;
+        for e in pods.endpoints() {
+            let m = members(&e)?;
+            let voters: Vec<String> = m
+                .iter()
+                .filter(|(_, name, learner, _)| !learner && !name.is_empty())
+                .map(|(_, n, _, _)| n.clone())
+                .collect();
+            last = Some(m.clone());
+            if voters != want || m.len() != want.len() {
+                return None;
+            }
+            answer = Some(m.into_iter().map(|(id, n, _, _)| (n, id)).collect());
+        }
+        answer
+    });
+    found.unwrap_or_else(|| panic!("voters {want:?} not reached; last member list: {last:?}"))
+}
+
+fn write_some(pods: &PodSet, prefix: &str, span: Duration) -> Vec<(String, String)> {
+    let ledger = Ledger::with_prefix(pods.endpoints(), 100_000, prefix);
+    std::thread::sleep(span);
+    let (acked, _failed) = ledger.finish();
+    assert!(!acked.is_empty(), "no write was acknowledged ({prefix})");
+    acked
+}
+
+fn assert_none_lost(pods: &PodSet, ordinal: u32, acked: &[(String, String)]) {
+    let endpoint = pods.endpoint(ordinal).expect("running");
+    let lost = wait_until(Duration::from_secs(20), || {
+        let lost = lost_writes(&endpoint, acked);
+        lost.is_empty().then_some(())
+    });
+    assert!(
+        lost.is_some(),
+        "acknowledged writes missing on {}: {:?}",
+        pods.pod_name(ordinal),
+        lost_writes(&endpoint, acked)
+    );
+}
+
+fn assert_no_zombie(pods: &PodSet, ordinal: u32) {
+    let procs = pods.processes(ordinal);
+    let pid1 = procs.iter().find(|p| p.1 == 1).expect("a PID 1");
+    assert_eq!(pid1.3, "eco", "PID 1 is eco: {procs:?}");
+    let zombies: Vec<_> = procs.iter().filter(|p| p.2 == 'Z').collect();
+    assert!(zombies.is_empty(), "zombies in pod {ordinal}: {zombies:?}");
+}
+
+fn snapshot_names(store: &Path) -> std::collections::BTreeSet<String> {
+    testkit::cluster::snapshot_names(store, "pods")
+        .into_iter()
+        .collect()
+}
+
+fn phase(pods: &PodSet, ordinal: u32) -> Option<String> {
+    pods.status(&eco_bin!(), ordinal)?["phase"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// A three-pod set from the image: DNS-named members, a pod recreated on
+/// a new IP with its volume rejoins with its data, one recreated without
+/// its volume is replaced, a scale to five and back removes the two pods
+/// that are still running, SIGTERM to PID 1 takes the final snapshot and
+/// leaves no zombie, and the whole set stopped and started again resumes.
+#[test]
+fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
+    if skip() {
+        return;
+    }
+    let (layout, tag) = image();
+    let dir = tempfile::tempdir().unwrap();
+    let img = Image::unpack(&layout, &tag, &dir.path().join("image")).unwrap();
+    assert_eq!(img.args, ["/usr/bin/eco", "run"], "the image's entrypoint");
+    assert_ne!(img.uid, 0, "the image runs as a non-root user");
+    let mut pods = PodSet::new(
+        &dir.path().join("set"),
+        201,
+        img,
+        "eco",
+        3,
+        &pod_config(),
+        KEY,
+    )
+    .unwrap();
+    let zones = ["zone-a", "zone-b", "zone-c", "zone-a", "zone-b"];
+    for o in 0..3 {
+        pods.start(o, zones[o as usize]).unwrap();
+    }
+    let first = wait_voters(
+        &pods,
+        &["eco-0", "eco-1", "eco-2"],
+        Duration::from_secs(120),
+    );
+    // etcd was given the pods' DNS names, never their IPs.
+    for (_, name, _, urls) in members(&pods.endpoint(0).unwrap()).unwrap() {
+        let o: u32 = name.trim_start_matches("eco-").parse().unwrap();
+        assert_eq!(urls, [format!("http://{}:2380", pods.dns_name(o))]);
+    }
+    let status = pods.status(&eco_bin!(), 1).expect("status of eco-1");
+    assert_eq!(
+        status["client_url"],
+        format!("http://{}:2379", pods.dns_name(1))
+    );
+    let me = status["group"]["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == "eco-1")
+        .cloned()
+        .unwrap();
+    assert_eq!(me["zone"], "zone-b", "the zone from ECO_ZONE");
+    for o in 0..3 {
+        assert_no_zombie(&pods, o);
+    }
+    let mut acked = write_some(&pods, "formed", Duration::from_secs(2));
+
+    // A pod deleted and recreated with its volume, on a new IP under the
+    // same name: the same member, with its data.
+    let old_ip = pods.ip(1).unwrap();
+    let exit = pods.delete(1, Duration::from_secs(30)).unwrap();
+    assert_eq!(exit, Some(0), "PID 1 exits 0 on SIGTERM");
+    acked.extend(write_some(&pods, "one-down", Duration::from_secs(1)));
+    pods.start(1, "zone-b").unwrap();
+    assert_ne!(pods.ip(1).unwrap(), old_ip, "a new IP");
+    let now = wait_voters(&pods, &["eco-0", "eco-1", "eco-2"], Duration::from_secs(90));
+    assert_eq!(now, first, "rejoined as the same member, not replaced");
+    assert_none_lost(&pods, 1, &acked);
+
+    // A pod recreated without its volume (a new claim) is replaced.
+    pods.delete(2, Duration::from_secs(30)).unwrap();
+    pods.lose_volume(2).unwrap();
+    pods.start(2, "zone-c").unwrap();
+    let now = wait_voters(
+        &pods,
+        &["eco-0", "eco-1", "eco-2"],
+        Duration::from_secs(120),
+    );
+    assert_ne!(
+        now["eco-2"], first["eco-2"],
+        "a new member for a new volume"
+    );
+    assert_eq!(now["eco-0"], first["eco-0"]);
+    acked.extend(write_some(&pods, "replaced", Duration::from_secs(1)));
+    assert_none_lost(&pods, 2, &acked);
+
+    // Scale to five, then back to three while pods 3 and 4 still run:
+    // their ordinals are at or above the desired size, so they leave.
+    pods.set_replicas(5).unwrap();
+    pods.start(3, zones[3]).unwrap();
+    pods.start(4, zones[4]).unwrap();
+    wait_voters(
+        &pods,
+        &["eco-0", "eco-1", "eco-2", "eco-3", "eco-4"],
+        Duration::from_secs(120),
+    );
+    pods.set_replicas(3).unwrap();
+    let removed = wait_until(Duration::from_secs(90), || {
+        let m = members(&pods.endpoint(0)?)?;
+        let names: Vec<&str> = m.iter().map(|(_, n, _, _)| n.as_str()).collect();
+        (names == ["eco-0", "eco-1", "eco-2"]).then_some(())
+    });
+    assert!(removed.is_some(), "eco-3 and eco-4 were not removed");
+    for o in [3, 4] {
+        let leaving = wait_until(Duration::from_secs(30), || {
+            (phase(&pods, o)? == "leaving").then_some(())
+        });
+        assert!(leaving.is_some(), "eco-{o} does not say it is leaving");
+        pods.delete(o, Duration::from_secs(30)).unwrap();
+    }
+    acked.extend(write_some(&pods, "scaled", Duration::from_secs(1)));
+
+    // SIGTERM to the PID 1 of the pod that writes snapshots: the final
+    // snapshot is stored before it exits.
+    let writer = (0..3)
+        .find(|o| {
+            pods.status(&eco_bin!(), *o)
+                .is_some_and(|s| s["snapshots"]["taken"].as_u64().is_some())
+        })
+        .expect("a pod that writes snapshots");
+    for o in 0..3 {
+        assert_no_zombie(&pods, o);
+    }
+    let before = snapshot_names(pods.store_dir());
+    assert_eq!(
+        pods.delete(writer, Duration::from_secs(60)).unwrap(),
+        Some(0)
+    );
+    let after = snapshot_names(pods.store_dir());
+    assert!(
+        after.difference(&before).next().is_some(),
+        "no final snapshot from eco-{writer}: before {before:?}, after {after:?}"
+    );
+    pods.start(writer, zones[writer as usize]).unwrap();
+    wait_voters(&pods, &["eco-0", "eco-1", "eco-2"], Duration::from_secs(90));
+
+    // The whole set stopped, then started again (every pod on a new IP).
+    for o in 0..3 {
+        pods.terminate(o).unwrap();
+    }
+    for o in 0..3 {
+        pods.delete(o, Duration::from_secs(60)).unwrap();
+    }
+    for o in 0..3 {
+        pods.start(o, zones[o as usize]).unwrap();
+    }
+    let resumed = wait_voters(
+        &pods,
+        &["eco-0", "eco-1", "eco-2"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(resumed, now, "the same members resume");
+    acked.extend(write_some(&pods, "resumed", Duration::from_secs(1)));
+    for o in 0..3 {
+        assert_none_lost(&pods, o, &acked);
+    }
+}
+
+/// A snapshot directory on the pod's own volume is refused for quorum-loss
+/// recovery, and eco says why.
+#[test]
+fn a_store_on_the_pods_own_volume_is_refused_for_quorum_loss_recovery() {
+    if skip() {
+        return;
+    }
+    let (layout, tag) = image();
+    let dir = tempfile::tempdir().unwrap();
+    let img = Image::unpack(&layout, &tag, &dir.path().join("image")).unwrap();
+    // The volume itself: the data directory's filesystem.
+    let config = pod_config().dir_store("/var/lib/eco");
+    let mut pods = PodSet::new(&dir.path().join("set"), 202, img, "eco", 1, &config, KEY).unwrap();
+    pods.start(0, "zone-a").unwrap();
+    let problem = wait_until(Duration::from_secs(60), || {
+        pods.status(&eco_bin!(), 0)?["store_problem"]
+            .as_str()
+            .map(str::to_string)
+    })
+    .expect("a store problem in the status");
+    assert!(
+        problem.contains("own volume") && problem.contains("quorum-loss recovery is off"),
+        "{problem}"
+    );
+    // Everything else works: the member runs and is writable.
+    assert!(
+        wait_until(Duration::from_secs(60), || testkit::etcd::write(
+            &pods.endpoint(0)?,
+            "k",
+            "v"
+        )
+        .then_some(()))
+        .is_some()
+    );
+}
