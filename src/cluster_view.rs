@@ -78,15 +78,23 @@ pub struct Seen {
 impl Seen {
     /// Client URL of a healthy member, preferring the leader.
     pub fn healthy_endpoint(&self) -> Option<String> {
-        let (members, _) = self.members.as_ref()?;
+        self.healthy_endpoints().into_iter().next()
+    }
+
+    /// Client URLs of every healthy member (one that knows a leader), the
+    /// leader first, then in member-list order.
+    pub fn healthy_endpoints(&self) -> Vec<String> {
+        let Some((members, _)) = self.members.as_ref() else {
+            return Vec::new();
+        };
         let healthy = |m: &&Member| self.statuses.get(&m.id).is_some_and(|s| s.has_leader());
-        let leader = members
-            .iter()
-            .filter(healthy)
-            .find(|m| self.statuses.get(&m.id).is_some_and(|s| s.is_leader()));
+        let is_leader = |m: &&Member| self.statuses.get(&m.id).is_some_and(|s| s.is_leader());
+        let leader = members.iter().filter(healthy).filter(is_leader);
+        let others = members.iter().filter(healthy).filter(|m| !is_leader(m));
         leader
-            .or_else(|| members.iter().find(healthy))
-            .and_then(|m| self.endpoints.get(&m.id).cloned())
+            .chain(others)
+            .filter_map(|m| self.endpoints.get(&m.id).cloned())
+            .collect()
     }
 
     /// The cluster's highest raft index seen (for the voters record).
@@ -317,5 +325,42 @@ mod tests {
         // A small group is asked whole.
         let three: Vec<String> = candidates[..3].to_vec();
         assert_eq!(pick_candidates(&three, &[], 0), three);
+    }
+
+    #[test]
+    fn healthy_endpoints_are_the_leader_then_every_other_member_that_knows_it() {
+        let member = |id: u64| Member {
+            id,
+            name: format!("m{id}"),
+            peer_urls: Vec::new(),
+            client_urls: Vec::new(),
+            is_learner: false,
+        };
+        let status = |id: u64, leader: u64| MemberStatus {
+            member_id: id,
+            leader,
+            ..Default::default()
+        };
+        let mut seen = Seen {
+            members: Some(((1..=4).map(member).collect(), "x".into())),
+            // 3 leads; 1 and 3 and 4 know it; 2 knows no leader.
+            statuses: [
+                (1, status(1, 3)),
+                (2, status(2, 0)),
+                (3, status(3, 3)),
+                (4, status(4, 3)),
+            ]
+            .into_iter()
+            .collect(),
+            endpoints: (1..=4).map(|i| (i, format!("http://m{i}"))).collect(),
+        };
+        assert_eq!(
+            seen.healthy_endpoints(),
+            ["http://m3", "http://m1", "http://m4"]
+        );
+        assert_eq!(seen.healthy_endpoint().as_deref(), Some("http://m3"));
+        seen.statuses.clear();
+        assert!(seen.healthy_endpoints().is_empty());
+        assert_eq!(seen.healthy_endpoint(), None);
     }
 }

@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use testkit::config::ConfigBuilder;
 use testkit::eco_bin;
 use testkit::etcd::{block_on, client};
@@ -24,8 +24,14 @@ use testkit::wait_until;
 
 const KEY: &str = "7a1c9e3b5d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1a3c";
 
-/// The image to run: `(layout, tag)`.
+/// The image to run: `(layout, tag)`, built at most once per test binary
+/// (the tests run in parallel).
 fn image() -> (PathBuf, String) {
+    static IMAGE: std::sync::OnceLock<(PathBuf, String)> = std::sync::OnceLock::new();
+    IMAGE.get_or_init(build_image).clone()
+}
+
+fn build_image() -> (PathBuf, String) {
     if let (Ok(layout), Ok(tag)) = (
         std::env::var("ECO_TEST_IMAGE"),
         std::env::var("ECO_TEST_IMAGE_TAG"),
@@ -46,6 +52,18 @@ fn image() -> (PathBuf, String) {
         .expect("run scripts/build-image.sh");
     assert!(status.success(), "scripts/build-image.sh failed");
     (out.join("eco-oci"), "pods-test".into())
+}
+
+/// The test's directory, `target/pods-test/<name>`: emptied at the start
+/// and left behind, so a failed run's pod logs (etcd's included) can be
+/// read afterwards.
+fn run_dir(name: &str) -> PathBuf {
+    let dir = testkit::workspace_root()
+        .join("target/pods-test")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the test's directory");
+    dir
 }
 
 fn skip() -> bool {
@@ -167,6 +185,22 @@ fn snapshot_names(store: &Path) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// `(up, times down)` of `target` in `viewer`'s gossip.
+fn gossip_view(pods: &PodSet, viewer: u32, target: &str) -> Option<(bool, u64)> {
+    let status = pods.status(&eco_bin!(), viewer)?;
+    let peer = status["gossip"]
+        .as_array()?
+        .iter()
+        .find(|p| p["instance_id"] == target)?
+        .clone();
+    Some((peer["up"].as_bool()?, peer["times_down"].as_u64()?))
+}
+
+/// Prints how long a step took (for docs/benchmarks.md; not asserted).
+fn took(what: &str, since: Instant) {
+    eprintln!("pods: {what} in {:.1} s", since.elapsed().as_secs_f64());
+}
+
 fn phase(pods: &PodSet, ordinal: u32) -> Option<String> {
     pods.status(&eco_bin!(), ordinal)?["phase"]
         .as_str()
@@ -184,21 +218,13 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
         return;
     }
     let (layout, tag) = image();
-    let dir = tempfile::tempdir().unwrap();
-    let img = Image::unpack(&layout, &tag, &dir.path().join("image")).unwrap();
+    let dir = run_dir("lifecycle");
+    let img = Image::unpack(&layout, &tag, &dir.join("image")).unwrap();
     assert_eq!(img.args, ["/usr/bin/eco", "run"], "the image's entrypoint");
     assert_ne!(img.uid, 0, "the image runs as a non-root user");
-    let mut pods = PodSet::new(
-        &dir.path().join("set"),
-        201,
-        img,
-        "eco",
-        3,
-        &pod_config(),
-        KEY,
-    )
-    .unwrap();
+    let mut pods = PodSet::new(&dir.join("set"), 201, img, "eco", 3, &pod_config(), KEY).unwrap();
     let zones = ["zone-a", "zone-b", "zone-c", "zone-a", "zone-b"];
+    let t = Instant::now();
     for o in 0..3 {
         pods.start(o, zones[o as usize]).unwrap();
     }
@@ -207,6 +233,7 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
         &["eco-0", "eco-1", "eco-2"],
         Duration::from_secs(120),
     );
+    took("formed, 3 voters", t);
     // etcd was given the pods' DNS names, never their IPs.
     for (_, name, _, urls) in members(&pods.endpoint(0).unwrap()).unwrap() {
         let o: u32 = name.trim_start_matches("eco-").parse().unwrap();
@@ -236,21 +263,64 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
     let exit = pods.delete(1, Duration::from_secs(30)).unwrap();
     assert_eq!(exit, Some(0), "PID 1 exits 0 on SIGTERM");
     acked.extend(write_some(&pods, "one-down", Duration::from_secs(1)));
+    let t = Instant::now();
     pods.start(1, "zone-b").unwrap();
     assert_ne!(pods.ip(1).unwrap(), old_ip, "a new IP");
     let now = wait_voters(&pods, &["eco-0", "eco-1", "eco-2"], Duration::from_secs(90));
+    took("recreated on a new IP with its volume, a voter again", t);
     assert_eq!(now, first, "rejoined as the same member, not replaced");
     assert_none_lost(&pods, 1, &acked);
+    // Gossip follows the new address without flapping: each other pod saw
+    // eco-1 go down at most once (its pod was deleted: a pod that heard of
+    // the new address before it noticed the old one gone sees no down at
+    // all), and once the old address's identity is surely declared dead
+    // (suspicion takes 1.5 s after failed probes) nothing changes.
+    // (A status call may fail on a loaded machine: a view is read until
+    // every pod answers, never compared with a missing answer.)
+    let views = |pods: &PodSet| -> Vec<Option<(bool, u64)>> {
+        [0, 2]
+            .iter()
+            .map(|o| gossip_view(pods, *o, "eco-1"))
+            .collect()
+    };
+    let answered = |pods: &PodSet| {
+        wait_until(Duration::from_secs(30), || {
+            let v = views(pods);
+            v.iter().all(|x| x.is_some()).then_some(v)
+        })
+        .expect("every pod's status")
+    };
+    wait_until(Duration::from_secs(30), || {
+        let v = answered(&pods);
+        v.iter().all(|x| x.is_some_and(|(up, _)| up)).then_some(v)
+    })
+    .expect("eco-1 up in every other pod's gossip");
+    std::thread::sleep(Duration::from_secs(8));
+    let settled = answered(&pods);
+    for view in &settled {
+        assert!(
+            view.is_some_and(|(up, down)| up && down <= 1),
+            "eco-1 flapped (views of eco-0 and eco-2: (up, times down)): {settled:?}"
+        );
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        answered(&pods),
+        settled,
+        "eco-1's gossip standing changed (views of eco-0 and eco-2: (up, times down))"
+    );
 
     // A pod recreated without its volume (a new claim) is replaced.
     pods.delete(2, Duration::from_secs(30)).unwrap();
     pods.lose_volume(2).unwrap();
+    let t = Instant::now();
     pods.start(2, "zone-c").unwrap();
     let now = wait_voters(
         &pods,
         &["eco-0", "eco-1", "eco-2"],
         Duration::from_secs(120),
     );
+    took("recreated without its volume, replaced (a voter)", t);
     assert_ne!(
         now["eco-2"], first["eco-2"],
         "a new member for a new volume"
@@ -261,6 +331,7 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
 
     // Scale to five, then back to three while pods 3 and 4 still run:
     // their ordinals are at or above the desired size, so they leave.
+    let t = Instant::now();
     pods.set_replicas(5).unwrap();
     pods.start(3, zones[3]).unwrap();
     pods.start(4, zones[4]).unwrap();
@@ -269,6 +340,8 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
         &["eco-0", "eco-1", "eco-2", "eco-3", "eco-4"],
         Duration::from_secs(120),
     );
+    took("3 -> 5 voters", t);
+    let t = Instant::now();
     pods.set_replicas(3).unwrap();
     let removed = wait_until(Duration::from_secs(90), || {
         let m = members(&pods.endpoint(0)?)?;
@@ -276,6 +349,7 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
         (names == ["eco-0", "eco-1", "eco-2"]).then_some(())
     });
     assert!(removed.is_some(), "eco-3 and eco-4 were not removed");
+    took("5 -> 3 members, pods 3 and 4 still running", t);
     for o in [3, 4] {
         let leaving = wait_until(Duration::from_secs(30), || {
             (phase(&pods, o)? == "leaving").then_some(())
@@ -316,6 +390,7 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
     for o in 0..3 {
         pods.delete(o, Duration::from_secs(60)).unwrap();
     }
+    let t = Instant::now();
     for o in 0..3 {
         pods.start(o, zones[o as usize]).unwrap();
     }
@@ -324,6 +399,7 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
         &["eco-0", "eco-1", "eco-2"],
         Duration::from_secs(120),
     );
+    took("the whole set restarted on new IPs, 3 voters again", t);
     assert_eq!(resumed, now, "the same members resume");
     acked.extend(write_some(&pods, "resumed", Duration::from_secs(1)));
     for o in 0..3 {
@@ -339,11 +415,11 @@ fn a_store_on_the_pods_own_volume_is_refused_for_quorum_loss_recovery() {
         return;
     }
     let (layout, tag) = image();
-    let dir = tempfile::tempdir().unwrap();
-    let img = Image::unpack(&layout, &tag, &dir.path().join("image")).unwrap();
+    let dir = run_dir("own-volume");
+    let img = Image::unpack(&layout, &tag, &dir.join("image")).unwrap();
     // The volume itself: the data directory's filesystem.
     let config = pod_config().dir_store("/var/lib/eco");
-    let mut pods = PodSet::new(&dir.path().join("set"), 202, img, "eco", 1, &config, KEY).unwrap();
+    let mut pods = PodSet::new(&dir.join("set"), 202, img, "eco", 1, &config, KEY).unwrap();
     pods.start(0, "zone-a").unwrap();
     let problem = wait_until(Duration::from_secs(60), || {
         pods.status(&eco_bin!(), 0)?["store_problem"]

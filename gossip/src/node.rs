@@ -342,6 +342,11 @@ struct Node<T: Transport> {
     liveness: HashMap<String, (Liveness, Instant)>,
     /// Instance id → how many times it went down (`PeerView::times_down`).
     times_down: HashMap<String, u64>,
+    /// Instance id → the address of its identity that last came up (or
+    /// was renamed): where addressed messages go. Not taken from SWIM's
+    /// sends: foca keeps probing an instance's old identity (the address
+    /// a restarted pod no longer has) until it is declared down, and a
+    /// message must go to the new one meanwhile.
     addresses: HashMap<String, SocketAddr>,
     events: mpsc::UnboundedSender<Event>,
     view: watch::Sender<HashMap<String, PeerView>>,
@@ -652,7 +657,6 @@ impl<T: Transport> Node<T> {
     /// into events, and publishes the view.
     async fn flush(&mut self) {
         while let Some((to, data)) = self.runtime.to_send() {
-            self.addresses.insert(to.instance.clone(), to.addr);
             self.send_datagram(to.addr, &Frame::Swim(data.to_vec()))
                 .await;
         }

@@ -1,6 +1,8 @@
 //! N gossip nodes on turmoil. Each host runs a real `gossip::Gossip` and
 //! mirrors what it sees into a shared board the driver reads between
-//! simulation steps; the driver can also ask a host to change its phase.
+//! simulation steps; the driver can also ask a host to change its phase,
+//! to send an addressed message, and start an instance on a new host (a
+//! pod rescheduled under its name with a new IP: [`move_instance`]).
 
 use crate::sim_transport::SimSocket;
 use gossip::{Gossip, GossipConfig, GossipMetrics, Keyring, Liveness, PeerState};
@@ -12,8 +14,11 @@ use std::time::Duration;
 pub const PORT: u16 = 7946;
 const KEY: [u8; 32] = [0x5a; 32];
 
-/// What one host sees: instance id → (up, phase).
+/// What one instance sees: instance id → (up, phase).
 pub type Seen = HashMap<String, (bool, String)>;
+
+/// What the driver asks an instance to send: (to, bytes).
+pub type Outgoing = Vec<(String, Vec<u8>)>;
 
 #[derive(Default)]
 pub struct Board {
@@ -22,6 +27,13 @@ pub struct Board {
     /// Phase each host should publish (changed by the driver).
     pub wanted_phase: HashMap<String, String>,
     pub boots: HashMap<String, u64>,
+    /// What each instance saw: instance id → how many times it saw it go
+    /// down.
+    pub times_down: HashMap<String, HashMap<String, u64>>,
+    /// Addressed messages each instance should send (taken once sent).
+    pub outbox: HashMap<String, Outgoing>,
+    /// Addressed messages each instance received: (from, bytes).
+    pub inbox: HashMap<String, Vec<(String, Vec<u8>)>>,
 }
 
 pub type Shared = Arc<Mutex<Board>>;
@@ -44,16 +56,44 @@ pub fn build<'a>(n: usize, seed: u64, loss: f64, probe: Duration) -> (turmoil::S
     for i in 0..n {
         let id = name(i);
         let board = board.clone();
-        sim.host(id.clone(), move || {
-            host(id.clone(), n, seed, probe, board.clone())
+        let host_name = id.clone();
+        sim.host(host_name, move || {
+            host(id.clone(), id.clone(), n, seed, probe, board.clone())
         });
     }
     (sim, board)
 }
 
-async fn host(id: String, n: usize, seed: u64, probe: Duration, board: Shared) -> turmoil::Result {
+/// Starts instance `instance` again on a new host `on` (its own address):
+/// the old host should be crashed first. The other instances' seeds stay
+/// the first hosts' addresses; the new host announces itself to them.
+pub fn move_instance(
+    sim: &mut turmoil::Sim,
+    board: &Shared,
+    instance: &str,
+    on: &str,
+    n: usize,
+    seed: u64,
+    probe: Duration,
+) {
+    let (instance, on) = (instance.to_string(), on.to_string());
+    let board = board.clone();
+    let host_name = on.clone();
+    sim.host(host_name, move || {
+        host(on.clone(), instance.clone(), n, seed, probe, board.clone())
+    });
+}
+
+async fn host(
+    on: String,
+    id: String,
+    n: usize,
+    seed: u64,
+    probe: Duration,
+    board: Shared,
+) -> turmoil::Result {
     let socket = turmoil::net::UdpSocket::bind((std::net::Ipv4Addr::UNSPECIFIED, PORT)).await?;
-    let advertise = SocketAddr::new(turmoil::lookup(id.as_str()), PORT);
+    let advertise = SocketAddr::new(turmoil::lookup(on.as_str()), PORT);
     let seeds: Vec<SocketAddr> = (0..n)
         .map(|i| SocketAddr::new(turmoil::lookup(name(i)), PORT))
         .collect();
@@ -75,7 +115,7 @@ async fn host(id: String, n: usize, seed: u64, probe: Duration, board: Shared) -
                 .unwrap_or_else(|| "up".into())
         })
         .unwrap_or_default();
-    let (g, _events) = Gossip::start(
+    let (g, mut events) = Gossip::start(
         SimSocket(socket),
         config,
         PeerState {
@@ -92,11 +132,24 @@ async fn host(id: String, n: usize, seed: u64, probe: Duration, board: Shared) -
         tokio::time::sleep(Duration::from_millis(50)).await;
         let view = g.view();
         let Ok(mut b) = board.lock() else { continue };
+        let down: HashMap<String, u64> = view
+            .iter()
+            .map(|(k, v)| (k.clone(), v.times_down))
+            .collect();
+        b.times_down.insert(id.clone(), down);
         let seen: Seen = view
             .into_iter()
             .map(|(k, v)| (k, (v.liveness == Liveness::Up, v.state.phase)))
             .collect();
         b.seen.insert(id.clone(), seen);
+        while let Ok(event) = events.try_recv() {
+            if let gossip::Event::Message { from, bytes } = event {
+                b.inbox.entry(id.clone()).or_default().push((from, bytes));
+            }
+        }
+        for (to, bytes) in b.outbox.remove(&id).unwrap_or_default() {
+            let _ = g.send(&to, bytes);
+        }
         if let Some(want) = b.wanted_phase.get(&id).cloned() {
             if want != published {
                 let _ = g.set_state(PeerState {

@@ -1,6 +1,8 @@
 //! The real gossip crate on turmoil: partitions heal, loss is tolerated, a
 //! crashed node is seen down and, restarted with a new boot, up with its new
-//! state. All in simulated time, deterministic per seed.
+//! state; an instance restarted on a new address (a pod rescheduled under
+//! its name) is followed without ever being seen down. All in simulated
+//! time, deterministic per seed.
 
 use simulations::gossip_sim::{self, converged, name, step_until};
 use std::time::Duration;
@@ -126,6 +128,70 @@ fn crash_and_restart_with_a_new_boot() {
         board.lock().unwrap().boots["n2"] > first_boot,
         "a new boot id"
     );
+}
+
+#[test]
+fn an_instance_on_a_new_address_is_followed_without_flapping() {
+    for seed in [1u64, 2, 3, 4, 5] {
+        let (mut sim, board) = gossip_sim::build(5, seed, 0.0, PROBE);
+        let all = names(&[0, 1, 2, 3, 4]);
+        step_until(&mut sim, Duration::from_secs(30), || {
+            converged(&board, &all, &[], up)
+        })
+        .expect("converge");
+        // The pod of n2 is replaced at once by one on another address.
+        sim.crash("n2");
+        gossip_sim::move_instance(&mut sim, &board, "n2", "n2-moved", 5, seed, PROBE);
+        step_until(&mut sim, Duration::from_secs(30), || {
+            converged(&board, &all, &[], up)
+        })
+        .expect("n2 up at its new address everywhere");
+        // Addressed messages reach it at its new address every time, while
+        // the old address's identity is still probed (until it is declared
+        // dead, some seconds later): one every 100 ms for 3 s.
+        for i in 0..30u8 {
+            board
+                .lock()
+                .unwrap()
+                .outbox
+                .entry(name(0))
+                .or_default()
+                .push((name(2), vec![i]));
+            step_until(&mut sim, Duration::from_millis(100), || false);
+        }
+        step_until(&mut sim, Duration::from_secs(1), || false);
+        let got: Vec<u8> = board
+            .lock()
+            .unwrap()
+            .inbox
+            .get("n2")
+            .map_or(Vec::new(), |m| {
+                m.iter()
+                    .filter(|(from, _)| from == "n0")
+                    .flat_map(|(_, b)| b.clone())
+                    .collect()
+            });
+        assert_eq!(
+            got,
+            (0..30).collect::<Vec<u8>>(),
+            "seed {seed}: every message reached n2's new address"
+        );
+        // Long after the old identity is declared dead: nobody ever saw
+        // n2 down, and it stays up.
+        step_until(&mut sim, Duration::from_secs(20), || false);
+        assert!(
+            converged(&board, &all, &[], up),
+            "seed {seed}: still converged"
+        );
+        let b = board.lock().unwrap();
+        for observer in ["n0", "n1", "n3", "n4"] {
+            assert_eq!(
+                b.times_down[observer].get("n2").copied().unwrap_or(0),
+                0,
+                "seed {seed}: {observer} saw n2 go down"
+            );
+        }
+    }
 }
 
 #[test]

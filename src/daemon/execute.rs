@@ -64,21 +64,58 @@ impl Daemon {
                 Ok(())
             }
             Action::RemoveMember { member_id, name } => {
-                let endpoint = seen
-                    .healthy_endpoint()
+                let endpoints = seen.healthy_endpoints();
+                let endpoint = endpoints
+                    .first()
                     .context("no healthy member to remove the member through")?;
-                self.snapshot_before(&endpoint, &format!("removing member {name}"))
+                self.snapshot_before(endpoint, &format!("removing member {name}"))
                     .await;
-                let mut client = self.ctx.access.connect(&endpoint).await?;
-                match members::remove(&mut client, *member_id, self.ctx.access.call_timeout()).await
-                {
-                    Ok(()) | Err(MembershipError::NotFound(_)) => {}
-                    Err(e) => return Err(e.into()),
-                }
+                let timeout = self.ctx.access.call_timeout();
+                let removed = self
+                    .through_each(&endpoints, async |client| {
+                        match members::remove(client, *member_id, timeout).await {
+                            Ok(()) | Err(MembershipError::NotFound(_)) => Ok(()),
+                            Err(e) => Err(e),
+                        }
+                    })
+                    .await;
+                removed?;
                 tracing::warn!(member_id = format!("{member_id:x}"), %name, "removed a member");
                 Ok(())
             }
         }
+    }
+
+    /// Asks `endpoints` in turn to make a membership change until one does
+    /// it. etcd judges whether a change is safe on the member that receives
+    /// it (`--strict-reconfig-check`: that member's own connections to every
+    /// voter, over the last 5 s), and a member can keep a peer marked
+    /// inactive long after its connections came back (seen when a pod's
+    /// address changed: a late failed dial to the old address after the
+    /// streams reconnected to the new one). Only that refusal moves on to
+    /// the next member: it comes before anything is proposed, so the change
+    /// cannot happen twice; every other error ends here. The last refusal
+    /// is the answer when every member refuses.
+    async fn through_each<T>(
+        &self,
+        endpoints: &[String],
+        mut change: impl AsyncFnMut(&mut etcd_client::Client) -> Result<T, MembershipError>,
+    ) -> anyhow::Result<T> {
+        let mut refused = None;
+        for endpoint in endpoints {
+            let mut client = self.ctx.access.connect(endpoint).await?;
+            match change(&mut client).await {
+                Ok(done) => return Ok(done),
+                Err(e @ MembershipError::Unsafe(_)) => {
+                    tracing::debug!(%endpoint, error = %e, "refused by this member; asking the next");
+                    refused = Some(e);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(refused
+            .map(anyhow::Error::from)
+            .unwrap_or_else(|| anyhow::anyhow!("no healthy member to change membership through")))
     }
 
     /// Adds this instance as a learner and starts etcd with the member list
@@ -94,14 +131,19 @@ impl Daemon {
             tracing::info!("this instance left the group; not joining");
             return Ok(());
         }
-        let endpoint = seen
-            .healthy_endpoint()
-            .context("no healthy member to add this instance through")?;
+        let endpoints = seen.healthy_endpoints();
+        anyhow::ensure!(
+            !endpoints.is_empty(),
+            "no healthy member to add this instance through"
+        );
         // Know the cluster's identity before changing membership.
         let (incarnation, token) = self.cluster_identity().await?;
-        let mut client = self.ctx.access.connect(&endpoint).await?;
-        let (added, list) =
-            members::add_learner(&mut client, peer_url, self.ctx.access.call_timeout()).await?;
+        let timeout = self.ctx.access.call_timeout();
+        let (added, list) = self
+            .through_each(&endpoints, async |client| {
+                members::add_learner(client, peer_url, timeout).await
+            })
+            .await?;
         let voters = list
             .iter()
             .filter(|m| !m.is_learner && !m.name.is_empty())

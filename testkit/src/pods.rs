@@ -38,6 +38,7 @@
 //! tracked by pid and killed by pid; [`Drop`] kills the pods, removes the
 //! namespaces and the bridge, and unmounts the shared tmpfs.
 
+use crate::cluster::netns::ip;
 use crate::config::ConfigBuilder;
 use anyhow::Context;
 use std::collections::BTreeMap;
@@ -121,15 +122,15 @@ fn run(cmd: &mut Command) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn ip(args: &[&str]) -> anyhow::Result<()> {
-    run(Command::new("ip").args(args)).map(|_| ())
-}
-
 /// One running (or deleted) pod.
 struct Pod {
     netns: String,
     veth: String,
     ip: String,
+    /// Whether its DNS record is published: from when it has an IP (before
+    /// its container starts, as with `publishNotReadyAddresses`) until it
+    /// is deleted.
+    dns: bool,
     /// The outer `unshare` (PID 1 is its only child); `None` once deleted.
     process: Option<Child>,
 }
@@ -260,7 +261,7 @@ impl PodSet {
     fn publish_dns(&self) -> anyhow::Result<()> {
         let mut text = String::from("127.0.0.1 localhost\n");
         for (o, p) in &self.pods {
-            if p.process.is_some() {
+            if p.dns {
                 text.push_str(&format!(
                     "{} {} {}\n",
                     p.ip,
@@ -292,22 +293,7 @@ impl PodSet {
         let veth = format!("ecopod{net}v{host}");
         let address = format!("10.{net}.0.{host}");
         let _ = ip(&["netns", "del", &netns]);
-        ip(&["netns", "add", &netns])?;
-        ip(&[
-            "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &netns,
-        ])?;
-        ip(&["link", "set", &veth, "master", &self.bridge(), "up"])?;
-        ip(&[
-            "-n",
-            &netns,
-            "addr",
-            "add",
-            &format!("{address}/24"),
-            "dev",
-            "eth0",
-        ])?;
-        ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
-        ip(&["-n", &netns, "link", "set", "lo", "up"])?;
+        crate::cluster::netns::add_host(&netns, &veth, &self.bridge(), &address)?;
 
         let volume = self.volume(ordinal);
         if !volume.exists() {
@@ -329,9 +315,11 @@ impl PodSet {
                 netns: netns.clone(),
                 veth,
                 ip: address,
+                dns: true,
                 process: None,
             },
         );
+        self.publish_dns()?;
 
         let q = |p: &Path| format!("'{}'", p.display());
         let i = &self.image;
@@ -392,7 +380,6 @@ impl PodSet {
         if let Some(p) = self.pods.get_mut(&ordinal) {
             p.process = Some(child);
         }
-        self.publish_dns()?;
         Ok(())
     }
 
@@ -484,6 +471,7 @@ impl PodSet {
     pub fn delete(&mut self, ordinal: u32, grace: Duration) -> anyhow::Result<Option<i32>> {
         let _ = self.terminate(ordinal);
         let pod = self.pods.get_mut(&ordinal).context("no such pod")?;
+        pod.dns = false;
         let mut status = None;
         if let Some(mut child) = pod.process.take() {
             let until = Instant::now() + grace;
@@ -540,29 +528,12 @@ impl PodSet {
     }
 
     fn remove_network(&self) {
-        if let Ok(out) = Command::new("ip").args(["netns", "list"]).output() {
-            let prefix = format!("ecopod{}-", self.net);
-            for line in String::from_utf8_lossy(&out.stdout).lines() {
-                if let Some(n) = line
-                    .split_whitespace()
-                    .next()
-                    .filter(|n| n.starts_with(&prefix))
-                {
-                    let _ = ip(&["netns", "del", n]);
-                }
-            }
-        }
-        if let Ok(out) = Command::new("ip").args(["-br", "link"]).output() {
-            let prefix = format!("ecopod{}v", self.net);
-            for line in String::from_utf8_lossy(&out.stdout).lines() {
-                let name = line.split_whitespace().next().unwrap_or_default();
-                let name = name.split('@').next().unwrap_or_default();
-                if name.starts_with(&prefix) {
-                    let _ = ip(&["link", "del", name]);
-                }
-            }
-        }
-        let _ = ip(&["link", "del", &self.bridge()]);
+        let net = self.net;
+        crate::cluster::netns::remove_network(
+            &format!("ecopod{net}-"),
+            &format!("ecopod{net}v"),
+            &self.bridge(),
+        );
     }
 }
 

@@ -14,7 +14,7 @@
 use anyhow::Context;
 use std::process::{Command, Stdio};
 
-fn ip(args: &[&str]) -> anyhow::Result<()> {
+pub(crate) fn ip(args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new("ip").args(args).output().context("run ip")?;
     anyhow::ensure!(
         out.status.success(),
@@ -81,25 +81,36 @@ pub(super) fn add_bridge(net: u8) -> anyhow::Result<()> {
 /// The namespace of instance `n` of block `net`: its name and address.
 pub(super) fn add_namespace(net: u8, n: usize) -> anyhow::Result<(String, String)> {
     let ns = format!("ecoch{net}-{n}");
-    let veth = format!("ecoch{net}v{n}");
-    ip(&["netns", "add", &ns])?;
-    ip(&[
-        "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns,
-    ])?;
-    ip(&["link", "set", &veth, "master", &format!("ecoch{net}"), "up"])?;
     let address = format!("10.{net}.0.{n}");
+    add_host(
+        &ns,
+        &format!("ecoch{net}v{n}"),
+        &format!("ecoch{net}"),
+        &address,
+    )?;
+    Ok((ns, address))
+}
+
+/// A network namespace `ns` whose `eth0` has `address`/24, its peer
+/// `veth` in the root namespace on `bridge`, both up, and `lo` up.
+pub(crate) fn add_host(ns: &str, veth: &str, bridge: &str, address: &str) -> anyhow::Result<()> {
+    ip(&["netns", "add", ns])?;
+    ip(&[
+        "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns,
+    ])?;
+    ip(&["link", "set", veth, "master", bridge, "up"])?;
     ip(&[
         "-n",
-        &ns,
+        ns,
         "addr",
         "add",
         &format!("{address}/24"),
         "dev",
         "eth0",
     ])?;
-    ip(&["-n", &ns, "link", "set", "eth0", "up"])?;
-    ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-    Ok((ns, address))
+    ip(&["-n", ns, "link", "set", "eth0", "up"])?;
+    ip(&["-n", ns, "link", "set", "lo", "up"])?;
+    Ok(())
 }
 
 /// Drops every frame between an address of `a` and one of `b`, both
@@ -163,30 +174,37 @@ pub fn remove_all_namespaces() {
 /// of an interrupted run included).
 pub(super) fn remove_namespaces(net: u8) {
     heal(net);
+    remove_network(
+        &format!("ecoch{net}-"),
+        &format!("ecoch{net}v"),
+        &format!("ecoch{net}"),
+    );
+}
+
+/// Removes every namespace named `netns_prefix…`, every root-namespace
+/// link named `veth_prefix…` (a namespace the kernel has not torn down
+/// yet would otherwise keep its veth pair) and the bridge `bridge`; what
+/// is not there is skipped.
+pub(crate) fn remove_network(netns_prefix: &str, veth_prefix: &str, bridge: &str) {
     if let Ok(out) = Command::new("ip").args(["netns", "list"]).output() {
-        let prefix = format!("ecoch{net}-");
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             if let Some(name) = line
                 .split_whitespace()
                 .next()
-                .filter(|n| n.starts_with(&prefix))
+                .filter(|n| n.starts_with(netns_prefix))
             {
                 let _ = ip(&["netns", "del", name]);
             }
         }
     }
-    // The namespaces' veth ends in the root namespace (deleting one end
-    // deletes the pair; a namespace the kernel has not torn down yet would
-    // otherwise keep them).
     if let Ok(out) = Command::new("ip").args(["-br", "link"]).output() {
-        let prefix = format!("ecoch{net}v");
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let name = line.split_whitespace().next().unwrap_or_default();
             let name = name.split('@').next().unwrap_or_default();
-            if name.starts_with(&prefix) {
+            if name.starts_with(veth_prefix) {
                 let _ = ip(&["link", "del", name]);
             }
         }
     }
-    let _ = ip(&["link", "del", &format!("ecoch{net}")]);
+    let _ = ip(&["link", "del", bridge]);
 }
