@@ -255,6 +255,36 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
     for o in 0..3 {
         assert_no_zombie(&pods, o);
     }
+    // What NOTES.txt tells a user to run, with `kubectl exec`.
+    let (code, out, err) = pods
+        .exec(0, &["eco", "status", "--config", "/etc/eco/eco.toml"])
+        .unwrap();
+    assert_eq!(code, 0, "eco status in the pod: {out}{err}");
+    assert!(out.contains("eco-0") && out.contains("running"), "{out}");
+    let (code, out, err) = pods
+        .exec(
+            1,
+            &[
+                "etcdctl",
+                "--endpoints",
+                &format!("http://{}:2379", pods.dns_name(2)),
+                "endpoint",
+                "health",
+            ],
+        )
+        .unwrap();
+    assert_eq!(code, 0, "etcdctl in the pod, by the DNS name: {out}{err}");
+    // (the first snapshot is taken moments after formation)
+    let listed = wait_until(Duration::from_secs(20), || {
+        let (code, out, _) = pods
+            .exec(
+                2,
+                &["eco", "snapshot", "list", "--config", "/etc/eco/eco.toml"],
+            )
+            .ok()?;
+        (code == 0 && out.contains(".db")).then_some(())
+    });
+    assert!(listed.is_some(), "eco snapshot list in the pod");
     let mut acked = write_some(&pods, "formed", Duration::from_secs(2));
 
     // A pod deleted and recreated with its volume, on a new IP under the

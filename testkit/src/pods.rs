@@ -34,7 +34,14 @@
 //!   removes the pod's namespace and DNS record; its volume stays unless
 //!   [`PodSet::lose_volume`] replaces it with an empty one (a new claim).
 //!
-//! Needs root, `ip`, `unshare`, `mount` and `umoci`. Every process is
+//! A pod is killed through its PID 1 (the whole PID namespace goes with
+//! it); pods of an earlier run in the same directory that was killed before
+//! it could clean up are killed when a set is made there again.
+//!
+//! [`PodSet::exec`] runs a command in a pod as `kubectl exec` does
+//! (`nsenter` into its namespaces and root, as the image's user).
+//!
+//! Needs root, `ip`, `unshare`, `nsenter`, `mount` and `umoci`. Every process is
 //! tracked by pid and killed by pid; [`Drop`] kills the pods, removes the
 //! namespaces and the bridge, and unmounts the shared tmpfs.
 
@@ -164,6 +171,7 @@ impl PodSet {
         gossip_key: &str,
     ) -> anyhow::Result<Self> {
         let dir = std::path::absolute(dir)?;
+        kill_leftovers(&dir);
         std::fs::create_dir_all(&dir)?;
         let s = PodSet {
             net,
@@ -340,7 +348,7 @@ impl PodSet {
              mount -t tmpfs -o mode=0755,size=1m,nosuid,noexec tmpfs \"$R/dev\"\n\
              for d in null zero full random urandom tty; do touch \"$R/dev/$d\"; mount --bind \"/dev/$d\" \"$R/dev/$d\"; done\n\
              ln -s /proc/self/fd \"$R/dev/fd\"\n\
-             exec /usr/bin/unshare --pid --fork --kill-child --mount-proc --root=\"$R\" --wd={cwd} --setgid {gid} --setuid {uid} -- \"$@\"\n",
+             exec /usr/bin/unshare --pid --fork --mount-proc --root=\"$R\" --wd={cwd} --setgid {gid} --setuid {uid} -- \"$@\"\n",
             root = q(&root),
             rootfs = q(&i.rootfs),
             volume = q(&volume),
@@ -458,6 +466,36 @@ impl PodSet {
         out
     }
 
+    /// Runs `args` in the running pod the way `kubectl exec` does: in its
+    /// network, mount, UTS and PID namespaces, at its root and working
+    /// directory, as the image's user, with the image's environment and the
+    /// pod's; returns (exit code, stdout, stderr).
+    pub fn exec(&self, ordinal: u32, args: &[&str]) -> anyhow::Result<(i32, String, String)> {
+        let pid = self.pid1(ordinal).context("the pod has no PID 1")?;
+        let name = self.pod_name(ordinal);
+        let i = &self.image;
+        let out = Command::new("/usr/bin/nsenter")
+            .arg(format!("--target={pid}"))
+            .args(["--net", "--mount", "--uts", "--pid", "--root", "--wd"])
+            .arg(format!("--setuid={}", i.uid))
+            .arg(format!("--setgid={}", i.gid))
+            .arg("--")
+            .args(args)
+            .env_clear()
+            .envs(i.env.iter().map(|(k, v)| (k, v)))
+            .env("HOSTNAME", &name)
+            .env("POD_NAME", &name)
+            .env("POD_NAMESPACE", &self.namespace)
+            .stdin(Stdio::null())
+            .output()
+            .context("nsenter")?;
+        Ok((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    }
+
     /// SIGTERM to the pod's PID 1 (what a runtime sends on deletion).
     pub fn terminate(&self, ordinal: u32) -> anyhow::Result<()> {
         let pid = self.pid1(ordinal).context("the pod has no PID 1")?;
@@ -481,8 +519,7 @@ impl PodSet {
                     break;
                 }
                 if Instant::now() >= until {
-                    let _ = child.kill();
-                    let _ = child.wait();
+                    kill_pod(&mut child);
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(50));
@@ -542,9 +579,7 @@ impl Drop for PodSet {
         let panicking = std::thread::panicking();
         for (o, p) in &mut self.pods {
             if let Some(mut c) = p.process.take() {
-                // --kill-child: PID 1 and with it the whole pod go too.
-                let _ = c.kill();
-                let _ = c.wait();
+                kill_pod(&mut c);
             }
             if panicking {
                 let log = std::fs::read_to_string(
@@ -567,13 +602,52 @@ impl Drop for PodSet {
     }
 }
 
+/// Kills a pod: SIGKILL to its PID 1, which takes every process of its PID
+/// namespace with it (the kernel kills them and PID 1 exits last), then
+/// reaps the outer `unshare`. (`unshare --kill-child` cannot do this: the
+/// death signal it sets is cleared by the kernel when `--setuid` changes
+/// the credentials.)
+fn kill_pod(outer: &mut Child) {
+    let pid = outer.id();
+    if let Some(pid1) = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .ok()
+        .and_then(|c| c.split_whitespace().next()?.parse::<i32>().ok())
+    {
+        crate::process::kill(pid1, libc::SIGKILL);
+    }
+    if !crate::process::wait_exit(outer, Duration::from_secs(10)) {
+        let _ = outer.kill();
+        let _ = outer.wait();
+    }
+}
+
+/// Kills (by pid) every process whose root directory is under `dir`: the
+/// pods of an earlier run of the same set that was itself killed before it
+/// could clean up (their roots are `dir/pods/<pod>/root`).
+fn kill_leftovers(dir: &Path) {
+    let prefix = dir.to_string_lossy().into_owned();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let root = std::fs::read_link(format!("/proc/{pid}/root")).unwrap_or_default();
+        if root.to_string_lossy().starts_with(&prefix) {
+            crate::process::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
 /// Why pods cannot run here, if they cannot.
 pub fn unavailable() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some("pods need root (namespaces, mounts)".into());
     }
-    for tool in ["umoci", "unshare", "ip", "mount"] {
+    for tool in ["umoci", "unshare", "nsenter", "ip", "mount"] {
         let found = Command::new(tool)
             .arg("--version")
             .stdout(Stdio::null())
