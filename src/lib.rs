@@ -1,8 +1,8 @@
 //! eco: an etcd cloud operator.
 //!
-//! `eco` runs on every machine of a group (a static list today; AWS
-//! auto-scaling groups and Kubernetes StatefulSets behind the same
-//! provider port) in place of the etcd binary. It supervises the local etcd
+//! `eco` runs on every machine of a group (a static list, an AWS
+//! auto-scaling group or a Kubernetes StatefulSet, behind one provider
+//! port) in place of the etcd binary. It supervises the local etcd
 //! and, with its peers, keeps one etcd cluster alive.
 //!
 //! This library is the daemon's I/O side. Decisions are pure functions in
@@ -26,11 +26,14 @@
 //!   store's records ([`record`]), [`snapshot`]s, the HTTP API ([`api`],
 //!   [`status`], [`metrics`]), the one-shot commands ([`commands`]);
 //! - [`auth`]: authentication inside etcd — eco's own identity, and the
-//!   users and roles of `[auth]` kept by the instance beside the leader.
+//!   users and roles of `[auth]` kept by the instance beside the leader;
+//!   [`pki`]: the generated CA and certificates;
+//! - [`systemd_notify`]: readiness and a status line for a `Type=notify`
+//!   systemd unit.
 //!
-//! What it does not do (yet): TLS by default (it is opt-in: the operator's
-//! files or the generated CA, [`pki`]), the Kubernetes provider. See
-//! docs/architecture.md, docs/security.md and docs/runbook.md.
+//! What it does not do (yet): rotate the generated CA, turn TLS off for a
+//! running cluster. See docs/architecture.md, docs/security.md,
+//! docs/kubernetes.md and docs/runbook.md.
 
 pub mod api;
 pub mod api_address;
@@ -59,5 +62,6 @@ pub mod state_file;
 pub mod status;
 pub mod status_client;
 pub mod store;
+pub mod systemd_notify;
 pub mod version;
 pub mod wall_clock;

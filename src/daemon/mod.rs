@@ -243,6 +243,7 @@ async fn run_as(
         auth: None,
         certificates: Vec::new(),
     });
+    crate::systemd_notify::spawn(status.subscribe());
     let metrics = Arc::new(Metrics::new(ctx.id(), &ctx.binaries.version.to_string()));
     let (api_stop, mut api_stopped) = watch::channel(false);
     let api_bind = ctx
