@@ -384,19 +384,10 @@ mod tests {
 
     /// A CA and a certificate for 127.0.0.1 in `dir`.
     fn material(dir: &std::path::Path) -> ApiTlsFiles {
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = rcgen::Issuer::new(ca_params, ca_key);
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-            .unwrap()
-            .signed_by(&key, &issuer)
-            .unwrap();
-        std::fs::write(dir.join("ca.crt"), ca.pem()).unwrap();
-        std::fs::write(dir.join("api.crt"), cert.pem()).unwrap();
-        std::fs::write(dir.join("api.key"), key.serialize_pem()).unwrap();
+        let issued = crate::api_tls::tests::issue("127.0.0.1");
+        std::fs::write(dir.join("ca.crt"), issued.ca).unwrap();
+        std::fs::write(dir.join("api.crt"), issued.cert).unwrap();
+        std::fs::write(dir.join("api.key"), issued.key).unwrap();
         std::fs::set_permissions(dir.join("api.key"), std::fs::Permissions::from_mode(0o600))
             .unwrap();
         crate::config::api_tls::files_in(dir)

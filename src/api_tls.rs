@@ -231,32 +231,36 @@ impl ApiClientTls {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
     use std::path::PathBuf;
 
-    struct Issued {
-        ca: String,
-        cert: String,
-        key: String,
+    pub(crate) struct Issued {
+        pub ca: String,
+        pub cert: String,
+        pub key: String,
     }
 
-    fn issue(name: &str) -> Issued {
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = rcgen::Issuer::new(ca_params, ca_key);
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
-            .unwrap()
-            .signed_by(&key, &issuer)
+    /// A new CA and a server certificate for `name` from it (the
+    /// cluster CA's own issuing).
+    pub(crate) fn issue(name: &str) -> Issued {
+        use crate::pki::ca::{ClusterCa, Purpose};
+        let now = std::time::SystemTime::now();
+        let ca = ClusterCa::generate("test", now).unwrap();
+        let issued = ca
+            .issue(
+                Purpose::Member,
+                name,
+                &[name.to_string()],
+                std::time::Duration::from_secs(3600),
+                now,
+            )
             .unwrap();
         Issued {
-            ca: ca.pem(),
-            cert: cert.pem(),
-            key: key.serialize_pem(),
+            ca: ca.cert_pem,
+            cert: issued.cert_pem,
+            key: issued.key_pem,
         }
     }
 

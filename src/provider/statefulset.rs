@@ -140,11 +140,11 @@ pub fn pod(config: &StatefulSetProviderConfig, env: &PodEnvironment) -> Result<P
     })
 }
 
-/// The stable DNS name of the pod at `ordinal`.
-fn host_of(set: &str, ordinal: u32, service: &str, namespace: &str, domain: &str) -> Host {
-    let pod = statefulset::pod_name(set, ordinal);
+/// The stable DNS name of the pod `pod`.
+fn host_of(pod: &str, service: &str, namespace: &str, domain: &str) -> Host {
     // Every part was checked (the config, the pod name), so this parses.
-    Host::parse(&format!("{pod}.{service}.{namespace}.svc.{domain}")).unwrap_or(Host::Name(pod))
+    Host::parse(&format!("{pod}.{service}.{namespace}.svc.{domain}"))
+        .unwrap_or_else(|_| Host::Name(pod.to_string()))
 }
 
 /// Parses the desired size in a replicas file: one decimal number ≥ 1.
@@ -189,8 +189,7 @@ impl StatefulSetProvider {
             }
         };
         let host = host_of(
-            &pod.set,
-            pod.ordinal,
+            &pod.name,
             &config.service,
             &pod.namespace,
             &config.cluster_domain,
@@ -255,19 +254,14 @@ impl StatefulSetProvider {
 
     /// The group of `desired` pods.
     fn group(&self, desired: u32) -> Group {
-        let mut instances: Vec<Instance> = (0..desired)
-            .map(|i| Instance {
-                id: statefulset::pod_name(&self.pod.set, i),
-                host: host_of(
-                    &self.pod.set,
-                    i,
-                    &self.service,
-                    &self.pod.namespace,
-                    &self.domain,
-                ),
-                zone: (i == self.pod.ordinal)
+        let mut instances: Vec<Instance> = statefulset::members(&self.pod.set, desired)
+            .into_iter()
+            .map(|id| Instance {
+                host: host_of(&id, &self.service, &self.pod.namespace, &self.domain),
+                zone: (id == self.pod.name)
                     .then(|| self.pod.zone.clone())
                     .flatten(),
+                id,
             })
             .collect();
         instances.sort_by(|a, b| a.id.cmp(&b.id));

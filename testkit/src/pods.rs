@@ -420,10 +420,7 @@ impl PodSet {
 
     /// The host pid of the pod's PID 1.
     pub fn pid1(&self, ordinal: u32) -> Option<i32> {
-        let outer = self.pods.get(&ordinal)?.process.as_ref()?.id();
-        let children =
-            std::fs::read_to_string(format!("/proc/{outer}/task/{outer}/children")).ok()?;
-        children.split_whitespace().next()?.parse().ok()
+        pid1_of(self.pods.get(&ordinal)?.process.as_ref()?)
     }
 
     /// Every process of the pod's PID namespace: (host pid, pid in the
@@ -436,14 +433,7 @@ impl PodSet {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
+        for pid in host_pids() {
             if std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok() != Some(ns.clone()) {
                 continue;
             }
@@ -602,17 +592,30 @@ impl Drop for PodSet {
     }
 }
 
+/// The host pid of the pod's PID 1: the only child of its outer
+/// `unshare`.
+fn pid1_of(outer: &Child) -> Option<i32> {
+    let pid = outer.id();
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
+/// Every process of the host, by pid.
+fn host_pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+}
+
 /// Kills a pod: SIGKILL to its PID 1, which takes every process of its PID
 /// namespace with it (the kernel kills them and PID 1 exits last), then
 /// reaps the outer `unshare`. (`unshare --kill-child` cannot do this: the
 /// death signal it sets is cleared by the kernel when `--setuid` changes
 /// the credentials.)
 fn kill_pod(outer: &mut Child) {
-    let pid = outer.id();
-    if let Some(pid1) = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .ok()
-        .and_then(|c| c.split_whitespace().next()?.parse::<i32>().ok())
-    {
+    if let Some(pid1) = pid1_of(outer) {
         crate::process::kill(pid1, libc::SIGKILL);
     }
     if !crate::process::wait_exit(outer, Duration::from_secs(10)) {
@@ -626,14 +629,7 @@ fn kill_pod(outer: &mut Child) {
 /// could clean up (their roots are `dir/pods/<pod>/root`).
 fn kill_leftovers(dir: &Path) {
     let prefix = dir.to_string_lossy().into_owned();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in host_pids() {
         let root = std::fs::read_link(format!("/proc/{pid}/root")).unwrap_or_default();
         if root.to_string_lossy().starts_with(&prefix) {
             crate::process::kill(pid, libc::SIGKILL);
