@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build image lint unit integration integration-etcd34 fmt-check clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls chart-check
+.PHONY: run test deps build image lint unit integration integration-etcd34 fmt-check clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls chart-check terraform-check deb
 
 deps:
 	bash scripts/install-deps.sh
@@ -28,6 +28,22 @@ test: deps
 chart-check:
 	bash scripts/install-chart-tools.sh
 	bash scripts/check-chart.sh
+
+# The Terraform module alone (terraform/), offline (no provider can be
+# downloaded): terraform fmt, python-hcl2 parsing, variables and their
+# validations (terraform plan on variables.tf), the instances' IAM policy
+# == docs/aws.md's, the module's invariants, checkov with
+# terraform/.checkov.yaml (no failed check), the templates rendered. About
+# 20 s; output in target/terraform/.
+terraform-check:
+	bash scripts/install-terraform-tools.sh && bash scripts/check-terraform.sh
+
+# eco's Debian package (release build): target/deb/eco_<version>_<arch>.deb
+# with the systemd unit (scripts/deb/eco.service), the eco user, a default
+# config; reproducible (scripts/build-deb.sh, docs/aws.md).
+deb: deps
+	$(CARGO) build --release -p eco
+	bash scripts/build-deb.sh --eco target/release/eco --out target/deb
 
 # The OCI image of eco (release build), built offline and reproducibly with
 # umoci, from scratch: target/image/eco-oci (an OCI image layout) and

@@ -9,7 +9,10 @@
 #   - nftables and iproute2 (Debian): the chaos harness cuts partitions
 #     between network namespaces it creates;
 #   - umoci, binutils (strip) and ca-certificates (Debian): scripts/build-image.sh
-#     builds eco's OCI image with them, offline (`make image`, docs/image.md).
+#     builds eco's OCI image with them, offline (`make image`, docs/image.md);
+#   - systemd and curl (Debian): the Debian package's tests boot systemd in
+#     namespaces (testkit::machine) and the Terraform module's user data
+#     downloads with curl there; dpkg-deb (dpkg) builds the package.
 # Nothing here needs anything but the package registries.
 set -euo pipefail
 
@@ -24,7 +27,7 @@ as_root() {
 }
 
 missing_debs=()
-for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2 umoci binutils ca-certificates; do
+for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2 umoci binutils ca-certificates systemd curl; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
 if [ ${#missing_debs[@]} -gt 0 ]; then
@@ -108,3 +111,7 @@ log "aws tools: $("$venv/bin/python" -c 'import moto; print("moto", moto.__versi
 # The Helm chart's validation tools (idempotent): helm and
 # kubernetes-validate, by scripts/install-chart-tools.sh.
 bash "$root/scripts/install-chart-tools.sh"
+
+# The Terraform module's check tools (idempotent): checkov and python-hcl2,
+# by scripts/install-terraform-tools.sh (terraform itself is on the image).
+bash "$root/scripts/install-terraform-tools.sh"

@@ -4,6 +4,12 @@
 #      scripts/check-chart.sh, helm lint and template over chart/ci/,
 #      kubernetes-validate --strict on 1.29/1.31/1.33, the bad value sets
 #      refused; seconds, no cluster; eco.toml of each set in target/chart/)
+#   1b. the Terraform module (scripts/check-terraform.sh: terraform fmt,
+#      python-hcl2 parsing and the project's checks — variables typed,
+#      described, validated; the IAM policy == docs/aws.md's — checkov with
+#      zero failed checks, the templates rendered; ~20 s, no provider: those
+#      cannot be downloaded here, so no terraform init/validate/plan of the
+#      module itself)
 #   2. build every target once
 #   3. clippy (-D warnings)
 #   4. the OCI image of the dev build (scripts/build-image.sh, built twice
@@ -14,7 +20,10 @@
 #        ECO_TEST_IMAGE_TAG  its tag (eco's version)
 #      (tests/statefulset_pods.rs runs "pods" from it; `make image` builds
 #      the release image, docs/image.md)
-#   5. all tests (unit, table, simulation, integration on etcd 3.5)
+#   5. all tests (unit, table, simulation, integration on etcd 3.5; among
+#      them the Debian package and its systemd unit on a booted machine,
+#      tests/debian_package.rs, and the Terraform module's user data run
+#      there against the AWS emulator, tests/terraform_user_data.rs)
 #   6. the real-etcd integration tests again on etcd 3.4
 #   7. a subset of the chaos matrix (simulations chaos) on real processes,
 #      on the static provider, on the AWS provider (the local emulator),
@@ -34,6 +43,11 @@ step "Helm chart (helm lint/template, kubernetes-validate; no cluster)"
 chart_started=$(date +%s)
 bash scripts/check-chart.sh
 printf 'chart step: %ss\n' "$(( $(date +%s) - chart_started ))"
+
+step "Terraform module (fmt, python-hcl2, policy, checkov; no provider)"
+terraform_started=$(date +%s)
+bash scripts/check-terraform.sh
+printf 'terraform step: %ss\n' "$(( $(date +%s) - terraform_started ))"
 
 step "build (dev profile, all targets)"
 cargo build --workspace --all-targets --locked

@@ -5,7 +5,10 @@
 //! by some call. The operations are found in the source as method calls
 //! whose names are operations of the SDK crates (read from the crates'
 //! own `src/operation/` directories through `cargo metadata`), so a new
-//! call fails this test until the policy has its action.
+//! call fails this test until the policy has its action. The Terraform
+//! module's `eco` policy (terraform/iam.tf) is in turn checked against
+//! this documented one by scripts/check-terraform.py: code, doc and module
+//! agree.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

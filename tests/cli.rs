@@ -168,10 +168,12 @@ fn run_without_instance_id_is_a_clear_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--instance-id"));
 }
 
-/// A config in `dir` for a group of one instance `a` at `address`.
+/// A config in `dir` for a group of one instance `a` at `address` (its
+/// data directory in `dir` too: eco's default, /var/lib/eco, is the host's).
 fn one_instance(dir: &std::path::Path, address: &str) -> std::path::PathBuf {
     let path = dir.join("eco.toml");
     ConfigBuilder::eco_defaults("c", "group.toml")
+        .data_dir(dir.join("etcd"))
         .write(&path)
         .unwrap();
     std::fs::write(

@@ -2,7 +2,8 @@
 //! `NOTIFY_SOCKET` (a datagram socket this test binds, as systemd does for
 //! a `Type=notify` unit), `READY=1` arrives only once the member is started
 //! and healthy, `STATUS=` lines say what eco does next and why, and
-//! `STOPPING=1` comes with SIGTERM.
+//! `STOPPING=1` comes with SIGTERM. Only eco speaks: etcd, which sends
+//! `READY=1` of its own when it finds `NOTIFY_SOCKET`, does not get it.
 
 use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
@@ -26,6 +27,7 @@ fn ready_is_sent_once_the_member_serves_and_stopping_on_sigterm() {
     i.start();
     let mut statuses = Vec::new();
     let mut ready_at = None;
+    let mut readies = 0;
     let until = Instant::now() + Duration::from_secs(60);
     let mut buf = [0u8; 4096];
     while ready_at.is_none() && Instant::now() < until {
@@ -38,6 +40,7 @@ fn ready_is_sent_once_the_member_serves_and_stopping_on_sigterm() {
                 statuses.push(s.to_string());
             }
             if line == "READY=1" {
+                readies += 1;
                 // The member must serve at the moment READY=1 arrives.
                 ready_at = Some(read(&i.endpoint(), "health").is_some());
             }
@@ -64,11 +67,12 @@ fn ready_is_sent_once_the_member_serves_and_stopping_on_sigterm() {
     let until = Instant::now() + Duration::from_secs(30);
     while !stopping && Instant::now() < until {
         if let Ok(n) = socket.recv(&mut buf) {
-            stopping = String::from_utf8_lossy(&buf[..n])
-                .lines()
-                .any(|l| l == "STOPPING=1");
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            readies += text.lines().filter(|l| *l == "READY=1").count();
+            stopping = text.lines().any(|l| l == "STOPPING=1");
         }
     }
     assert!(stopping, "STOPPING=1 on SIGTERM");
+    assert_eq!(readies, 1, "READY=1 once, from eco alone (not from etcd)");
     assert_eq!(i.wait_exit(Duration::from_secs(30)), Some(0));
 }

@@ -334,6 +334,10 @@ fn spawn_child(spec: &ProcessSpec) -> Result<Child, SupervisorError> {
     let mut command = Command::new(&spec.binary);
     command
         .args(&spec.args)
+        // Under systemd (Type=notify), eco alone speaks for the unit: etcd
+        // would otherwise send its own READY=1 as soon as it serves, which
+        // systemd ignores only thanks to NotifyAccess=main.
+        .env_remove("NOTIFY_SOCKET")
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .process_group(0);

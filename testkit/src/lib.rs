@@ -25,6 +25,9 @@
 //! - [`pods`]: StatefulSet pods run from eco's container image in
 //!   namespaces, the way a runtime would (no container engine or API
 //!   server runs here);
+//! - [`machine`]: a booted machine (systemd as PID 1 in namespaces, on a
+//!   copy-on-write overlay of the host's root) for the Debian package, the
+//!   systemd unit and the Terraform module's user data;
 //! - [`process`]: signals by pid, `PR_SET_PDEATHSIG`, starting `eco run`;
 //! - [`auth`]: etcd's authentication in tests (secret files, JWT keys,
 //!   clients as a user); test clients authenticate through
@@ -55,6 +58,7 @@ pub mod config;
 pub mod etcd;
 pub mod instance;
 pub mod ledger;
+pub mod machine;
 pub mod pki;
 pub mod pods;
 pub mod process;

@@ -171,7 +171,7 @@ impl PodSet {
         gossip_key: &str,
     ) -> anyhow::Result<Self> {
         let dir = std::path::absolute(dir)?;
-        kill_leftovers(&dir);
+        kill_processes_rooted_under(&dir);
         std::fs::create_dir_all(&dir)?;
         let s = PodSet {
             net,
@@ -594,7 +594,7 @@ impl Drop for PodSet {
 
 /// The host pid of the pod's PID 1: the only child of its outer
 /// `unshare`.
-fn pid1_of(outer: &Child) -> Option<i32> {
+pub(crate) fn pid1_of(outer: &Child) -> Option<i32> {
     let pid = outer.id();
     let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
     children.split_whitespace().next()?.parse().ok()
@@ -626,8 +626,9 @@ fn kill_pod(outer: &mut Child) {
 
 /// Kills (by pid) every process whose root directory is under `dir`: the
 /// pods of an earlier run of the same set that was itself killed before it
-/// could clean up (their roots are `dir/pods/<pod>/root`).
-fn kill_leftovers(dir: &Path) {
+/// could clean up (their roots are `dir/pods/<pod>/root`), or the processes
+/// of an earlier [`crate::machine::Machine`] of that directory.
+pub(crate) fn kill_processes_rooted_under(dir: &Path) {
     let prefix = dir.to_string_lossy().into_owned();
     for pid in host_pids() {
         let root = std::fs::read_link(format!("/proc/{pid}/root")).unwrap_or_default();
@@ -643,16 +644,18 @@ pub fn unavailable() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("pods need root (namespaces, mounts)".into());
     }
-    for tool in ["umoci", "unshare", "nsenter", "ip", "mount"] {
-        let found = Command::new(tool)
+    missing_tool(&["umoci", "unshare", "nsenter", "ip", "mount"])
+        .map(|tool| format!("pods need `{tool}` (scripts/install-deps.sh)"))
+}
+
+/// The first of `tools` that cannot be run (`TOOL --version`), if any.
+pub(crate) fn missing_tool<'a>(tools: &[&'a str]) -> Option<&'a str> {
+    tools.iter().copied().find(|tool| {
+        Command::new(tool)
             .arg("--version")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
-            .is_ok();
-        if !found {
-            return Some(format!("pods need `{tool}` (scripts/install-deps.sh)"));
-        }
-    }
-    None
+            .is_err()
+    })
 }
