@@ -10,7 +10,7 @@ PyYAML and jsonschema come with kubernetes-validate).
   crds FILE...             validate ServiceMonitor / PrometheusRule documents
                            against scripts/chart-crd-schemas.json (strict), and
                            every eco_* metric an alert names against
-                           src/metrics.rs; refuses any other kind
+                           src/metrics/; refuses any other kind
   invariants MANIFESTS     what the chart promises, read from rendered objects
   get MANIFESTS KIND NAME PATH   print one field (dotted path) of one object
 
@@ -121,9 +121,10 @@ def split(manifests, outdir):
 
 
 def metric_names():
-    """eco's metric names as Prometheus sees them (src/metrics.rs): the
+    """eco's metric names as Prometheus sees them (src/metrics/): the
     registry's prefix, each registered name, counters with _total."""
-    src = (ROOT / "src" / "metrics.rs").read_text().split("#[cfg(test)]")[0]
+    src = "".join(f.read_text().split("#[cfg(test)]")[0]
+                  for f in sorted((ROOT / "src" / "metrics").glob("*.rs")))
     prefix = re.search(r'Registry::with_prefix\("([a-z_]+)"\)', src)
     prefix = prefix.group(1) + "_" if prefix else ""
     names = set()
@@ -161,7 +162,7 @@ def crds(files):
                         for metric in re.findall(r"\beco_[a-z0-9_]+", str(r.get("expr", ""))):
                             if metric not in known and metric.removesuffix("_total") not in known:
                                 print(f"{name}: rule {r.get('alert') or r.get('record')}: "
-                                      f"{metric} is not a metric of src/metrics.rs")
+                                      f"{metric} is not a metric of src/metrics/")
                                 rc = 1
     print("validated: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     return rc

@@ -12,7 +12,9 @@
 #     builds eco's OCI image with them, offline (`make image`, docs/image.md);
 #   - systemd and curl (Debian): the Debian package's tests boot systemd in
 #     namespaces (testkit::machine) and the Terraform module's user data
-#     downloads with curl there; dpkg-deb (dpkg) builds the package.
+#     downloads with curl there; dpkg-deb (dpkg) builds the package;
+#   - prometheus (Debian): promtool checks a scrape of eco's /metrics
+#     (tests/metrics.rs); its service is not started.
 # Nothing here needs anything but the package registries.
 set -euo pipefail
 
@@ -27,7 +29,7 @@ as_root() {
 }
 
 missing_debs=()
-for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2 umoci binutils ca-certificates systemd curl; do
+for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2 umoci binutils ca-certificates systemd curl prometheus; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
 if [ ${#missing_debs[@]} -gt 0 ]; then

@@ -357,17 +357,26 @@ async fn readyz(State(s): State<ApiState>) -> Response {
     }
 }
 
-async fn metrics_text(State(s): State<ApiState>) -> Response {
+/// OpenMetrics when the scraper asks for it (a Prometheus server does),
+/// else the classic text format (`metrics::text_format`).
+async fn metrics_text(State(s): State<ApiState>, headers: axum::http::HeaderMap) -> Response {
+    use crate::metrics::text_format;
     let current = s.status.borrow().clone();
     s.metrics.observe(&current);
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        s.metrics.render(),
-    )
-        .into_response()
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    if text_format::wants_openmetrics(accept) {
+        (
+            [(header::CONTENT_TYPE, text_format::OPENMETRICS)],
+            s.metrics.render(),
+        )
+            .into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, text_format::TEXT)],
+            text_format::to_text_format(&s.metrics.render()),
+        )
+            .into_response()
+    }
 }
 
 async fn status_json(State(s): State<ApiState>) -> Json<InstanceStatus> {

@@ -44,7 +44,9 @@
 //!   record of truth (an atomic conditional create every instance sees).
 //! - [`snapshot_schedule`] and [`retention`]: who writes snapshots, when,
 //!   and which stored snapshots to keep; [`moved_aside`]: which moved-aside
-//!   data directories may go (by age, never the last copy of data).
+//!   data directories may go (by age, never the last copy of data);
+//! - [`zone_spread`]: the voters per zone and whether losing any one zone
+//!   would lose quorum (reported, never acted on).
 //!
 //! What this crate does not do: talk to etcd, the store, the provider or
 //! the network; read files; sleep. It also does not decide anything the
@@ -68,3 +70,4 @@ pub mod statefulset;
 pub mod store_fitness;
 pub mod termination;
 pub mod voters;
+pub mod zone_spread;

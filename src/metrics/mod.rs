@@ -2,6 +2,11 @@
 //! global) so several instances can share a process in tests. Values are
 //! brought up to date at every scrape: from the status projection, and
 //! from the gossip node's counters once it runs ([`Metrics::watch_gossip`]).
+//! The etcd process, the build and gossip are here; what the instance sees
+//! of its cluster and decided is in [`cluster`].
+
+mod cluster;
+pub mod text_format;
 
 use crate::status::InstanceStatus;
 use gossip::GossipMetrics;
@@ -35,6 +40,7 @@ pub struct Metrics {
     recovery_messages_dropped: Counter,
     seen_dropped: AtomicU64,
     gossip: Mutex<Option<GossipExport>>,
+    cluster: cluster::ClusterMetrics,
 }
 
 /// Reads one of the gossip node's counters.
@@ -82,7 +88,9 @@ impl Metrics {
             seen_dropped: AtomicU64::new(0),
             registry: Mutex::new(Registry::default()),
             gossip: Mutex::new(None),
+            cluster: cluster::ClusterMetrics::default(),
         };
+        m.cluster.register(&mut registry);
         registry.register(
             "etcd_running",
             "1 when the etcd process runs",
@@ -130,6 +138,7 @@ impl Metrics {
     }
 
     pub fn observe(&self, s: &InstanceStatus) {
+        self.cluster.observe(s);
         self.etcd_running.set(s.process.running as i64);
         self.etcd_ready.set(s.ready as i64);
         let member = s.member.as_ref();
@@ -211,7 +220,7 @@ impl Metrics {
         }
         registry.register(
             "gossip_members_up",
-            "Instances gossip sees up, this one included",
+            "Other instances gossip sees up (this one not counted)",
             members_up.clone(),
         );
         if let Ok(mut g) = self.gossip.lock() {
@@ -240,7 +249,7 @@ mod tests {
     use super::*;
     use crate::status::{InstanceStatus, NextAction, Phase};
 
-    fn status() -> InstanceStatus {
+    pub(super) fn status() -> InstanceStatus {
         InstanceStatus {
             instance_id: "a".into(),
             cluster: "c".into(),
