@@ -144,6 +144,10 @@ pub struct SnapshotStatus {
     pub stored: usize,
     pub newest: Option<String>,
     pub newest_revision: Option<i64>,
+    /// When the newest snapshot was taken (Unix ms, from its metadata: the
+    /// taking machine's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newest_taken_unix_ms: Option<u64>,
     pub taken: u64,
     pub failures: u64,
     pub last_error: Option<String>,

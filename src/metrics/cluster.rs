@@ -59,6 +59,7 @@ pub(super) struct ClusterMetrics {
     seen_taken: std::sync::atomic::AtomicU64,
     seen_failures: std::sync::atomic::AtomicU64,
     snapshot_newest_revision: Gauge,
+    snapshot_newest_timestamp: Gauge,
     snapshot_store_alert: Gauge,
     certificate_expiry: Family<CertificateLabels, Gauge>,
 }
@@ -136,6 +137,11 @@ impl ClusterMetrics {
             self.snapshot_newest_revision.clone(),
         );
         registry.register(
+            "snapshot_newest_timestamp_seconds",
+            "When the newest snapshot in the store was taken (its metadata, the taking machine's clock), in seconds since the epoch; 0 when none",
+            self.snapshot_newest_timestamp.clone(),
+        );
+        registry.register(
             "snapshot_store_alert",
             "1 when the store lost snapshots it had (for example wiped): eco status says what",
             self.snapshot_store_alert.clone(),
@@ -208,6 +214,8 @@ impl ClusterMetrics {
             super::advance(&self.snapshot_failures, &self.seen_failures, snap.failures);
             self.snapshot_newest_revision
                 .set(snap.newest_revision.unwrap_or(0));
+            self.snapshot_newest_timestamp
+                .set(snap.newest_taken_unix_ms.map_or(0, |ms| (ms / 1000) as i64));
             self.snapshot_store_alert.set(snap.alert.is_some() as i64);
         }
 

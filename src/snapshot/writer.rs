@@ -115,6 +115,10 @@ impl SnapshotWriter {
                     .max_by_key(|(n, o)| (n.incarnation, n.revision, taken_ms(o), o.name.clone()));
                 s.newest = newest.as_ref().map(|(_, o)| o.name.clone());
                 s.newest_revision = newest.as_ref().map(|(n, _)| n.revision);
+                s.newest_taken_unix_ms = newest
+                    .as_ref()
+                    .map(|(_, o)| taken_ms(o))
+                    .filter(|ms| *ms > 0);
                 Ok(newest.map(|(n, o)| Newest {
                     name: o.name.clone(),
                     taken_unix_ms: taken_ms(o),
