@@ -13,8 +13,10 @@
 #   - systemd and curl (Debian): the Debian package's tests boot systemd in
 #     namespaces (testkit::machine) and the Terraform module's user data
 #     downloads with curl there; dpkg-deb (dpkg) builds the package;
-#   - prometheus (Debian): promtool checks a scrape of eco's /metrics
-#     (tests/metrics.rs); its service is not started.
+#   - prometheus (Debian): promtool lints a scrape of eco's /metrics
+#     (tests/metrics.rs) and checks and unit-tests the alert rules
+#     (tests/alert_rules.rs); the server scrapes a test cluster
+#     (tests/prometheus_alerts.rs); its service is not started.
 # Nothing here needs anything but the package registries.
 set -euo pipefail
 

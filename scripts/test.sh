@@ -23,7 +23,10 @@
 #   5. all tests (unit, table, simulation, integration on etcd 3.5; among
 #      them the Debian package and its systemd unit on a booted machine,
 #      tests/debian_package.rs, and the Terraform module's user data run
-#      there against the AWS emulator, tests/terraform_user_data.rs)
+#      there against the AWS emulator, tests/terraform_user_data.rs; the
+#      metrics linted by promtool, the alert rules' promtool unit tests, and
+#      a real Prometheus server firing and resolving an alert on a real
+#      cluster: tests/metrics.rs, alert_rules.rs, prometheus_alerts.rs)
 #   6. the real-etcd integration tests again on etcd 3.4
 #   7. a subset of the chaos matrix (simulations chaos) on real processes,
 #      on the static provider, on the AWS provider (the local emulator),
