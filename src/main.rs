@@ -53,6 +53,12 @@ enum Command {
         /// Print the raw JSON status instead of a summary.
         #[arg(long)]
         json: bool,
+        /// The whole group from this instance: every instance's phase,
+        /// readiness, member, newest snapshot, next action and why (each
+        /// asked at its address on the same API port; one that does not
+        /// answer is shown from what this instance knows of it).
+        #[arg(long)]
+        cluster: bool,
         /// With --api: the API serves HTTPS ([api.tls]); verify it against
         /// this CA file (PEM). With --config this comes from the config.
         #[arg(long, value_name = "FILE", requires = "api")]
@@ -232,6 +238,7 @@ fn main() -> ExitCode {
             config,
             instance_id,
             json,
+            cluster,
             tls_ca,
             tls_server_name,
         } => {
@@ -245,7 +252,7 @@ fn main() -> ExitCode {
                     server_name: tls_server_name.unwrap_or_else(|| addr.ip().to_string()),
                 }),
             });
-            status(api, config, instance_id, json)
+            status(api, config, instance_id, json, cluster)
         }
         Command::Certs {
             command:
@@ -394,9 +401,15 @@ fn status(
     config: Option<PathBuf>,
     id: Option<String>,
     json: bool,
+    cluster: bool,
 ) -> ExitCode {
-    let target = match (api, config) {
-        (Some(a), _) => a,
+    // (`--cluster` asks the other instances on the API port of the config,
+    // never on this instance's api.status_bind; with --api, on its port)
+    let (target, others_port) = match (api, config) {
+        (Some(a), _) => {
+            let port = a.addr.port();
+            (a, port)
+        }
         (None, Some(path)) => {
             let found = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -424,23 +437,33 @@ fn status(
         if code != 200 {
             anyhow::bail!("{url} answered {code}: {}", String::from_utf8_lossy(&body));
         }
-        if json {
+        if json && !cluster {
             return Ok(String::from_utf8_lossy(&body).to_string());
         }
         let status: eco::status::InstanceStatus = serde_json::from_slice(&body).map_err(|e| {
             anyhow::anyhow!("{url} sent a status this eco cannot read ({e}); try --json")
         })?;
+        if cluster {
+            use eco::commands::cluster_status;
+            let rows = cluster_status::gather(status.clone(), &target, others_port).await;
+            if json {
+                return Ok(serde_json::to_string_pretty(&rows)?);
+            }
+            return Ok(cluster_status::render(&status, &rows));
+        }
         Ok(eco::status_client::render(&status))
     })
 }
 
-/// Where and how to reach the API of the instance of a config.
+/// Where and how to reach the API of the instance of a config, and the
+/// API port of the config (where the other instances serve theirs).
 async fn api_target(
     path: &std::path::Path,
     id: Option<&str>,
-) -> anyhow::Result<eco::status_client::ApiTarget> {
+) -> anyhow::Result<(eco::status_client::ApiTarget, u16)> {
     let config = config::load_file(path)?;
-    eco::commands::api_target(&config, id).await
+    let target = eco::commands::api_target(&config, id).await?;
+    Ok((target, config.api.port as u16))
 }
 
 fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {

@@ -179,3 +179,37 @@ impl InstanceStatus {
         }
     }
 }
+
+/// A status of instance `id` of cluster `cluster`: running and ready,
+/// nothing else known (tests build on it).
+#[cfg(test)]
+pub(crate) fn example(id: &str, cluster: &str) -> InstanceStatus {
+    InstanceStatus {
+        instance_id: id.into(),
+        cluster: cluster.into(),
+        eco_version: "0".into(),
+        etcd_version: "3.5.1".into(),
+        client_url: String::new(),
+        peer_url: String::new(),
+        phase: Phase::Running,
+        next: NextAction {
+            action: String::new(),
+            reason: String::new(),
+        },
+        ready: true,
+        process: Default::default(),
+        member: None,
+        probe_error: None,
+        group: None,
+        group_problem: None,
+        termination: None,
+        store_problem: None,
+        state: None,
+        snapshots: None,
+        gossip: Vec::new(),
+        members: Vec::new(),
+        recovery: None,
+        auth: None,
+        certificates: Vec::new(),
+    }
+}

@@ -5,7 +5,7 @@
 //! rules` on `eco.rules.test.yaml`), every alert has a case there, every
 //! `runbook_url` is a section of docs/operations.md, and every eco metric an
 //! expression reads is one docs/operations.md lists (which tests/metrics.rs
-//! holds to a real scrape).
+//! holds to a real scrape), and the chart ships this file itself.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -48,6 +48,15 @@ fn every_alert_is_valid_tested_and_has_its_runbook_section() {
     assert_eq!(code, 0, "promtool test rules:\n{said}");
     eprintln!("{said}");
 
+    // The chart ships this very file (a symbolic link, never a copy that
+    // could drift).
+    let chart = testkit::workspace_root().join("chart/files/eco.rules.yaml");
+    assert_eq!(
+        std::fs::read_link(&chart).ok(),
+        Some(PathBuf::from("../../docs/prometheus/eco.rules.yaml")),
+        "{} must be a symbolic link to docs/prometheus/eco.rules.yaml",
+        chart.display()
+    );
     let rules = std::fs::read_to_string(dir().join("eco.rules.yaml")).expect("the rule file");
     let tests = std::fs::read_to_string(dir().join("eco.rules.test.yaml")).expect("the tests");
     let ops = std::fs::read_to_string(testkit::workspace_root().join("docs/operations.md"))

@@ -1,9 +1,11 @@
 //! Implementations of the one-shot CLI commands (`eco snapshot`, `eco
-//! restore`, and what `eco status --config` needs: [`api_target`]).
+//! restore`, and what `eco status --config` needs: [`api_target`];
+//! `eco status --cluster`: [`cluster_status`]).
 //! `main.rs` parses arguments and calls these. They reach the provider and
 //! the store through the same factories as the daemon.
 
 pub mod certs;
+pub mod cluster_status;
 pub mod config_check;
 pub mod restore;
 pub mod snapshot;

@@ -247,37 +247,10 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::{InstanceStatus, NextAction, Phase};
+    use crate::status::InstanceStatus;
 
     pub(super) fn status() -> InstanceStatus {
-        InstanceStatus {
-            instance_id: "a".into(),
-            cluster: "c".into(),
-            eco_version: "0".into(),
-            etcd_version: "3.5.1".into(),
-            client_url: String::new(),
-            peer_url: String::new(),
-            phase: Phase::Running,
-            next: NextAction {
-                action: String::new(),
-                reason: String::new(),
-            },
-            ready: true,
-            process: Default::default(),
-            member: None,
-            probe_error: None,
-            group: None,
-            group_problem: None,
-            termination: None,
-            store_problem: None,
-            state: None,
-            snapshots: None,
-            gossip: Vec::new(),
-            members: Vec::new(),
-            recovery: None,
-            auth: None,
-            certificates: Vec::new(),
-        }
+        crate::status::example("a", "c")
     }
 
     #[test]
