@@ -89,6 +89,7 @@ fn a_scrape_passes_promtool_and_carries_the_operators_families() {
         "eco_build_info{",
         "eco_etcd_running 1",
         "eco_etcd_starts_total 1",
+        "eco_etcd_uptime_seconds ",
         "eco_etcd_crashes_total 0",
         "eco_cluster_learners 0",
         "eco_cluster_unhealthy_members 0",

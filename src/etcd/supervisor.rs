@@ -51,6 +51,10 @@ pub struct Backoff {
 pub struct ProcessStatus {
     pub running: bool,
     pub pid: Option<u32>,
+    /// When the running etcd was started (Unix ms, this machine's clock);
+    /// absent while it does not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_ms: Option<u64>,
     /// Starts, including restarts.
     pub starts: u64,
     /// Exits that eco did not ask for.
@@ -223,6 +227,7 @@ async fn run(
                     status.send_modify(|s| {
                         s.running = false;
                         s.pid = None;
+                        s.started_unix_ms = None;
                         s.crashes += 1;
                         s.last_exit = Some(text);
                         s.last_exit_code = code;
@@ -314,6 +319,7 @@ async fn spawn(
             status.send_modify(|s| {
                 s.running = true;
                 s.pid = pid;
+                s.started_unix_ms = Some(crate::wall_clock::unix_ms());
                 s.starts += 1;
                 s.restart_in_ms = None;
                 s.start_error = None;
@@ -414,6 +420,7 @@ async fn stop(
     status.send_modify(|s| {
         s.running = false;
         s.pid = None;
+        s.started_unix_ms = None;
         s.last_exit = Some(text);
         s.last_exit_code = code;
     });

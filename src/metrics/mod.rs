@@ -33,6 +33,7 @@ pub struct Metrics {
     etcd_is_leader: Gauge,
     etcd_revision: Gauge,
     etcd_db_size: Gauge,
+    etcd_uptime: Gauge,
     etcd_starts: Counter,
     etcd_crashes: Counter,
     seen_starts: AtomicU64,
@@ -80,6 +81,7 @@ impl Metrics {
             etcd_is_leader: Gauge::default(),
             etcd_revision: Gauge::default(),
             etcd_db_size: Gauge::default(),
+            etcd_uptime: Gauge::default(),
             etcd_starts: Counter::default(),
             etcd_crashes: Counter::default(),
             seen_starts: AtomicU64::new(0),
@@ -117,6 +119,11 @@ impl Metrics {
             m.etcd_db_size.clone(),
         );
         registry.register(
+            "etcd_uptime_seconds",
+            "Seconds since the running etcd process started (0 while it does not run)",
+            m.etcd_uptime.clone(),
+        );
+        registry.register(
             "etcd_starts",
             "Starts of the etcd process, restarts included",
             m.etcd_starts.clone(),
@@ -148,6 +155,10 @@ impl Metrics {
             .set(member.map(|m| m.revision).unwrap_or(0));
         self.etcd_db_size
             .set(member.map(|m| m.db_size).unwrap_or(0));
+        self.etcd_uptime
+            .set(s.process.started_unix_ms.map_or(0, |at| {
+                (crate::wall_clock::unix_ms().saturating_sub(at) / 1000) as i64
+            }));
         advance(&self.etcd_starts, &self.seen_starts, s.process.starts);
         advance(&self.etcd_crashes, &self.seen_crashes, s.process.crashes);
         if let Some(r) = &s.recovery {
