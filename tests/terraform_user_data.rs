@@ -131,16 +131,16 @@ fn render_user_data(
     };
     let templates = root().join("terraform/templates");
     let config = console(&format!(
-        "base64encode(templatefile({:?}, {}))",
-        templates.join("eco.toml.tftpl").display().to_string(),
+        "base64encode(templatefile({}, {}))",
+        hcl_string(&templates.join("eco.toml.tftpl").display().to_string()),
         object(config_vars)
     ));
     let config = edit(config);
     let mut vars = vars.to_vec();
     vars.push(("eco_config", hcl_string(&config)));
     let user_data = console(&format!(
-        "base64encode(templatefile({:?}, {}))",
-        templates.join("user-data.sh.tftpl").display().to_string(),
+        "base64encode(templatefile({}, {}))",
+        hcl_string(&templates.join("user-data.sh.tftpl").display().to_string()),
         object(&vars)
     ));
     (user_data, config)
@@ -188,10 +188,6 @@ fn hcl_string(s: &str) -> String {
         .expect("a JSON string")
         .replace("${", "$${")
         .replace("%{", "%%{")
-}
-
-fn quoted(s: &str) -> String {
-    hcl_string(s)
 }
 
 /// Everything the tests share: the emulator with the module's AWS
@@ -295,21 +291,21 @@ fn setup(net: u8, eco_sha256_override: Option<&str>) -> Setup {
     let endpoint = emulator.endpoint();
     let (user_data, config) = render_user_data(
         &[
-            ("region", quoted(aws::REGION)),
-            ("eco_package_url", quoted(&url(&deb))),
-            ("eco_package_sha256", quoted(&eco_sha256)),
-            ("etcd_version", quoted(ETCD_VERSION)),
-            ("etcd_package_url", quoted(&url(&etcd))),
-            ("etcd_package_sha256", quoted(&sha256_of(&etcd))),
-            ("gossip_key_parameter", quoted(GOSSIP_PARAMETER)),
+            ("region", hcl_string(aws::REGION)),
+            ("eco_package_url", hcl_string(&url(&deb))),
+            ("eco_package_sha256", hcl_string(&eco_sha256)),
+            ("etcd_version", hcl_string(ETCD_VERSION)),
+            ("etcd_package_url", hcl_string(&url(&etcd))),
+            ("etcd_package_sha256", hcl_string(&sha256_of(&etcd))),
+            ("gossip_key_parameter", hcl_string(GOSSIP_PARAMETER)),
         ],
         &[
-            ("cluster_name", quoted(CLUSTER)),
-            ("region", quoted(aws::REGION)),
-            ("group_name", quoted(&format!("{CLUSTER}-eco"))),
-            ("bucket", quoted(&bucket)),
-            ("prefix", quoted("eco")),
-            ("kms_key_arn", quoted(&kms_key_arn)),
+            ("cluster_name", hcl_string(CLUSTER)),
+            ("region", hcl_string(aws::REGION)),
+            ("group_name", hcl_string(&format!("{CLUSTER}-eco"))),
+            ("bucket", hcl_string(&bucket)),
+            ("prefix", hcl_string("eco")),
+            ("kms_key_arn", hcl_string(&kms_key_arn)),
             ("extra_names", "[\"etcd.example.internal\"]".to_string()),
         ],
         // (the emulator's S3: see the module docs)

@@ -83,7 +83,7 @@ impl ClusterMetrics {
         );
         registry.register(
             "cluster_leader_changes",
-            "Changes of the raft leader this instance observed",
+            "Changes of the raft leader this instance saw from one scrape of its /metrics to the next (two changes between scrapes count once)",
             self.leader_changes.clone(),
         );
         registry.register(

@@ -28,7 +28,9 @@
 //! - [`machine`]: a booted machine (systemd as PID 1 in namespaces, on a
 //!   copy-on-write overlay of the host's root) for the Debian package, the
 //!   systemd unit and the Terraform module's user data;
-//! - [`process`]: signals by pid, `PR_SET_PDEATHSIG`, starting `eco run`;
+//! - [`process`]: signals by pid, `PR_SET_PDEATHSIG`, starting `eco run`,
+//!   the PID 1 of namespaces a test made and processes rooted under a
+//!   directory (pods, machines), tools that are missing;
 //! - [`auth`]: etcd's authentication in tests (secret files, JWT keys,
 //!   clients as a user); test clients authenticate through
 //!   [`etcd::authenticate`].

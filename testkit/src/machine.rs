@@ -100,7 +100,9 @@ impl Machine {
             "machine name {name:?}: letters, digits and '-' only"
         );
         let dir = crate::workspace_root().join("target/machines").join(name);
-        kill_leftovers(&dir);
+        // (the processes of an earlier machine of this name whose test was
+        // itself killed before it could clean up)
+        crate::process::kill_processes_rooted_under(&dir);
         remove_cgroups(name);
         if dir.exists() {
             std::fs::remove_dir_all(&dir).with_context(|| format!("remove {}", dir.display()))?;
@@ -130,7 +132,7 @@ impl Machine {
             pid1: 0,
         };
         let pid1 = crate::wait_until(Duration::from_secs(10), || {
-            crate::pods::pid1_of(&machine.outer).filter(|p| {
+            crate::process::pid1_of(&machine.outer).filter(|p| {
                 std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e.ends_with("systemd"))
             })
         });
@@ -307,12 +309,6 @@ fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Kills (by pid) the processes of an earlier machine of this directory
-/// whose test was itself killed before it could clean up.
-fn kill_leftovers(dir: &Path) {
-    crate::pods::kill_processes_rooted_under(dir);
-}
-
 /// Why machines cannot boot here, if they cannot.
 pub fn unavailable() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
@@ -322,7 +318,7 @@ pub fn unavailable() -> Option<String> {
     if !Path::new("/lib/systemd/systemd").exists() {
         return Some("machines need systemd (/lib/systemd/systemd)".into());
     }
-    crate::pods::missing_tool(&["unshare", "nsenter", "ip", "timeout"])
+    crate::process::missing_tool(&["unshare", "nsenter", "ip", "timeout"])
         .map(|tool| format!("machines need `{tool}`"))
 }
 

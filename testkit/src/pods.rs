@@ -171,7 +171,7 @@ impl PodSet {
         gossip_key: &str,
     ) -> anyhow::Result<Self> {
         let dir = std::path::absolute(dir)?;
-        kill_processes_rooted_under(&dir);
+        crate::process::kill_processes_rooted_under(&dir);
         std::fs::create_dir_all(&dir)?;
         let s = PodSet {
             net,
@@ -420,7 +420,7 @@ impl PodSet {
 
     /// The host pid of the pod's PID 1.
     pub fn pid1(&self, ordinal: u32) -> Option<i32> {
-        pid1_of(self.pods.get(&ordinal)?.process.as_ref()?)
+        crate::process::pid1_of(self.pods.get(&ordinal)?.process.as_ref()?)
     }
 
     /// Every process of the pod's PID namespace: (host pid, pid in the
@@ -433,7 +433,7 @@ impl PodSet {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for pid in host_pids() {
+        for pid in crate::process::host_pids() {
             if std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok() != Some(ns.clone()) {
                 continue;
             }
@@ -592,49 +592,18 @@ impl Drop for PodSet {
     }
 }
 
-/// The host pid of the pod's PID 1: the only child of its outer
-/// `unshare`.
-pub(crate) fn pid1_of(outer: &Child) -> Option<i32> {
-    let pid = outer.id();
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
-    children.split_whitespace().next()?.parse().ok()
-}
-
-/// Every process of the host, by pid.
-fn host_pids() -> impl Iterator<Item = i32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-}
-
 /// Kills a pod: SIGKILL to its PID 1, which takes every process of its PID
 /// namespace with it (the kernel kills them and PID 1 exits last), then
 /// reaps the outer `unshare`. (`unshare --kill-child` cannot do this: the
 /// death signal it sets is cleared by the kernel when `--setuid` changes
 /// the credentials.)
 fn kill_pod(outer: &mut Child) {
-    if let Some(pid1) = pid1_of(outer) {
+    if let Some(pid1) = crate::process::pid1_of(outer) {
         crate::process::kill(pid1, libc::SIGKILL);
     }
     if !crate::process::wait_exit(outer, Duration::from_secs(10)) {
         let _ = outer.kill();
         let _ = outer.wait();
-    }
-}
-
-/// Kills (by pid) every process whose root directory is under `dir`: the
-/// pods of an earlier run of the same set that was itself killed before it
-/// could clean up (their roots are `dir/pods/<pod>/root`), or the processes
-/// of an earlier [`crate::machine::Machine`] of that directory.
-pub(crate) fn kill_processes_rooted_under(dir: &Path) {
-    let prefix = dir.to_string_lossy().into_owned();
-    for pid in host_pids() {
-        let root = std::fs::read_link(format!("/proc/{pid}/root")).unwrap_or_default();
-        if root.to_string_lossy().starts_with(&prefix) {
-            crate::process::kill(pid, libc::SIGKILL);
-        }
     }
 }
 
@@ -644,18 +613,6 @@ pub fn unavailable() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("pods need root (namespaces, mounts)".into());
     }
-    missing_tool(&["umoci", "unshare", "nsenter", "ip", "mount"])
+    crate::process::missing_tool(&["umoci", "unshare", "nsenter", "ip", "mount"])
         .map(|tool| format!("pods need `{tool}` (scripts/install-deps.sh)"))
-}
-
-/// The first of `tools` that cannot be run (`TOOL --version`), if any.
-pub(crate) fn missing_tool<'a>(tools: &[&'a str]) -> Option<&'a str> {
-    tools.iter().copied().find(|tool| {
-        Command::new(tool)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_err()
-    })
 }

@@ -112,3 +112,46 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> bool {
 pub fn eco_lines(log: &str) -> Vec<&str> {
     log.lines().filter(|l| !l.contains(" etcd:")).collect()
 }
+
+/// The host pid of the PID 1 of the namespaces `outer` (an `unshare
+/// --fork`) made: its only child.
+pub fn pid1_of(outer: &Child) -> Option<i32> {
+    let pid = outer.id();
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
+/// Every process of the host, by pid.
+pub fn host_pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+}
+
+/// Kills (by pid) every process whose root directory is under `dir`: the
+/// pods of an earlier run of the same set that was itself killed before it
+/// could clean up (their roots are `dir/pods/<pod>/root`), or the processes
+/// of an earlier [`crate::machine::Machine`] of that directory.
+pub fn kill_processes_rooted_under(dir: &Path) {
+    let prefix = dir.to_string_lossy().into_owned();
+    for pid in host_pids() {
+        let root = std::fs::read_link(format!("/proc/{pid}/root")).unwrap_or_default();
+        if root.to_string_lossy().starts_with(&prefix) {
+            kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// The first of `tools` that cannot be run (`TOOL --version`), if any.
+pub fn missing_tool<'a>(tools: &[&'a str]) -> Option<&'a str> {
+    tools.iter().copied().find(|tool| {
+        Command::new(tool)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_err()
+    })
+}
