@@ -7,6 +7,7 @@
 //! never while the live directory holds none); [`prune`] lists and
 //! deletes.
 
+use crate::events::Event;
 use recovery::moved_aside::{Copy, Retention};
 use std::path::{Path, PathBuf};
 
@@ -106,7 +107,7 @@ pub fn move_aside(dir: &Path, reason: &str) -> Result<Option<PathBuf>, DataDirEr
     if let Some(parent) = dir.parent() {
         let _ = crate::atomic_file::sync_dir(parent);
     }
-    tracing::warn!(from = %dir.display(), to = %to.display(), reason, "moved data directory aside");
+    crate::event!(warn, Event::DataMovedAside, from = %dir.display(), to = %to.display(), reason, "moved data directory aside");
     Ok(Some(to))
 }
 
@@ -156,7 +157,7 @@ pub fn prune(dir: &Path, retention: Retention) -> Vec<PathBuf> {
         let path = PathBuf::from(&name);
         match std::fs::remove_dir_all(&path) {
             Ok(()) => {
-                tracing::info!(path = %name, %why, "deleted a moved-aside data directory");
+                crate::event!(info, Event::MovedAsideDeleted, path = %name, %why, "deleted a moved-aside data directory");
                 deleted.push(path);
             }
             Err(e) => {

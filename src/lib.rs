@@ -47,6 +47,7 @@ pub mod daemon;
 pub mod data_dir;
 pub mod error_report;
 pub mod etcd;
+pub mod events;
 pub mod file_stamp;
 pub mod instance_lock;
 pub mod logging;

@@ -102,7 +102,20 @@ fn a_scrape_passes_promtool_and_carries_the_operators_families() {
         "eco_zone_loss_survivable 0",
         "eco_phase_info{phase=\"running\",action=\"keep etcd running\"} 1",
         "eco_snapshots_taken_total",
-        "eco_snapshot_failures_total 0",
+        "eco_snapshot_failures_total{reason=\"store\"} 0",
+        "eco_snapshot_duration_seconds_bucket{",
+        // decisions: incarnation 1 was seeded from nothing, and every
+        // series exists at 0 before anything happened
+        "eco_seedings_total{source=\"empty\",outcome=\"done\"} 1",
+        "eco_actions_total{action=\"remove_member\",outcome=\"done\"} 0",
+        "eco_waits_total{reason=\"too_few_healthy_voters\"} 0",
+        "eco_wait_seconds 0",
+        "eco_cluster_without_quorum_seconds 0",
+        "eco_quorum_loss_rounds_total{outcome=\"seeded\"} 0",
+        "eco_recovery_messages_sent_total{kind=\"promise\"} 0",
+        // the store's calls: the record of incarnation 1 was created
+        "eco_store_operation_seconds_count{operation=\"list\"}",
+        "eco_store_operation_errors_total",
         "eco_snapshot_store_alert 0",
         "eco_certificate_expiry_timestamp_seconds{key=\"etcd.tls.client.cert_file\"}",
         "eco_gossip_datagrams_sent_total",

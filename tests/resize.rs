@@ -195,6 +195,58 @@ fn resize_3_5_3_and_leader_crash() {
         before_removal >= 2,
         "a snapshot before each of the two removals, found {before_removal}"
     );
+    // Each step is a structured event in the logs (docs/operations.md,
+    // "Events"), and counted in eco_actions_total.
+    let events = |name: &str| {
+        ids.iter()
+            .map(|id| {
+                c.nodes[*id]
+                    .log()
+                    .matches(&format!("event=\"{name}\""))
+                    .count()
+            })
+            .sum::<usize>()
+    };
+    for (name, at_least) in [
+        ("cluster.forming", 1),
+        ("member.added_as_learner", 4),
+        ("member.promoted", 4),
+        ("action.started", 10),
+        ("member.removed", 2),
+        ("etcd.exited", 1),
+    ] {
+        let seen = events(name);
+        assert!(
+            seen >= at_least,
+            "{seen} {name} events, expected {at_least} or more"
+        );
+    }
+    let removals_counted: u64 = ids[..3]
+        .iter()
+        .map(|id| {
+            let api: std::net::SocketAddr = format!("{}:2390", c.nodes[*id].address)
+                .parse()
+                .expect("an address");
+            let (_, body) = rt()
+                .block_on(eco::status_client::get(
+                    api,
+                    "/metrics",
+                    Duration::from_secs(5),
+                ))
+                .expect("a scrape");
+            let text = String::from_utf8_lossy(&body).into_owned();
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix("eco_actions_total{action=\"remove_member\",outcome=\"done\"} ")
+                })
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .expect("eco_actions_total of remove_member")
+        })
+        .sum();
+    assert!(
+        removals_counted >= 2,
+        "eco_actions_total counts {removals_counted} removals"
+    );
     for id in ["eco-4", "eco-5"] {
         wait_until(Duration::from_secs(15), || {
             c.etcd_pids(id).is_empty().then_some(())

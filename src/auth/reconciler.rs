@@ -21,6 +21,7 @@ use super::files::describe_identity;
 use crate::config::Config;
 use crate::etcd::access::{Authentication, EtcdAccess};
 use crate::etcd::acl as calls;
+use crate::events::Event;
 use crate::snapshot::writer::WriterInput;
 use crate::status::{AuthStatus, InstanceStatus};
 use crate::wall_clock::unix_ms;
@@ -267,7 +268,7 @@ impl Runner {
         let steps = plan(&desired.acl, &current, &self.applied.applied_in(cluster_id));
         for step in &steps {
             let name = step.action.name();
-            tracing::info!(action = name, reason = %step.reason, "ACL: applying");
+            crate::event!(info, Event::AclApplied, action = name, reason = %step.reason, "ACL: applying");
             let password = match &step.action {
                 AclAction::AddUser {
                     user,
@@ -314,7 +315,7 @@ impl Runner {
             calls::read(&mut again, timeout)
                 .await
                 .context("reading the ACL as eco after enabling authentication")?;
-            tracing::info!(%identity, "authentication is enabled in etcd; eco acts as {identity} (root role)");
+            crate::event!(info, Event::AuthEnabled, %identity, "authentication is enabled in etcd; eco acts as {identity} (root role)");
         }
         Ok(enabled_now)
     }

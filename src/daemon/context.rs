@@ -1,7 +1,7 @@
 //! What this instance is and what it talks to, fixed at start: the
 //! configuration, its identity and etcd URLs, the etcd binaries, how it
-//! reaches etcd members, the store, the provider, and the quorum-loss
-//! protocol's timings.
+//! reaches etcd members, the store (measured), the provider, the
+//! quorum-loss protocol's timings, and the instance's metrics.
 
 use crate::config::Config;
 use crate::etcd::access::EtcdAccess;
@@ -26,6 +26,9 @@ pub(super) struct Ctx {
     /// The quorum-loss protocol's timings (also the one freshness of peer
     /// facts formation reads).
     pub protocol: ProtocolConfig,
+    /// The instance's metrics: what is counted where it happens
+    /// (decisions, snapshots, store calls) is counted through it.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Ctx {

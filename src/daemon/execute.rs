@@ -6,6 +6,7 @@ use super::Daemon;
 use crate::cluster_view::Seen;
 use crate::etcd::flags::InitialClusterState;
 use crate::etcd::members::{self, MembershipError};
+use crate::events::Event;
 use crate::record;
 use crate::snapshot::take::{self, SnapshotRequest};
 use crate::state_file::LocalState;
@@ -18,7 +19,7 @@ const TRANSFER_TIMEOUTS: u32 = 5;
 impl Daemon {
     pub(super) async fn execute(&mut self, step: &Step, seen: &Seen) -> anyhow::Result<()> {
         match &step.action {
-            Action::Nothing | Action::Wait => Ok(()),
+            Action::Nothing | Action::Wait { .. } => Ok(()),
             Action::StartEtcd { initial_cluster } => {
                 let token = self
                     .durable
@@ -52,7 +53,7 @@ impl Daemon {
             Action::Promote { member_id, name } => {
                 let mut client = self.ctx.access.connect(&self.ctx.client_url.get()).await?;
                 members::promote(&mut client, *member_id, self.ctx.access.call_timeout()).await?;
-                tracing::info!(member_id = format!("{member_id:x}"), %name, "promoted a learner to voter");
+                crate::event!(info, Event::MemberPromoted, member_id = format!("{member_id:x}"), %name, "promoted a learner to voter");
                 Ok(())
             }
             Action::TransferLeadership { member_id, name } => {
@@ -60,7 +61,7 @@ impl Daemon {
                 let mut client = self.ctx.access.connect(&self.ctx.client_url.get()).await?;
                 members::move_leader(&mut client, *member_id, self.ctx.access.call_timeout())
                     .await?;
-                tracing::info!(member_id = format!("{member_id:x}"), %name, "handed leadership away");
+                crate::event!(info, Event::LeadershipTransferred, member_id = format!("{member_id:x}"), %name, "handed leadership away");
                 Ok(())
             }
             Action::RemoveMember { member_id, name } => {
@@ -80,7 +81,7 @@ impl Daemon {
                     })
                     .await;
                 removed?;
-                tracing::warn!(member_id = format!("{member_id:x}"), %name, "removed a member");
+                crate::event!(warn, Event::MemberRemoved, member_id = format!("{member_id:x}"), %name, "removed a member");
                 Ok(())
             }
         }
@@ -172,7 +173,9 @@ impl Daemon {
             })
             .filter(|(name, _)| !name.is_empty())
             .collect();
-        tracing::info!(
+        crate::event!(
+            info,
+            Event::MemberAddedAsLearner,
             member_id = format!("{:x}", added.id),
             "added as a learner; starting etcd"
         );

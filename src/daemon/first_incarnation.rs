@@ -23,6 +23,7 @@ use super::Daemon;
 use super::seeding::{Seeding, Target};
 use super::signals::Signals;
 use crate::etcd::flags;
+use crate::events::Event;
 use crate::quorum_loss::facts;
 use crate::record::{self, IncarnationRecord};
 use crate::snapshot::name::SnapshotName;
@@ -236,7 +237,7 @@ impl Daemon {
                 Ok(())
             }
             Formation::Seed { reason } => {
-                tracing::info!(%reason, "forming the cluster");
+                crate::event!(info, Event::ClusterForming, %reason, "forming the cluster");
                 self.show_next("seed incarnation 1", &reason);
                 self.form_first().await
             }

@@ -173,9 +173,16 @@ async fn run_as(
     // Before anything beside the data directory is read or written.
     let _lock = crate::instance_lock::acquire(&config.etcd.data_dir, &me.id)?;
     let durable = Durable::load(&config.etcd.data_dir, &config.cluster.name, &me.id)?;
+    let metrics = Arc::new(Metrics::new(&me.id, &binaries.version.to_string()));
     let store = crate::store::from_config(&config)
         .await
-        .context("cannot set up the snapshot store")?;
+        .context("cannot set up the snapshot store")?
+        .map(|s| {
+            Arc::new(crate::store::measured::MeasuredStore::new(
+                s,
+                metrics.store.clone(),
+            )) as Arc<dyn crate::store::ObjectStore>
+        });
     let conditional_create = match &store {
         Some(s) => Some(check_store(&**s).await?),
         None => None,
@@ -213,6 +220,7 @@ async fn run_as(
         store,
         provider,
         protocol,
+        metrics: metrics.clone(),
     };
     let (status, status_rx) = watch::channel(InstanceStatus {
         instance_id: ctx.id().to_string(),
@@ -244,7 +252,6 @@ async fn run_as(
         certificates: Vec::new(),
     });
     crate::systemd_notify::spawn(status.subscribe());
-    let metrics = Arc::new(Metrics::new(ctx.id(), &ctx.binaries.version.to_string()));
     let (api_stop, mut api_stopped) = watch::channel(false);
     let api_bind = ctx
         .config
@@ -297,12 +304,15 @@ async fn run_as(
         );
     }
     let quorum_loss = match (&gossip, &ctx.store) {
-        (Some(_), Some(_)) if !refused_store => Some(Driver::new(Protocol::new(
-            ctx.id(),
-            rand::random(),
-            ctx.protocol.clone(),
-            durable.protocol_state()?,
-        ))),
+        (Some(_), Some(_)) if !refused_store => Some(
+            Driver::new(Protocol::new(
+                ctx.id(),
+                rand::random(),
+                ctx.protocol.clone(),
+                durable.protocol_state()?,
+            ))
+            .with_metrics(ctx.metrics.decisions.clone()),
+        ),
         _ => {
             if group.instances.len() > 1 && !refused_store {
                 tracing::warn!(
@@ -394,6 +404,7 @@ impl Daemon {
                         keep_hourly: c.snapshot.keep_hourly,
                         keep_daily: c.snapshot.keep_daily,
                     },
+                    metrics: self.ctx.metrics.snapshots.clone(),
                     check_every: c.etcd.probe_interval.get().max(Duration::from_secs(1)),
                 }
                 .run(writer_input, self.status.clone(), writer_stopped),

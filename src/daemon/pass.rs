@@ -12,6 +12,8 @@ use recovery::pass::{self, Decider, LocalMember, PassFacts, Ready};
 impl Daemon {
     pub(super) async fn pass(&mut self) -> anyhow::Result<()> {
         let seen = self.observe().await?;
+        let leader_known = seen.cluster.statuses.values().any(|s| s.has_leader());
+        self.ctx.metrics.decisions.quorum_seen(leader_known);
         if self.refused.is_none() {
             self.drive_quorum_loss(&seen).await;
         }
@@ -49,6 +51,10 @@ impl Daemon {
     }
 
     async fn dispatch(&mut self, seen: &Observed, ready: &Ready) -> anyhow::Result<()> {
+        if !matches!(ready.decider, Decider::Planner) {
+            // The planner's waits are over while another decider decides.
+            self.ctx.metrics.decisions.waiting_on(None);
+        }
         match &ready.decider {
             Decider::Refused { reason } => {
                 self.show_next("wait for a human", reason);

@@ -11,6 +11,7 @@ use super::observe::Observed;
 use crate::config::Scheme;
 use crate::etcd::flags::url;
 use crate::etcd::members;
+use crate::events::Event;
 use anyhow::Context;
 use recovery::peer_scheme::{self, Facts, InstanceFacts, MemberFacts, Step};
 
@@ -150,7 +151,7 @@ impl Daemon {
     /// Records `scheme` in the state file, then restarts etcd with its
     /// peer listener on it.
     async fn restart_peer_listener(&mut self, scheme: Scheme, reason: &str) -> anyhow::Result<()> {
-        tracing::warn!(%scheme, %reason, "restarting etcd with its peer listener on {scheme}");
+        crate::event!(warn, Event::PeerSchemeChanged, %scheme, %reason, "restarting etcd with its peer listener on {scheme}");
         let mut state = self
             .durable
             .state()

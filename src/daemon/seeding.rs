@@ -16,6 +16,7 @@ use super::local_etcd::LocalEtcd;
 use crate::cluster_view::ClusterView;
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::probe::MemberStatus;
+use crate::events::Event;
 use crate::quorum_loss::replay::{self, ReplayRequest};
 use crate::snapshot::restore::{self, RestoreRequest};
 use crate::snapshot::take::{self, SnapshotRequest};
@@ -85,13 +86,25 @@ impl Seeding<'_> {
         };
         let steps = seeding::plan(&facts)
             .map_err(|why| anyhow::anyhow!("cannot seed incarnation {}: {why}", t.incarnation))?;
-        tracing::info!(incarnation = t.incarnation, ?steps, "seeding");
+        crate::event!(
+            info,
+            Event::SeedingStarted,
+            incarnation = t.incarnation,
+            ?steps,
+            "seeding"
+        );
         let mut leader = None;
         for step in steps {
-            self.step(t, &step, &mut leader)
+            let done = self
+                .step(t, &step, &mut leader)
                 .await
-                .with_context(|| format!("seeding incarnation {}: {step:?}", t.incarnation))?;
+                .with_context(|| format!("seeding incarnation {}: {step:?}", t.incarnation));
+            if let Err(e) = done {
+                self.ctx.metrics.decisions.seeding(&t.from, false);
+                return Err(e);
+            }
         }
+        self.ctx.metrics.decisions.seeding(&t.from, true);
         Ok(())
     }
 
@@ -153,7 +166,7 @@ impl Seeding<'_> {
                     )
                     .await
                     .context("snapshotting the seeded cluster")?;
-                tracing::warn!(snapshot = %taken, "the seeded incarnation is in the store");
+                crate::event!(warn, Event::SeedingStored, snapshot = %taken, "the seeded incarnation is in the store");
                 Ok(())
             }
         }
@@ -222,7 +235,7 @@ impl Seeding<'_> {
         .await;
         let _ = tokio::fs::remove_file(&file).await;
         done?;
-        tracing::warn!(snapshot = %name, incarnation = t.incarnation, "restored under the new token");
+        crate::event!(warn, Event::SeedingRestored, snapshot = %name, incarnation = t.incarnation, "restored under the new token");
         Ok(())
     }
 

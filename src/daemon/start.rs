@@ -6,6 +6,7 @@
 use super::Daemon;
 use super::first_incarnation::Bootstrapped;
 use super::signals::Signals;
+use crate::events::Event;
 use crate::record;
 use anyhow::Context;
 use recovery::pass::Phase;
@@ -66,7 +67,7 @@ impl Daemon {
             let StartDecision::DiscardStale { reason } = decision else {
                 return Ok(decision);
             };
-            tracing::warn!(%reason, "stale incarnation");
+            crate::event!(warn, Event::StaleIncarnationMovedAside, %reason, "stale incarnation: its data and state are moved aside");
             self.etcd.move_aside("stale-incarnation")?;
             self.durable.move_aside()?;
         }
@@ -76,12 +77,12 @@ impl Daemon {
     /// Decides how to start and does it.
     pub(super) async fn begin(&mut self, signals: &mut Signals) -> anyhow::Result<Begun> {
         let decision = self.decide_start().await?;
-        tracing::info!(decision = ?decision, "start decision");
+        crate::event!(info, Event::StartDecided, decision = ?decision, "start decision");
         self.show_next("start", decision.reason());
         match decision {
             StartDecision::Refuse { reason } => self.refuse(reason),
             StartDecision::Bootstrap { reason } => {
-                tracing::info!(%reason, "bootstrapping");
+                crate::event!(info, Event::ClusterForming, %reason, "bootstrapping a group of one");
                 match self.bootstrap(signals).await? {
                     Bootstrapped::Started => {}
                     Bootstrapped::Refused(reason) => self.refuse(reason),
@@ -111,7 +112,7 @@ impl Daemon {
     /// etcd is not started; the instance stays up so `/status` and gossip
     /// say why.
     fn refuse(&mut self, reason: String) {
-        tracing::error!(%reason, "not starting etcd");
+        crate::event!(error, Event::StartRefused, %reason, "not starting etcd");
         self.set_phase(Phase::Refused);
         self.show_next("wait for a human", &reason);
         self.refused = Some(reason);

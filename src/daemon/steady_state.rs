@@ -8,9 +8,11 @@
 use super::Daemon;
 use super::observe::Observed;
 use crate::etcd::members::MembershipError;
+use crate::events::Event;
+use crate::metrics::decisions::ActionOutcome;
 use crate::quorum_loss::facts;
 use crate::record;
-use recovery::planner::{self, Action, LocalFacts, Observation, PlannerConfig};
+use recovery::planner::{self, Action, LocalFacts, Observation, PlannerConfig, WaitReason};
 use recovery::voters::{self, ListedMember, OwnMembership, VotersFacts};
 
 /// What `eco status` says for an action.
@@ -24,7 +26,7 @@ pub(super) fn action_name(a: &Action) -> &'static str {
         Action::RemoveMember { .. } => "remove a member",
         Action::TransferLeadership { .. } => "hand leadership away",
         Action::RecordMemberId { .. } => "record the member id",
-        Action::Wait => "wait",
+        Action::Wait { .. } => "wait",
         Action::Nothing => "keep etcd running",
     }
 }
@@ -72,29 +74,44 @@ impl Daemon {
         if let Some(next) = plan.next() {
             self.show_next(action_name(&next.action), &next.reason);
         }
+        let decisions = &self.ctx.metrics.decisions;
+        decisions.waiting_on(plan.next().and_then(|s| match s.action {
+            Action::Wait { on } => Some(on),
+            _ => None,
+        }));
         for step in &plan.steps {
-            if matches!(step.action, Action::Nothing | Action::Wait) {
+            if matches!(step.action, Action::Nothing | Action::Wait { .. }) {
                 continue;
             }
-            tracing::info!(action = action_name(&step.action), reason = %step.reason, "acting");
+            let kind = step.action.kind();
+            crate::event!(info, Event::ActionStarted, action = kind, reason = %step.reason, "acting");
             if let Err(e) = self.execute(step, &seen.cluster).await {
+                let decisions = &self.ctx.metrics.decisions;
                 let wait = e
                     .downcast_ref::<MembershipError>()
                     .is_some_and(|m| m.is_wait());
                 if wait {
-                    tracing::info!(reason = %e, "waiting");
+                    decisions.action(&step.action, ActionOutcome::Refused);
+                    decisions.waiting_on(Some(WaitReason::EtcdRefusedForNow));
+                    crate::event!(info, Event::ActionRefused, action = kind, reason = %step.reason, error = %e, "etcd refused for now: waiting");
                     self.show_next("wait", &format!("{}: {e}", step.reason));
                     return Ok(());
                 }
+                decisions.action(&step.action, ActionOutcome::Failed);
+                crate::event!(warn, Event::ActionFailed, action = kind, reason = %step.reason, error = %format!("{e:#}"), "the action failed; planning again next pass");
                 return Err(e.context(step.reason.clone()));
             }
+            self.ctx
+                .metrics
+                .decisions
+                .action(&step.action, ActionOutcome::Done);
         }
         self.keep_voters(seen, observation.local.is_leader).await;
         // Only in a pass where the planner did nothing to etcd.
         let settled = plan
             .steps
             .iter()
-            .all(|s| matches!(s.action, Action::Nothing | Action::Wait));
+            .all(|s| matches!(s.action, Action::Nothing | Action::Wait { .. }));
         if let (true, Some(members)) = (settled, &observation.members) {
             self.keep_peer_scheme(seen, members).await?;
         }

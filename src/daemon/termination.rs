@@ -10,6 +10,8 @@
 
 use super::Daemon;
 use super::observe::Observed;
+use crate::events::Event;
+use crate::metrics::snapshots::FailureReason;
 use crate::provider::{TerminationHook, TerminationNotice};
 use crate::snapshot::take::{self, SnapshotRequest};
 use recovery::termination::{self, MemberNow, TerminationFacts, TerminationStep};
@@ -34,14 +36,18 @@ impl Daemon {
         let Some(notice) = self.ctx.provider.termination() else {
             if let Some(t) = self.termination.take() {
                 if !t.completed {
-                    tracing::warn!("the termination notice was withdrawn; this instance stays");
+                    crate::event!(
+                        warn,
+                        Event::TerminationWithdrawn,
+                        "the termination notice was withdrawn; this instance stays"
+                    );
                 }
             }
             return false;
         };
         let member = self.own_member_now(seen);
         let t = self.termination.get_or_insert_with(|| {
-            tracing::warn!(source = %notice.source, hook = ?notice.hook, "this instance is being terminated: leaving gracefully");
+            crate::event!(warn, Event::TerminationNoticed, source = %notice.source, hook = ?notice.hook, "this instance is being terminated: leaving gracefully");
             Terminating {
                 since_ms: seen.now_ms,
                 last_heartbeat_ms: None,
@@ -142,13 +148,35 @@ impl Daemon {
             token: state.cluster_token.clone(),
             instance: self.ctx.id().to_string(),
         };
+        let reason = "the final snapshot before the termination";
+        let started = std::time::Instant::now();
+        let metrics = &self.ctx.metrics.snapshots;
         match take::take(store, &access, &request).await {
             Ok(t) => {
-                tracing::info!(snapshot = %t.name, size = t.object.size, "final snapshot before the termination");
+                let took = started.elapsed();
+                metrics.stored(t.object.size, took);
+                crate::event!(
+                    info,
+                    Event::SnapshotStored,
+                    name = %t.name,
+                    size = t.object.size,
+                    duration_ms = took.as_millis() as u64,
+                    reason,
+                    "final snapshot before the termination"
+                );
                 true
             }
             Err(e) => {
-                tracing::error!(error = %e, "the final snapshot before the termination failed");
+                let why = FailureReason::of(&e);
+                metrics.failed(why);
+                crate::event!(
+                    error,
+                    Event::SnapshotFailed,
+                    failure = why.as_str(),
+                    error = %e,
+                    reason,
+                    "the final snapshot before the termination failed"
+                );
                 false
             }
         }
@@ -163,7 +191,7 @@ impl Daemon {
         }
         match self.ctx.provider.complete_termination(hook).await {
             Ok(()) => {
-                tracing::warn!(%reason, hook = %hook.name, "completed the lifecycle action (CONTINUE): the group terminates this instance");
+                crate::event!(warn, Event::TerminationCompleted, %reason, hook = %hook.name, "completed the lifecycle action (CONTINUE): the group terminates this instance");
                 if let Some(t) = self.termination.as_mut() {
                     t.completed = true;
                 }

@@ -16,6 +16,7 @@
 //! Restart counts, the last exit status and the current back-off are
 //! published through a `watch` channel.
 
+use crate::events::Event;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -215,14 +216,14 @@ async fn run(
                     remove_pid_file(&spec.pid_file);
                 }
                 let (text, code) = describe(exit);
-                tracing::error!(exit = %text, ran_for = ?ran_for, "etcd exited unexpectedly");
+                crate::event!(error, Event::EtcdExited, exit = %text, ran_for = ?ran_for, "etcd exited unexpectedly");
                 if ran_for >= backoff.stable_after {
                     delay = backoff.initial;
                 }
                 if wanted.is_some() {
                     restart_at = Some(tokio::time::Instant::now() + delay);
                     let in_ms = delay.as_millis() as u64;
-                    tracing::info!(restart_in_ms = in_ms, "restarting etcd after back-off");
+                    crate::event!(info, Event::EtcdRestarting, restart_in_ms = in_ms, "restarting etcd after back-off");
                     delay = (delay * 2).min(backoff.max);
                     status.send_modify(|s| {
                         s.running = false;
@@ -315,7 +316,7 @@ async fn spawn(
                     ));
                 }
             }
-            tracing::info!(pid = ?pid, binary = %spec.binary.display(), "started etcd");
+            crate::event!(info, Event::EtcdStarted, pid = ?pid, binary = %spec.binary.display(), "started etcd");
             status.send_modify(|s| {
                 s.running = true;
                 s.pid = pid;
@@ -413,7 +414,7 @@ async fn stop(
         }
     };
     let (text, code) = describe(exit);
-    tracing::info!(exit = %text, "stopped etcd");
+    crate::event!(info, Event::EtcdStopped, exit = %text, "stopped etcd");
     if let Some(spec) = spec {
         remove_pid_file(&spec.pid_file);
     }
@@ -449,7 +450,9 @@ pub async fn kill_leftover(pid_file: &Path, data_dir: &Path) {
         remove_pid_file(pid_file);
         return;
     }
-    tracing::warn!(
+    crate::event!(
+        warn,
+        Event::EtcdLeftoverKilled,
         pid,
         "an etcd from a previous eco is still running on our data directory; killing it"
     );

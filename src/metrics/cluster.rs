@@ -55,9 +55,7 @@ pub(super) struct ClusterMetrics {
     incarnation: Gauge,
     snapshots_stored: Gauge,
     snapshots_taken: Counter,
-    snapshot_failures: Counter,
     seen_taken: std::sync::atomic::AtomicU64,
-    seen_failures: std::sync::atomic::AtomicU64,
     snapshot_newest_revision: Gauge,
     snapshot_newest_timestamp: Gauge,
     snapshot_store_alert: Gauge,
@@ -125,11 +123,6 @@ impl ClusterMetrics {
             "snapshots_taken",
             "Snapshots this instance took into the store",
             self.snapshots_taken.clone(),
-        );
-        registry.register(
-            "snapshot_failures",
-            "Snapshots this instance failed to take or store",
-            self.snapshot_failures.clone(),
         );
         registry.register(
             "snapshot_newest_revision",
@@ -211,7 +204,6 @@ impl ClusterMetrics {
         if let Some(snap) = &s.snapshots {
             self.snapshots_stored.set(snap.stored as i64);
             super::advance(&self.snapshots_taken, &self.seen_taken, snap.taken);
-            super::advance(&self.snapshot_failures, &self.seen_failures, snap.failures);
             self.snapshot_newest_revision
                 .set(snap.newest_revision.unwrap_or(0));
             self.snapshot_newest_timestamp

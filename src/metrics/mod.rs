@@ -6,6 +6,9 @@
 //! of its cluster and decided is in [`cluster`].
 
 mod cluster;
+pub mod decisions;
+pub mod snapshots;
+pub mod store;
 pub mod text_format;
 
 use crate::status::InstanceStatus;
@@ -42,6 +45,13 @@ pub struct Metrics {
     seen_dropped: AtomicU64,
     gossip: Mutex<Option<GossipExport>>,
     cluster: cluster::ClusterMetrics,
+    /// Counted where eco acts: the daemon, the quorum-loss driver and the
+    /// seeding executor hold clones.
+    pub decisions: decisions::DecisionMetrics,
+    /// Counted by the snapshot writer.
+    pub snapshots: snapshots::SnapshotMetrics,
+    /// Recorded by the store wrapper (`store::measured`).
+    pub store: store::StoreMetrics,
 }
 
 /// Reads one of the gossip node's counters.
@@ -91,8 +101,14 @@ impl Metrics {
             registry: Mutex::new(Registry::default()),
             gossip: Mutex::new(None),
             cluster: cluster::ClusterMetrics::default(),
+            decisions: decisions::DecisionMetrics::default(),
+            snapshots: snapshots::SnapshotMetrics::default(),
+            store: store::StoreMetrics::default(),
         };
         m.cluster.register(&mut registry);
+        m.decisions.register(&mut registry);
+        m.snapshots.register(&mut registry);
+        m.store.register(&mut registry);
         registry.register(
             "etcd_running",
             "1 when the etcd process runs",
@@ -146,6 +162,7 @@ impl Metrics {
 
     pub fn observe(&self, s: &InstanceStatus) {
         self.cluster.observe(s);
+        self.decisions.refresh();
         self.etcd_running.set(s.process.running as i64);
         self.etcd_ready.set(s.ready as i64);
         let member = s.member.as_ref();

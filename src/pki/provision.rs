@@ -11,6 +11,7 @@
 use super::ca::{ClusterCa, Purpose};
 use super::sealed::SealedCa;
 use crate::config::{Config, GeneratedTls, generated_dir};
+use crate::events::Event;
 use crate::provider::Identity;
 use crate::store::{CreateOutcome, ObjectStore, StoreError};
 use anyhow::Context;
@@ -220,7 +221,7 @@ pub async fn ensure_files(
             // retried.
             write(&key, issued.key_pem.as_bytes(), 0o600)?;
             write(&cert, issued.cert_pem.as_bytes(), 0o644)?;
-            tracing::info!(certificate = %cert.display(), %reason, names = ?names, "issued a certificate from the cluster's CA");
+            crate::event!(info, Event::CertificateIssued, certificate = %cert.display(), %reason, names = ?names, "issued a certificate from the cluster's CA");
         }
         outcomes.push(CertificateOutcome { file, renewal });
     }

@@ -31,6 +31,8 @@
 //! protocol's messages over the gossip node the host lends it.
 
 use super::facts::{self, LeaderSightings};
+use crate::events::Event;
+use crate::metrics::decisions::{DecisionMetrics, RoundOutcome};
 use gossip::Gossip;
 use recovery::fenced::{
     AlertKind, Ballot, CreateResult, Effect, EffectKind, Envelope, GroupFacts, Incarnation, Input,
@@ -105,6 +107,9 @@ pub struct Driver {
     /// When a dropped message was last logged, and how many since.
     dropped_logged_at: Option<Millis>,
     dropped_since_log: u64,
+    /// Freezes, rounds by outcome and messages sent (shared handles; a
+    /// fresh set, exported nowhere, unless [`Self::with_metrics`]).
+    metrics: DecisionMetrics,
 }
 
 /// How often dropped messages are logged.
@@ -121,7 +126,14 @@ impl Driver {
             last_prepared: None,
             dropped_logged_at: None,
             dropped_since_log: 0,
+            metrics: DecisionMetrics::default(),
         }
+    }
+
+    /// Counts into the instance's exported metrics.
+    pub fn with_metrics(mut self, metrics: DecisionMetrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     pub fn protocol(&self) -> &Protocol {
@@ -262,14 +274,21 @@ impl Driver {
                 }
                 Owed::Seed { plan, reason } => {
                     self.acted = true;
-                    tracing::warn!(?plan, %reason, "seeding a new incarnation");
+                    crate::event!(warn, Event::RecoverySeeding, ?plan, %reason, "seeding a new incarnation");
                     if let Some(done) = self.seed(host, &plan).await {
                         self.feed(host, now, done).await;
                     }
                 }
                 Owed::Join { record, reason } => {
                     self.acted = true;
-                    tracing::warn!(%reason, "joining a new incarnation");
+                    crate::event!(
+                        warn,
+                        Event::RecoveryJoining,
+                        incarnation = record.incarnation,
+                        seeder = %record.value.seeder,
+                        %reason,
+                        "joining a new incarnation"
+                    );
                     self.join(host, &record).await;
                 }
             }
@@ -328,35 +347,37 @@ impl Driver {
             }
             EffectKind::Freeze => {
                 self.acted = true;
-                tracing::warn!(%reason, "frozen: stopping etcd");
+                self.metrics.froze();
+                crate::event!(warn, Event::RecoveryFrozen, %reason, "frozen: stopping etcd");
                 host.freeze(&reason).await?;
                 Ok(None)
             }
             EffectKind::Unfreeze => {
                 self.acted = true;
-                tracing::info!(%reason, "unfrozen: steady state resumes");
+                self.metrics.round_ended(RoundOutcome::Resumed);
+                crate::event!(info, Event::RecoveryUnfrozen, %reason, "unfrozen: steady state resumes");
                 host.unfreeze(&reason);
                 Ok(None)
             }
             EffectKind::ReadLocalData => Ok(Some(Input::LocalData(host.read_local_data().await))),
             EffectKind::WakeAt(_) => Ok(None),
             EffectKind::CreateRecord(record) => {
-                tracing::warn!(incarnation = record.incarnation, value = %record.value, %reason, "creating the record (the commit point)");
+                crate::event!(warn, Event::RecoveryRecordCreating, incarnation = record.incarnation, value = %record.value, %reason, "creating the record (the commit point)");
                 Ok(Some(Input::CreateResult(host.create_record(&record).await)))
             }
             EffectKind::Seed(plan) => {
                 self.acted = true;
-                tracing::warn!(?plan, %reason, "seeding a new incarnation");
+                crate::event!(warn, Event::RecoverySeeding, ?plan, %reason, "seeding a new incarnation");
                 Ok(self.seed(host, &plan).await)
             }
             EffectKind::Join(record) => {
                 self.acted = true;
-                tracing::warn!(incarnation = record.incarnation, seeder = %record.value.seeder, %reason, "joining a new incarnation");
+                crate::event!(warn, Event::RecoveryJoining, incarnation = record.incarnation, seeder = %record.value.seeder, %reason, "joining a new incarnation");
                 self.join(host, &record).await;
                 Ok(None)
             }
             EffectKind::Alert(kind) => {
-                tracing::error!(?kind, %reason, "recovery alert");
+                crate::event!(error, Event::RecoveryAlert, ?kind, %reason, "recovery alert");
                 host.alert(&kind, &reason);
                 Ok(None)
             }
@@ -364,7 +385,7 @@ impl Driver {
                 incarnation,
                 skipped,
             } => {
-                tracing::error!(incarnation, ?skipped, %reason, "DATA LOSS accepted: recovery.accept_loss_after fired; acknowledged writes only these members held are lost");
+                crate::event!(error, Event::RecoveryDataLossAccepted, incarnation, ?skipped, %reason, "DATA LOSS accepted: recovery.accept_loss_after fired; acknowledged writes only these members held are lost");
                 host.data_loss(incarnation, &skipped, &reason);
                 Ok(None)
             }
@@ -376,6 +397,7 @@ impl Driver {
     /// accept, a decision) at info, retransmissions and reports at debug.
     fn log_send(&mut self, env: &Envelope, reason: &str) {
         let kind = env.message.kind();
+        self.metrics.message_sent(kind);
         let first_prepare = match &env.message {
             Message::Prepare { ballot, .. } => {
                 let first = self.last_prepared.as_ref() != Some(ballot);
@@ -394,7 +416,7 @@ impl Driver {
                     | Message::Decided { .. }
             );
         if notable {
-            tracing::info!(to = %env.to, kind, %reason, "recovery message");
+            crate::event!(info, Event::RecoveryMessageSent, to = %env.to, kind, %reason, "recovery message");
         } else {
             tracing::debug!(to = %env.to, kind, %reason, "recovery message");
         }
@@ -405,14 +427,17 @@ impl Driver {
     async fn seed<H: QuorumLossHost>(&mut self, host: &mut H, plan: &SeedPlan) -> Option<Input> {
         match host.seed(plan).await {
             Ok(incarnation) => {
-                tracing::warn!(
+                self.metrics.round_ended(RoundOutcome::Seeded);
+                crate::event!(
+                    warn,
+                    Event::RecoverySeeded,
                     incarnation,
                     "seeded; the new incarnation is snapshotted and serving"
                 );
                 Some(Input::SeedCompleted { incarnation })
             }
             Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), "seeding failed; retrying next pass");
+                crate::event!(error, Event::RecoverySeedFailed, error = %format!("{e:#}"), "seeding failed; retrying next pass");
                 None
             }
         }
@@ -420,12 +445,15 @@ impl Driver {
 
     /// Joins; a failure is owed, and retried next pass.
     async fn join<H: QuorumLossHost>(&mut self, host: &mut H, record: &SeedRecord) {
-        if let Err(e) = host.join(record).await {
-            tracing::error!(
+        match host.join(record).await {
+            Ok(()) => self.metrics.round_ended(RoundOutcome::Joined),
+            Err(e) => crate::event!(
+                error,
+                Event::RecoveryJoinFailed,
                 incarnation = record.incarnation,
                 error = %format!("{e:#}"),
                 "cannot join the new incarnation yet; retrying next pass"
-            );
+            ),
         }
     }
 }

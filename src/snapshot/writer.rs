@@ -9,6 +9,8 @@
 use super::name::SnapshotName;
 use super::take::{self, SnapshotRequest, meta};
 use crate::etcd::access::EtcdAccess;
+use crate::events::Event;
+use crate::metrics::snapshots::{FailureReason, SnapshotMetrics};
 use crate::status::{InstanceStatus, SnapshotStatus};
 use crate::store::{ObjectInfo, ObjectStore, list_all};
 use crate::wall_clock::unix_ms;
@@ -40,6 +42,8 @@ pub struct SnapshotWriter {
     pub schedule: SnapshotSchedule,
     pub policy: RetentionPolicy,
     pub check_every: Duration,
+    /// Size, duration and failures of the snapshots it takes.
+    pub metrics: SnapshotMetrics,
 }
 
 /// The newest snapshot a listing found.
@@ -105,7 +109,12 @@ impl SnapshotWriter {
                         "the store lost every snapshot of cluster {} (it listed {} before); taking a new one",
                         self.cluster, s.stored
                     );
-                    tracing::error!(alert = %alert, "snapshot store alert");
+                    crate::event!(
+                        error,
+                        Event::SnapshotStoreLost,
+                        alert = %alert,
+                        "snapshot store alert"
+                    );
                     s.alert = Some(alert);
                 }
                 s.stored = list.len();
@@ -157,9 +166,20 @@ impl SnapshotWriter {
             token: token.clone(),
             instance: self.instance.clone(),
         };
+        let started = std::time::Instant::now();
         match take::take(&*self.store, &self.access, &req).await {
             Ok(t) => {
-                tracing::info!(name = %t.name, size = t.object.size, reason, "snapshot stored");
+                let took = started.elapsed();
+                self.metrics.stored(t.object.size, took);
+                crate::event!(
+                    info,
+                    Event::SnapshotStored,
+                    name = %t.name,
+                    size = t.object.size,
+                    duration_ms = took.as_millis() as u64,
+                    reason,
+                    "snapshot stored"
+                );
                 s.taken += 1;
                 s.last_reason = Some(reason.to_string());
                 s.last_error = None;
@@ -169,7 +189,16 @@ impl SnapshotWriter {
                 true
             }
             Err(e) => {
-                tracing::error!(error = %e, "snapshot failed");
+                let why = FailureReason::of(&e);
+                self.metrics.failed(why);
+                crate::event!(
+                    error,
+                    Event::SnapshotFailed,
+                    failure = why.as_str(),
+                    error = %e,
+                    reason,
+                    "snapshot failed"
+                );
                 s.failures += 1;
                 s.last_error = Some(e.to_string());
                 false
@@ -195,7 +224,13 @@ impl SnapshotWriter {
         let protected: HashSet<String> = HashSet::new();
         for (name, why) in retention::to_delete(&entries, &protected, self.policy, unix_ms()) {
             match self.store.delete(&name).await {
-                Ok(()) => tracing::info!(%name, %why, "retention deleted a snapshot"),
+                Ok(()) => crate::event!(
+                    info,
+                    Event::SnapshotDeleted,
+                    %name,
+                    %why,
+                    "retention deleted a snapshot"
+                ),
                 Err(e) => {
                     tracing::warn!(%name, error = %e, "retention could not delete a snapshot")
                 }

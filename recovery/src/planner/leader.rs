@@ -1,7 +1,7 @@
 //! Rules applied by the instance next to the etcd raft leader: the single
 //! actor for cluster-wide changes. At most one change per plan.
 
-use super::action::{Action, Step};
+use super::action::{Action, Step, WaitReason};
 use super::observation::{MemberFacts, Observation};
 use super::quorum::{quorum, removal_keeps_quorum};
 
@@ -79,7 +79,9 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
             ));
         }
         return Some(Step::new(
-            Action::Wait,
+            Action::Wait {
+                on: WaitReason::RemovalWouldLoseQuorum,
+            },
             format!(
                 "member {} has departed, but removing it would leave fewer than {} healthy voters: waiting",
                 label(m),

@@ -1,6 +1,6 @@
 //! Rules about this instance's own etcd.
 
-use super::action::{Action, Step};
+use super::action::{Action, Step, WaitReason};
 use super::observation::{DataState, MemberFacts, Observation};
 use super::quorum::{quorum, removal_keeps_quorum};
 
@@ -24,7 +24,9 @@ pub(super) fn plan_local(o: &Observation) -> Vec<Step> {
             return Vec::new();
         }
         return vec![Step::new(
-            Action::Wait,
+            Action::Wait {
+                on: WaitReason::MemberListUnknown,
+            },
             "no member of the cluster answers; nothing to join yet",
         )];
     };
@@ -72,7 +74,9 @@ fn start_added_member(o: &Observation, members: &[MemberFacts], me: &MemberFacts
     if l.recorded_member_id == Some(me.id) && l.data == DataState::Present {
         if l.etcd_running {
             return vec![Step::new(
-                Action::Wait,
+                Action::Wait {
+                    on: WaitReason::MemberNotNamedYet,
+                },
                 format!(
                     "member {:x} was added for this instance and etcd runs on its data: waiting for it to publish its name",
                     me.id
@@ -169,7 +173,9 @@ fn existing_member(o: &Observation, members: &[MemberFacts], me: &MemberFacts) -
         ));
     } else {
         steps.push(Step::new(
-            Action::Wait,
+            Action::Wait {
+                on: WaitReason::RemovalWouldLoseQuorum,
+            },
             format!(
                 "member {:x} is stale ({what}) but removing it would leave {} healthy of {} voters, below quorum {}: waiting",
                 me.id,
@@ -202,7 +208,9 @@ fn leaving(o: &Observation) -> Vec<Step> {
         ],
         (None, _) if o.members.is_some() => vec![left()],
         (Some(m), _) => vec![Step::new(
-            Action::Wait,
+            Action::Wait {
+                on: WaitReason::Leaving,
+            },
             format!(
                 "this instance is not in the group: it is leaving; member {:x} stays until the cluster removes it \
                  (the leader's instance removes departed members one at a time); it never joins again, its data is kept",
@@ -210,7 +218,9 @@ fn leaving(o: &Observation) -> Vec<Step> {
             ),
         )],
         (None, _) => vec![Step::new(
-            Action::Wait,
+            Action::Wait {
+                on: WaitReason::Leaving,
+            },
             "this instance is not in the group and no member answers: it is leaving; it never joins again, its data is kept",
         )],
     }
@@ -218,7 +228,9 @@ fn leaving(o: &Observation) -> Vec<Step> {
 
 fn left() -> Step {
     Step::new(
-        Action::Wait,
+        Action::Wait {
+            on: WaitReason::Left,
+        },
         "this instance is not in the group and not a member: it has left; etcd stays stopped and its data is kept \
          (add it back to the group to rejoin)",
     )
@@ -246,7 +258,9 @@ fn not_a_member(o: &Observation, members: &[MemberFacts]) -> Vec<Step> {
             learner.name.clone()
         };
         steps.push(Step::new(
-            Action::Wait,
+            Action::Wait {
+                on: WaitReason::OneLearnerAtATime,
+            },
             format!("one learner at a time: {who} is still joining"),
         ));
         return steps;
@@ -258,7 +272,9 @@ fn not_a_member(o: &Observation, members: &[MemberFacts]) -> Vec<Step> {
         .count();
     if healthy < quorum(voters) {
         steps.push(Step::new(
-            Action::Wait,
+            Action::Wait {
+                on: WaitReason::TooFewHealthyVoters,
+            },
             format!("only {healthy} of {voters} voters are healthy (quorum {}): joining now would not be safe", quorum(voters)),
         ));
         return steps;

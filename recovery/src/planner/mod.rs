@@ -34,7 +34,7 @@ mod local;
 mod observation;
 mod quorum;
 
-pub use action::{Action, Plan, Step};
+pub use action::{Action, Plan, Step, WaitReason};
 pub use observation::{DataState, LocalFacts, MemberFacts, Observation, PlannerConfig};
 pub use quorum::{quorum, removal_keeps_quorum};
 
@@ -48,7 +48,7 @@ pub fn plan(o: &Observation) -> Plan {
         if let Some(step) = leader::plan_leader(o) {
             // Where the local rules only wait (a leaving leader), the
             // leader's change is what happens next.
-            if steps.iter().all(|s| s.action == Action::Wait) {
+            if steps.iter().all(|s| s.action.is_wait()) {
                 steps.clear();
             }
             steps.push(step);
@@ -57,7 +57,7 @@ pub fn plan(o: &Observation) -> Plan {
     if steps.is_empty() {
         steps.push(match &o.members {
             // Not a settled state: the next pass may know more.
-            None => Step::new(Action::Wait, "the member list is unknown (no member answers); waiting"),
+            None => Step::new(Action::Wait { on: WaitReason::MemberListUnknown }, "the member list is unknown (no member answers); waiting"),
             Some(members) => {
                 let voters = members.iter().filter(|m| !m.is_learner).count();
                 Step::new(

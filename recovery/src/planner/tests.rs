@@ -84,7 +84,7 @@ fn kinds(p: &Plan) -> Vec<&'static str> {
             Action::RemoveMember { .. } => "remove",
             Action::TransferLeadership { .. } => "transfer",
             Action::RecordMemberId { .. } => "record",
-            Action::Wait => "wait",
+            Action::Wait { .. } => "wait",
             Action::Nothing => "nothing",
         })
         .collect()

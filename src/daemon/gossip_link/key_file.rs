@@ -9,6 +9,7 @@
 //! naming the file; the file is tried again at its next change. No key
 //! material is ever logged.
 
+use crate::events::Event;
 use crate::file_stamp::FileStamp;
 use crate::secret_file::SecretFileError;
 use gossip::{Keyring, KeysHandle, SealError};
@@ -130,7 +131,9 @@ impl KeyFile {
             if keys.set_keys(ring).is_err() {
                 break;
             }
-            tracing::info!(
+            crate::event!(
+                info,
+                Event::GossipKeysInstalled,
                 file = %self.path.display(),
                 keys = count,
                 "gossip keys re-read from {SETTING} and installed: the first key seals, every key opens"
