@@ -38,20 +38,23 @@ fn example_config_passes_check_and_prints_defaults() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("quorum_loss_timeout = \"1m\""), "{out}");
     assert!(out.contains("client_port = 2379"), "{out}");
-    // The local example, with what `make run` writes beside it.
-    let local = dir.path().join("examples/local/eco-1.toml");
-    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/examples/local/eco-1.toml"),
-        &local,
-    )
-    .unwrap();
+    // The local example as `make run` writes it for an instance
+    // (scripts/run-local.py), with what it writes beside it.
     let run = dir.path().join(".run/local");
     std::fs::create_dir_all(run.join("store")).unwrap();
+    let template = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/local/instance.toml"
+    ))
+    .unwrap();
+    let local = run.join("eco-4.toml");
+    std::fs::write(&local, template.replace("@ID@", "eco-4")).unwrap();
     std::fs::copy(dir.path().join("group.toml"), run.join("group.toml")).unwrap();
     private_file(&run.join("gossip.keys"), KEY);
-    let (code, _, err) = eco(&["config", "check", local.to_str().unwrap()]);
+    let (code, out, err) = eco(&["config", "check", local.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
+    assert!(out.contains("instance_id = \"eco-4\""), "{out}");
+    assert!(out.contains(".run/local/eco-4/etcd.log"), "{out}");
 }
 
 #[test]

@@ -54,6 +54,10 @@ pub enum WaitReason {
     Left,
     /// Another learner is still joining (one at a time).
     OneLearnerAtATime,
+    /// A learner belongs to no instance of the group as this instance
+    /// read it, but it is new: the instance that added it may have read a
+    /// newer group (`PlannerConfig::group_lag_ms`).
+    LearnerOwnerUnknown,
     /// Too few voters are healthy to add a member safely.
     TooFewHealthyVoters,
     /// etcd refused a membership change for now (another learner, a
@@ -63,13 +67,14 @@ pub enum WaitReason {
 }
 
 impl WaitReason {
-    pub const ALL: [WaitReason; 8] = [
+    pub const ALL: [WaitReason; 9] = [
         WaitReason::MemberListUnknown,
         WaitReason::MemberNotNamedYet,
         WaitReason::RemovalWouldLoseQuorum,
         WaitReason::Leaving,
         WaitReason::Left,
         WaitReason::OneLearnerAtATime,
+        WaitReason::LearnerOwnerUnknown,
         WaitReason::TooFewHealthyVoters,
         WaitReason::EtcdRefusedForNow,
     ];
@@ -83,6 +88,7 @@ impl WaitReason {
             WaitReason::Leaving => "leaving",
             WaitReason::Left => "left",
             WaitReason::OneLearnerAtATime => "one_learner_at_a_time",
+            WaitReason::LearnerOwnerUnknown => "learner_owner_unknown",
             WaitReason::TooFewHealthyVoters => "too_few_healthy_voters",
             WaitReason::EtcdRefusedForNow => "etcd_refused_for_now",
         }

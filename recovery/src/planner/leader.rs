@@ -54,6 +54,23 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
                 ));
             }
         }
+        let young = m
+            .learner_since_ms
+            .is_none_or(|since| now.saturating_sub(since) < o.config.group_lag_ms);
+        if m.is_learner && young {
+            return Some(Step::new(
+                Action::Wait {
+                    on: WaitReason::LearnerOwnerUnknown,
+                },
+                format!(
+                    "learner {} belongs to no instance of the group as this instance read it; \
+                     the instance that added it may have read a newer group: removing it only \
+                     if it is still nobody's after {} ms",
+                    label(m),
+                    o.config.group_lag_ms
+                ),
+            ));
+        }
         if m.is_learner {
             return Some(Step::new(
                 Action::RemoveMember {

@@ -54,6 +54,12 @@ impl MemberFacts {
 pub struct PlannerConfig {
     pub unhealthy_member_ttl_ms: u64,
     pub learner_timeout_ms: u64,
+    /// How far behind another instance's view of the group this
+    /// instance's may be (a few of the provider's refresh intervals): a
+    /// learner no instance of this view owns is removed only once it has
+    /// been seen that long — the instance that added it read a newer
+    /// group, which this one will read too.
+    pub group_lag_ms: u64,
 }
 
 /// Everything the planner decides on.

@@ -62,6 +62,7 @@ fn base() -> Observation {
         config: PlannerConfig {
             unhealthy_member_ttl_ms: 5 * MIN,
             learner_timeout_ms: 10 * MIN,
+            group_lag_ms: 3_000,
         },
     }
 }
@@ -383,6 +384,40 @@ fn table() {
         .unwrap()
         .push(learner(4, "", D, 99 * MIN));
     cases.push(("never-started member of nobody removed", o, vec!["remove"]));
+
+    // A learner of nobody, seen for less than the group lag: the instance
+    // that added it may have read a newer group than this one.
+    let mut o = leader();
+    let now = o.now_ms;
+    o.members
+        .as_mut()
+        .unwrap()
+        .push(learner(4, "d", D, now - 1_000));
+    cases.push((
+        "a new learner of nobody is given the group lag",
+        o,
+        vec!["wait"],
+    ));
+    let mut o = leader();
+    let now = o.now_ms;
+    o.members
+        .as_mut()
+        .unwrap()
+        .push(learner(4, "d", D, now - 3_000));
+    cases.push((
+        "a learner of nobody past the group lag removed",
+        o,
+        vec!["remove"],
+    ));
+    let mut o = leader();
+    let mut unseen = learner(4, "", D, 0);
+    unseen.learner_since_ms = None;
+    o.members.as_mut().unwrap().push(unseen);
+    cases.push((
+        "a learner first seen now is given the group lag",
+        o,
+        vec!["wait"],
+    ));
 
     let mut o = leader();
     o.members = Some(vec![
