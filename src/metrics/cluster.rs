@@ -32,6 +32,11 @@ struct PhaseLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CertificateLabels {
     key: String,
 }
@@ -60,10 +65,23 @@ pub(super) struct ClusterMetrics {
     snapshot_newest_timestamp: Gauge,
     snapshot_store_alert: Gauge,
     certificate_expiry: Family<CertificateLabels, Gauge>,
+    gossip_members: Family<StateLabels, Gauge>,
+    gossip_peer_downs: Counter,
+    seen_peer_downs: std::sync::atomic::AtomicU64,
 }
 
 impl ClusterMetrics {
     pub(super) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "gossip_members",
+            "Other instances this instance's gossip knows, by state (up, down)",
+            self.gossip_members.clone(),
+        );
+        registry.register(
+            "gossip_peer_downs",
+            "Times this instance's gossip saw another instance go down (failed or left)",
+            self.gossip_peer_downs.clone(),
+        );
         registry.register(
             "cluster_voters",
             "Voting members of the cluster, as this instance last saw the member list",
@@ -173,6 +191,20 @@ impl ClusterMetrics {
                 .get_or_create(&RoleLabels { role: r.into() })
                 .set((r == role) as i64);
         }
+
+        // The other instances gossip knows, by state; the times they went
+        // down (summed over peers: a flapping peer counts every time).
+        let up = s.gossip.iter().filter(|p| p.up).count();
+        for (state, n) in [("up", up), ("down", s.gossip.len() - up)] {
+            self.gossip_members
+                .get_or_create(&StateLabels { state })
+                .set(n as i64);
+        }
+        super::advance(
+            &self.gossip_peer_downs,
+            &self.seen_peer_downs,
+            s.gossip.iter().map(|p| p.times_down).sum(),
+        );
 
         let zone_of = |name: &str| {
             s.group
