@@ -20,20 +20,7 @@ fn instance(id: &str, address: &str) -> String {
 
 /// Pids of the eco processes running with `config`.
 fn eco_pids(config: &Path) -> Vec<i32> {
-    let needle = config.as_os_str().as_encoded_bytes();
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if cmdline.split(|b| *b == 0).any(|a| a == needle) {
-            pids.push(pid);
-        }
-    }
-    pids
+    testkit::process::pids_with_arg(config.as_os_str().as_encoded_bytes())
 }
 
 /// The supervisor, its output file and run directory; on drop (a failed

@@ -11,9 +11,9 @@
 use super::Daemon;
 use super::observe::Observed;
 use crate::events::Event;
-use crate::metrics::snapshots::FailureReason;
 use crate::provider::{TerminationHook, TerminationNotice};
-use crate::snapshot::take::{self, SnapshotRequest};
+use crate::snapshot::recorded::take_recorded;
+use crate::snapshot::take::SnapshotRequest;
 use recovery::termination::{self, MemberNow, TerminationFacts, TerminationStep};
 
 /// A final snapshot gets this many call timeouts per call.
@@ -148,38 +148,15 @@ impl Daemon {
             token: state.cluster_token.clone(),
             instance: self.ctx.id().to_string(),
         };
-        let reason = "the final snapshot before the termination";
-        let started = std::time::Instant::now();
-        let metrics = &self.ctx.metrics.snapshots;
-        match take::take(store, &access, &request).await {
-            Ok(t) => {
-                let took = started.elapsed();
-                metrics.stored(t.object.size, took);
-                crate::event!(
-                    info,
-                    Event::SnapshotStored,
-                    name = %t.name,
-                    size = t.object.size,
-                    duration_ms = took.as_millis() as u64,
-                    reason,
-                    "final snapshot before the termination"
-                );
-                true
-            }
-            Err(e) => {
-                let why = FailureReason::of(&e);
-                metrics.failed(why);
-                crate::event!(
-                    error,
-                    Event::SnapshotFailed,
-                    failure = why.as_str(),
-                    error = %e,
-                    reason,
-                    "the final snapshot before the termination failed"
-                );
-                false
-            }
-        }
+        take_recorded(
+            store,
+            &access,
+            &request,
+            &self.ctx.metrics.snapshots,
+            "the final snapshot before the termination",
+        )
+        .await
+        .is_ok()
     }
 
     /// Leaves gossip, then lets the group continue the termination.

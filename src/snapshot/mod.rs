@@ -15,6 +15,7 @@
 //!   directory with `etcdutl` (or `etcdctl` on etcd 3.4).
 
 pub mod name;
+pub mod recorded;
 pub mod restore;
 pub mod take;
 pub mod trailing_hash;

@@ -7,10 +7,11 @@
 //! ([`WriterInput`]), never `/status`; it writes its own part of `/status`.
 
 use super::name::SnapshotName;
-use super::take::{self, SnapshotRequest, meta};
+use super::recorded::take_recorded;
+use super::take::{SnapshotRequest, meta};
 use crate::etcd::access::EtcdAccess;
 use crate::events::Event;
-use crate::metrics::snapshots::{FailureReason, SnapshotMetrics};
+use crate::metrics::snapshots::SnapshotMetrics;
 use crate::status::{InstanceStatus, SnapshotStatus};
 use crate::store::{ObjectInfo, ObjectStore, list_all};
 use crate::wall_clock::unix_ms;
@@ -166,20 +167,8 @@ impl SnapshotWriter {
             token: token.clone(),
             instance: self.instance.clone(),
         };
-        let started = std::time::Instant::now();
-        match take::take(&*self.store, &self.access, &req).await {
-            Ok(t) => {
-                let took = started.elapsed();
-                self.metrics.stored(t.object.size, took);
-                crate::event!(
-                    info,
-                    Event::SnapshotStored,
-                    name = %t.name,
-                    size = t.object.size,
-                    duration_ms = took.as_millis() as u64,
-                    reason,
-                    "snapshot stored"
-                );
+        match take_recorded(&*self.store, &self.access, &req, &self.metrics, reason).await {
+            Ok(_) => {
                 s.taken += 1;
                 s.last_reason = Some(reason.to_string());
                 s.last_error = None;
@@ -189,16 +178,6 @@ impl SnapshotWriter {
                 true
             }
             Err(e) => {
-                let why = FailureReason::of(&e);
-                self.metrics.failed(why);
-                crate::event!(
-                    error,
-                    Event::SnapshotFailed,
-                    failure = why.as_str(),
-                    error = %e,
-                    reason,
-                    "snapshot failed"
-                );
                 s.failures += 1;
                 s.last_error = Some(e.to_string());
                 false

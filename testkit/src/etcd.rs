@@ -53,21 +53,7 @@ pub fn bin_dir() -> PathBuf {
 
 /// Pids of processes whose command line has `--data-dir=<dir>`.
 pub fn pids_on(data_dir: &Path) -> Vec<i32> {
-    let needle = format!("--data-dir={}", data_dir.display());
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        // Zombies have an empty command line and are not running.
-        if cmdline.split(|b| *b == 0).any(|a| a == needle.as_bytes()) {
-            pids.push(pid);
-        }
-    }
-    pids
+    crate::process::pids_with_arg(format!("--data-dir={}", data_dir.display()).as_bytes())
 }
 
 /// A raw etcd (not managed by eco); killed on drop.

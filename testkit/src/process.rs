@@ -155,3 +155,22 @@ pub fn missing_tool<'a>(tools: &[&'a str]) -> Option<&'a str> {
             .is_err()
     })
 }
+
+/// Pids of the processes with `arg` as one of their arguments (a data
+/// directory or a config file of this run: paths unique to a test).
+pub fn pids_with_arg(arg: &[u8]) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        // Zombies have an empty command line and are not running.
+        if cmdline.split(|b| *b == 0).any(|a| a == arg) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
