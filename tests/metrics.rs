@@ -120,6 +120,7 @@ fn a_scrape_passes_promtool_and_carries_the_operators_families() {
         "eco_certificate_expiry_timestamp_seconds{key=\"etcd.tls.client.cert_file\"}",
         "eco_gossip_datagrams_sent_total",
         "eco_gossip_members_up 0", // a group of one: no other instance
+        "eco_gossip_members{state=\"up\"} 0",
     ] {
         assert!(text.contains(family), "{family} missing:\n{text}");
     }

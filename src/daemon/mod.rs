@@ -407,7 +407,9 @@ impl Daemon {
                     metrics: self.ctx.metrics.snapshots.clone(),
                     check_every: c.etcd.probe_interval.get().max(Duration::from_secs(1)),
                 }
-                .run(writer_input, self.status.clone(), writer_stopped),
+                .run(writer_input, self.status.clone(), writer_stopped)
+                // Its events carry the instance, as the daemon's do.
+                .in_current_span(),
             )
         });
         let result = self.run_loop(signals).await;

@@ -23,6 +23,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 /// How to run etcd.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,9 +110,12 @@ impl Supervisor {
             .enable_all()
             .build()
             .map_err(SupervisorError::Thread)?;
+        // Its events (etcd.started, etcd.exited, …) carry the instance of
+        // the span it was made in, as the daemon's do.
+        let span = tracing::Span::current();
         let thread = std::thread::Builder::new()
             .name("etcd-supervisor".into())
-            .spawn(move || runtime.block_on(run(rx, status_tx, backoff)))
+            .spawn(move || runtime.block_on(run(rx, status_tx, backoff).instrument(span)))
             .map_err(SupervisorError::Thread)?;
         Ok(Self {
             requests: Some(tx),

@@ -194,8 +194,13 @@ impl ClusterMetrics {
 
         // The other instances gossip knows, by state; the times they went
         // down (summed over peers: a flapping peer counts every time).
-        let up = s.gossip.iter().filter(|p| p.up).count();
-        for (state, n) in [("up", up), ("down", s.gossip.len() - up)] {
+        let others: Vec<_> = s
+            .gossip
+            .iter()
+            .filter(|p| p.instance_id != s.instance_id)
+            .collect();
+        let up = others.iter().filter(|p| p.up).count();
+        for (state, n) in [("up", up), ("down", others.len() - up)] {
             self.gossip_members
                 .get_or_create(&StateLabels { state })
                 .set(n as i64);
@@ -203,7 +208,7 @@ impl ClusterMetrics {
         super::advance(
             &self.gossip_peer_downs,
             &self.seen_peer_downs,
-            s.gossip.iter().map(|p| p.times_down).sum(),
+            others.iter().map(|p| p.times_down).sum(),
         );
 
         let zone_of = |name: &str| {
