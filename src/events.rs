@@ -61,6 +61,9 @@ pub enum Event {
     TerminationNoticed,
     TerminationWithdrawn,
     TerminationCompleted,
+    // The maintenance switch.
+    MaintenancePaused,
+    MaintenanceResumed,
     // Security.
     AclApplied,
     AuthEnabled,
@@ -69,7 +72,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 44] = [
+    pub const ALL: [Event; 46] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -110,6 +113,8 @@ impl Event {
         Event::TerminationNoticed,
         Event::TerminationWithdrawn,
         Event::TerminationCompleted,
+        Event::MaintenancePaused,
+        Event::MaintenanceResumed,
         Event::AclApplied,
         Event::AuthEnabled,
         Event::CertificateIssued,
@@ -159,6 +164,8 @@ impl Event {
             Event::TerminationNoticed => "termination.noticed",
             Event::TerminationWithdrawn => "termination.withdrawn",
             Event::TerminationCompleted => "termination.completed",
+            Event::MaintenancePaused => "maintenance.paused",
+            Event::MaintenanceResumed => "maintenance.resumed",
             Event::AclApplied => "acl.applied",
             Event::AuthEnabled => "auth.enabled",
             Event::CertificateIssued => "certificate.issued",
@@ -210,6 +217,8 @@ impl Event {
             Event::TerminationNoticed => &["source", "hook"],
             Event::TerminationWithdrawn => &[],
             Event::TerminationCompleted => &["hook", "reason"],
+            Event::MaintenancePaused => &["by", "reason"],
+            Event::MaintenanceResumed => &["by"],
             Event::AclApplied => &["action", "reason"],
             Event::AuthEnabled => &["identity"],
             Event::CertificateIssued => &["certificate", "names", "reason"],

@@ -106,6 +106,28 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         etcd_bin_dir: Option<PathBuf>,
     },
+    /// Pause eco on every instance of the cluster, for humans doing surgery:
+    /// eco keeps supervising etcd and taking snapshots, but takes no
+    /// membership, formation or quorum-loss action until `eco resume`.
+    /// Written to the configured store; `eco status` shows who paused, when
+    /// and why.
+    Pause {
+        /// Configuration file naming the cluster and the store.
+        #[arg(long, short, value_name = "FILE")]
+        config: PathBuf,
+        /// Why (shown by eco status on every instance).
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+        /// Who pauses (default: $USER@host).
+        #[arg(long, value_name = "WHO")]
+        by: Option<String>,
+    },
+    /// Lift a pause (`eco pause`): eco acts again on every instance.
+    Resume {
+        /// Configuration file naming the cluster and the store.
+        #[arg(long, short, value_name = "FILE")]
+        config: PathBuf,
+    },
     /// Print eco's version, the git commit it was built from, and the etcd
     /// versions it supports.
     Version,
@@ -186,6 +208,21 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
+        Command::Pause { config, reason, by } => {
+            let config = match load_or_exit(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let by = by.unwrap_or_else(eco::commands::pause::default_by);
+            one_shot(async move { eco::commands::pause::pause(&config, &by, &reason).await })
+        }
+        Command::Resume { config } => {
+            let config = match load_or_exit(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            one_shot(async move { eco::commands::pause::resume(&config).await })
+        }
         Command::Version => {
             print_out(&format!(
                 "eco {}\ncommit: {}\nsupported etcd versions: {}\n",

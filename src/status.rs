@@ -54,6 +54,9 @@ pub struct InstanceStatus {
     /// What gossip says about every instance it knows (empty without gossip).
     #[serde(default)]
     pub gossip: Vec<GossipPeer>,
+    /// A human paused eco cluster-wide (`eco pause`): who, when, why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<crate::pause::Pause>,
     /// The etcd members as last observed (empty when none answered).
     #[serde(default)]
     pub members: Vec<MemberRow>,
@@ -208,6 +211,7 @@ pub(crate) fn example(id: &str, cluster: &str) -> InstanceStatus {
         snapshots: None,
         gossip: Vec::new(),
         members: Vec::new(),
+        paused: None,
         recovery: None,
         auth: None,
         certificates: Vec::new(),

@@ -130,6 +130,9 @@ pub fn render(s: &InstanceStatus) -> String {
     );
     line("next action", s.next.action.clone());
     line("because", s.next.reason.clone());
+    if let Some(p) = &s.paused {
+        line("PAUSED", p.describe());
+    }
     if let Some(t) = &s.termination {
         line(
             "terminating",

@@ -7,6 +7,10 @@
 //!
 //! The rules:
 //! - a refused start stays refused: nothing acts, a human must;
+//! - while a human paused the cluster (`eco pause`), nothing acts either:
+//!   no membership change, no formation, no quorum-loss recovery (the
+//!   daemon does not run the protocol); etcd is still supervised, snapshots
+//!   are still taken, and readiness is unchanged;
 //! - while the quorum-loss protocol holds this instance (frozen by a
 //!   promise, seeding a new incarnation, or owing a join of one), or
 //!   changed its etcd or state during this pass, nothing else acts on this
@@ -49,6 +53,9 @@ pub enum Phase {
     /// Not in the group any more: it never joins again, keeps its data, and
     /// stops etcd once the cluster removed its member.
     Leaving,
+    /// A human paused eco cluster-wide (`eco pause`): etcd is supervised,
+    /// nothing else acts.
+    Paused,
 }
 
 impl Phase {
@@ -63,6 +70,7 @@ impl Phase {
             Phase::Frozen => "frozen",
             Phase::Seeding => "seeding",
             Phase::Leaving => "leaving",
+            Phase::Paused => "paused",
         }
     }
 }
@@ -92,6 +100,8 @@ pub struct LocalMember {
 pub struct PassFacts {
     /// The start decision refused, with its reason.
     pub refused: Option<String>,
+    /// A human paused the cluster: who, when and why.
+    pub paused: Option<String>,
     /// How the quorum-loss protocol holds this instance, with its
     /// explanation.
     pub hold: Option<(Hold, String)>,
@@ -117,6 +127,8 @@ pub struct PassFacts {
 pub enum Decider {
     /// The start was refused: nothing acts.
     Refused { reason: String },
+    /// A human paused the cluster: nothing acts until `eco resume`.
+    Paused { reason: String },
     /// The quorum-loss protocol holds this instance or just acted: nothing
     /// else acts this pass.
     QuorumLoss { reason: String },
@@ -153,6 +165,7 @@ pub fn decide(f: &PassFacts) -> Ready {
         && answering_leader;
     let phase = match (&f.refused, &f.hold) {
         (Some(_), _) => Phase::Refused,
+        (None, _) if f.paused.is_some() => Phase::Paused,
         (None, Some((Hold::Seeding, _))) => Phase::Seeding,
         (None, Some(_)) => Phase::Frozen,
         (None, None) if !f.in_group => Phase::Leaving,
@@ -161,6 +174,10 @@ pub fn decide(f: &PassFacts) -> Ready {
     };
     let decider = if let Some(reason) = &f.refused {
         Decider::Refused {
+            reason: reason.clone(),
+        }
+    } else if let Some(reason) = &f.paused {
+        Decider::Paused {
             reason: reason.clone(),
         }
     } else if let Some((_, reason)) = &f.hold {
@@ -206,6 +223,7 @@ mod tests {
     fn facts() -> PassFacts {
         PassFacts {
             refused: None,
+            paused: None,
             hold: None,
             protocol_acted: false,
             etcd_running: true,
@@ -228,6 +246,7 @@ mod tests {
     fn who(d: &Decider) -> &'static str {
         match d {
             Decider::Refused { .. } => "refused",
+            Decider::Paused { .. } => "paused",
             Decider::QuorumLoss { .. } => "quorum-loss",
             Decider::Formation => "formation",
             Decider::Planner => "planner",
@@ -280,6 +299,43 @@ mod tests {
                 "refused",
                 false,
                 Phase::Refused,
+            ),
+            (
+                "paused: still ready, nothing acts",
+                |f| f.paused = Some("paused by ann: surgery".into()),
+                "paused",
+                true,
+                Phase::Paused,
+            ),
+            (
+                "paused and refused: refused wins",
+                |f| {
+                    f.paused = Some("paused by ann: surgery".into());
+                    f.refused = Some("data of unknown origin".into());
+                },
+                "refused",
+                false,
+                Phase::Refused,
+            ),
+            (
+                "paused while frozen: the protocol is not run",
+                |f| {
+                    f.paused = Some("paused by ann: surgery".into());
+                    f.hold = Some((Hold::Frozen, "promised (1, a)".into()));
+                },
+                "paused",
+                false,
+                Phase::Paused,
+            ),
+            (
+                "paused empty newcomer: no formation",
+                |f| {
+                    empty_newcomer(f);
+                    f.paused = Some("paused by ann: surgery".into());
+                },
+                "paused",
+                false,
+                Phase::Paused,
             ),
             (
                 "frozen by a promise",

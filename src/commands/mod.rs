@@ -7,6 +7,7 @@
 pub mod certs;
 pub mod cluster_status;
 pub mod config_check;
+pub mod pause;
 pub mod restore;
 pub mod snapshot;
 

@@ -91,6 +91,8 @@ struct Daemon {
     view: ClusterView,
     group: GroupView,
     newest: NewestRecord,
+    /// The maintenance switch (`eco pause`), as the store says.
+    pause: crate::pause::PauseView,
     gossip: Option<GossipLink>,
     live_since: live_since::LiveSince,
     /// The quorum-loss protocol (with gossip keys and a store).
@@ -247,6 +249,7 @@ async fn run_as(
         snapshots: None,
         gossip: Vec::new(),
         members: Vec::new(),
+        paused: None,
         recovery: None,
         auth: None,
         certificates: Vec::new(),
@@ -335,6 +338,7 @@ async fn run_as(
             answered_at: Some(Instant::now()),
         },
         newest: NewestRecord::default(),
+        pause: Default::default(),
         gossip,
         live_since: live_since::LiveSince::default(),
         quorum_loss,

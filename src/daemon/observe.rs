@@ -33,6 +33,8 @@ pub(super) struct Observed {
     pub data: DataState,
     /// The newest incarnation the store records, `None` when unknown.
     pub newest_recorded: Option<u64>,
+    /// The cluster is paused (`eco pause`), as the store last said.
+    pub paused: Option<crate::pause::Pause>,
 }
 
 /// The provider's last answers.
@@ -100,6 +102,10 @@ impl Daemon {
             cluster,
             data: self.etcd.data()?,
             newest_recorded,
+            paused: self
+                .pause
+                .get(self.ctx.store.as_deref(), self.ctx.cluster())
+                .await,
         })
     }
 

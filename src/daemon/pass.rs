@@ -14,7 +14,9 @@ impl Daemon {
         let seen = self.observe().await?;
         let leader_known = seen.cluster.statuses.values().any(|s| s.has_leader());
         self.ctx.metrics.decisions.quorum_seen(leader_known);
-        if self.refused.is_none() {
+        // Paused by a human: the protocol is not run (no freeze, no seed,
+        // no join) until the resume.
+        if self.refused.is_none() && seen.paused.is_none() {
             self.drive_quorum_loss(&seen).await;
         }
         let ready = pass::decide(&self.pass_facts(&seen));
@@ -31,6 +33,7 @@ impl Daemon {
         let local_incarnation = self.durable.incarnation();
         PassFacts {
             refused: self.refused.clone(),
+            paused: seen.paused.as_ref().map(|p| p.describe()),
             hold: self
                 .quorum_loss
                 .as_ref()
@@ -58,6 +61,10 @@ impl Daemon {
         match &ready.decider {
             Decider::Refused { reason } => {
                 self.show_next("wait for a human", reason);
+                Ok(())
+            }
+            Decider::Paused { reason } => {
+                self.show_next("paused", reason);
                 Ok(())
             }
             Decider::QuorumLoss { reason } => {

@@ -80,6 +80,7 @@ impl Daemon {
             s.group = Some(group);
             s.group_problem = group_problem;
             s.termination = termination;
+            s.paused = seen.paused.clone();
             s.state = state;
             if recovery.is_some() {
                 s.recovery = recovery;

@@ -66,12 +66,18 @@ pub(super) struct ClusterMetrics {
     snapshot_store_alert: Gauge,
     certificate_expiry: Family<CertificateLabels, Gauge>,
     gossip_members: Family<StateLabels, Gauge>,
+    paused: Gauge,
     gossip_peer_downs: Counter,
     seen_peer_downs: std::sync::atomic::AtomicU64,
 }
 
 impl ClusterMetrics {
     pub(super) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "paused",
+            "1 while a human has paused eco cluster-wide (eco pause): no membership or recovery action",
+            self.paused.clone(),
+        );
         registry.register(
             "gossip_members",
             "Other instances this instance's gossip knows, by state (up, down)",
@@ -192,6 +198,7 @@ impl ClusterMetrics {
                 .set((r == role) as i64);
         }
 
+        self.paused.set(s.paused.is_some() as i64);
         // The other instances gossip knows, by state; the times they went
         // down (summed over peers: a flapping peer counts every time).
         let others: Vec<_> = s

@@ -1,0 +1,111 @@
+//! The maintenance switch on a real three-instance cluster (127.0.96.x):
+//! `eco pause` reaches every instance (phase `paused`, who and why in
+//! `/status`, `eco_paused 1`); while paused, an instance removed from the
+//! group keeps its member and etcd is still supervised (a killed etcd is
+//! restarted); `eco resume` lets the leader remove the departed member.
+
+use std::process::Command;
+use std::time::Duration;
+
+use testkit::cluster::Cluster;
+use testkit::eco_bin;
+use testkit::wait_until;
+
+fn eco(args: &[&str]) -> (bool, String) {
+    let out = Command::new(eco_bin!()).args(args).output().expect("eco");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// `/status` of `id` as JSON, `None` while it does not answer.
+fn status(c: &Cluster, id: &str) -> Option<serde_json::Value> {
+    let api: std::net::SocketAddr = c.nodes[id].api().parse().ok()?;
+    let (code, body) = testkit::etcd::rt()
+        .block_on(eco::status_client::get(
+            api,
+            "/status",
+            Duration::from_secs(3),
+        ))
+        .ok()?;
+    (code == 200).then(|| serde_json::from_slice(&body).ok())?
+}
+
+#[test]
+fn paused_instances_take_no_membership_action_until_resumed() {
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
+    let cluster_id = c.form_three("127.0.96").expect("three voters");
+    let ids = ["eco-1", "eco-2", "eco-3"];
+    let config = c.nodes["eco-1"].config.to_str().expect("path").to_string();
+
+    let (ok, said) = eco(&["pause", "--config", &config, "--reason", ""]);
+    assert!(!ok && said.contains("--reason"), "{said}");
+    let (ok, said) = eco(&[
+        "pause",
+        "--config",
+        &config,
+        "--by",
+        "ann",
+        "--reason",
+        "replacing a disk",
+    ]);
+    assert!(ok, "{said}");
+    assert!(said.contains("paused by ann at "), "{said}");
+
+    // Every instance sees it: phase, who and why, still ready.
+    for id in ids {
+        let s = wait_until(Duration::from_secs(20), || {
+            let s = status(&c, id)?;
+            (s["phase"] == "paused").then_some(s)
+        })
+        .unwrap_or_else(|| panic!("{id} never paused:\n{}", c.log_tail(id, 30)));
+        assert_eq!(s["paused"]["by"], "ann", "{s}");
+        assert_eq!(s["paused"]["reason"], "replacing a disk", "{s}");
+        assert_eq!(s["ready"], true, "{s}");
+        assert!(
+            s["next"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("until `eco resume`")),
+            "{s}"
+        );
+    }
+    let (ok, said) = eco(&["status", "--config", &config]);
+    assert!(
+        ok && said.contains("PAUSED") && said.contains("replacing a disk"),
+        "{said}"
+    );
+
+    // Removed from the group while paused: its member stays, its etcd
+    // runs; a killed etcd is still restarted.
+    c.set_group(&ids[..2]).expect("shrink the group");
+    c.kill_etcd("eco-1").expect("kill eco-1's etcd");
+    std::thread::sleep(Duration::from_secs(8));
+    assert_eq!(
+        c.wait_voters(&ids, Duration::from_secs(20)),
+        Some(cluster_id),
+        "paused: the departed member is kept and eco-1's etcd came back"
+    );
+    assert!(!c.etcd_pids("eco-3").is_empty(), "eco-3's etcd runs");
+    let s = status(&c, "eco-3").expect("eco-3 answers");
+    assert_eq!(
+        s["phase"], "paused",
+        "a paused instance out of the group: {s}"
+    );
+
+    // Resumed: the leader's instance removes the departed member.
+    let (ok, said) = eco(&["resume", "--config", &config]);
+    assert!(ok && said.contains("resumed"), "{said}");
+    assert_eq!(
+        c.wait_voters(&ids[..2], Duration::from_secs(40)),
+        Some(cluster_id),
+        "resumed: eco-3's member is removed"
+    );
+    let (ok, said) = eco(&["resume", "--config", &config]);
+    assert!(ok && said.contains("was not paused"), "{said}");
+    for id in ids {
+        let log = c.nodes[id].log();
+        assert!(log.contains("event=\"maintenance.paused\""), "{id}");
+        assert!(log.contains("event=\"maintenance.resumed\""), "{id}");
+    }
+}
