@@ -47,6 +47,9 @@
 //!   data directories may go (by age, never the last copy of data);
 //! - [`zone_spread`]: the voters per zone and whether losing any one zone
 //!   would lose quorum (reported, never acted on).
+//! - [`space`]: the space governor — which member to defragment (one at a
+//!   time, the leader last, only with every member answering) and how to
+//!   come back from etcd's `NOSPACE` alarm (compact, defragment, disarm).
 //!
 //! What this crate does not do: talk to etcd, the store, the provider or
 //! the network; read files; sleep. It also does not decide anything the
@@ -65,6 +68,7 @@ pub mod planner;
 pub mod retention;
 pub mod seeding;
 pub mod snapshot_schedule;
+pub mod space;
 pub mod startup;
 pub mod statefulset;
 pub mod store_fitness;

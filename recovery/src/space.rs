@@ -1,0 +1,457 @@
+//! The space governor: when to defragment which member, and how to bring
+//! a cluster back from etcd's `NOSPACE` alarm. Pure.
+//!
+//! etcd's backend (bbolt) never gives pages back to the file system by
+//! itself: after compactions and deletions a member's database file holds
+//! free pages (its size minus its size in use). Defragmenting a member
+//! rewrites its file without them, and blocks that member (reads and
+//! writes wait) while it runs; defragmenting every member at once stalls
+//! the cluster. At the quota (`--quota-backend-bytes`) etcd raises
+//! `NOSPACE` and refuses writes until the space is reclaimed and the alarm
+//! disarmed.
+//!
+//! The rules (one [`SpaceStep`] per pass, taken by the instance beside the
+//! raft leader only, so at most one defragmentation runs in the cluster):
+//!
+//! - only while every member answered its Status probe (healthy or, under
+//!   `NOSPACE`, answering), and never a learner's turn before the voters';
+//! - **`NOSPACE`**: compact to the current revision (once per episode; a
+//!   second compaction to the same revision is etcd's "already compacted",
+//!   harmless), then defragment each member that still holds reclaimable
+//!   space, followers first and the leader last, then disarm the alarm.
+//!   Every step is read back from the facts (sizes, the alarm list), so an
+//!   eco restarted in the middle resumes where the facts say;
+//! - **otherwise**, a member whose reclaimable space passes both the ratio
+//!   and the floor of the [`SpacePolicy`] is defragmented, the one with the
+//!   most reclaimable space first, followers before the leader.
+//!
+//! What it does not do: compact for space outside `NOSPACE` (etcd's own
+//! `--auto-compaction-*` does), or defragment while any member is
+//! unhealthy (a defragmentation stalls the member it runs on: with one
+//! member down that could be the quorum).
+
+use serde::{Deserialize, Serialize};
+
+/// One member's space, as its Status answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberSpace {
+    pub id: u64,
+    pub name: String,
+    pub is_learner: bool,
+    pub is_leader: bool,
+    /// Answered its Status probe this pass.
+    pub answered: bool,
+    /// The backend file's size.
+    pub db_size: u64,
+    /// The part of it in use.
+    pub db_size_in_use: u64,
+}
+
+impl MemberSpace {
+    pub fn reclaimable(&self) -> u64 {
+        self.db_size.saturating_sub(self.db_size_in_use)
+    }
+}
+
+/// When a member is worth defragmenting (outside `NOSPACE`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpacePolicy {
+    /// Off: only `NOSPACE` is handled.
+    pub enabled: bool,
+    /// Reclaimable space over the database size at least this (0..1).
+    pub min_ratio: f64,
+    /// And at least this many bytes (small databases are left alone).
+    pub min_bytes: u64,
+}
+
+/// Under `NOSPACE`, a member is done once at most this much (or 10 % of its
+/// size, whichever is larger) is still reclaimable.
+pub const NOSPACE_DONE_BYTES: u64 = 1 << 20;
+
+/// The facts of one pass.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpaceFacts {
+    /// This instance's member leads (the single actor).
+    pub local_is_leader: bool,
+    /// Every member of the member list, with what its Status said.
+    pub members: Vec<MemberSpace>,
+    /// Members with an active `NOSPACE` alarm.
+    pub nospace: Vec<u64>,
+    /// The cluster's current revision (the leader's).
+    pub revision: i64,
+    /// This episode's compaction was done (this eco compacted to at least
+    /// this revision since the alarm was first seen); `false` after a
+    /// restart, which compacts again (harmless).
+    pub compacted: bool,
+    pub policy: SpacePolicy,
+}
+
+/// What to do this pass, with why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpaceStep {
+    Nothing {
+        reason: String,
+    },
+    Wait {
+        reason: String,
+    },
+    /// Compact the key space to `revision` (physical: wait for it).
+    Compact {
+        revision: i64,
+        reason: String,
+    },
+    /// Defragment this member (through its own endpoint).
+    Defragment {
+        member_id: u64,
+        name: String,
+        reason: String,
+    },
+    /// Disarm the `NOSPACE` alarm of every member that has one.
+    Disarm {
+        members: Vec<u64>,
+        reason: String,
+    },
+}
+
+fn done_under_nospace(m: &MemberSpace) -> bool {
+    m.reclaimable() <= NOSPACE_DONE_BYTES.max(m.db_size / 10)
+}
+
+/// The next member to defragment among `wanted`: followers (voters, then
+/// learners) before the leader, the most reclaimable first.
+fn next_of<'a>(wanted: impl Iterator<Item = &'a MemberSpace>) -> Option<&'a MemberSpace> {
+    wanted.min_by_key(|m| {
+        (
+            m.is_leader,
+            m.is_learner,
+            std::cmp::Reverse(m.reclaimable()),
+            m.id,
+        )
+    })
+}
+
+fn label(m: &MemberSpace) -> String {
+    if m.name.is_empty() {
+        format!("{:x}", m.id)
+    } else {
+        m.name.clone()
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+pub fn next_step(f: &SpaceFacts) -> SpaceStep {
+    if !f.local_is_leader {
+        return SpaceStep::Nothing {
+            reason: "the instance beside the raft leader governs space".into(),
+        };
+    }
+    if let Some(m) = f.members.iter().find(|m| !m.answered) {
+        return SpaceStep::Wait {
+            reason: format!(
+                "member {} does not answer: no defragmentation while a member is down (it stalls the member it runs on)",
+                label(m)
+            ),
+        };
+    }
+    if !f.nospace.is_empty() {
+        if !f.compacted {
+            return SpaceStep::Compact {
+                revision: f.revision,
+                reason: format!(
+                    "NOSPACE alarm on {} member(s): compact to the current revision {} first, then defragment one member at a time",
+                    f.nospace.len(),
+                    f.revision
+                ),
+            };
+        }
+        if let Some(m) = next_of(f.members.iter().filter(|m| !done_under_nospace(m))) {
+            return SpaceStep::Defragment {
+                member_id: m.id,
+                name: m.name.clone(),
+                reason: format!(
+                    "NOSPACE: compacted; member {} holds {} reclaimable of {}: defragment it (followers first, the leader last)",
+                    label(m),
+                    mib(m.reclaimable()),
+                    mib(m.db_size)
+                ),
+            };
+        }
+        return SpaceStep::Disarm {
+            members: f.nospace.clone(),
+            reason:
+                "NOSPACE: compacted and every member defragmented: disarm the alarm (writes resume)"
+                    .into(),
+        };
+    }
+    if !f.policy.enabled {
+        return SpaceStep::Nothing {
+            reason: "automatic defragmentation is off (etcd.defrag.enabled = false); only NOSPACE is handled".into(),
+        };
+    }
+    let due = |m: &&MemberSpace| {
+        let r = m.reclaimable();
+        r >= f.policy.min_bytes && (r as f64) >= f.policy.min_ratio * m.db_size as f64
+    };
+    match next_of(f.members.iter().filter(due)) {
+        Some(m) => SpaceStep::Defragment {
+            member_id: m.id,
+            name: m.name.clone(),
+            reason: format!(
+                "member {} holds {} reclaimable of {} (at least {:.0} % and {}): defragment it, one member at a time, the leader last",
+                label(m),
+                mib(m.reclaimable()),
+                mib(m.db_size),
+                f.policy.min_ratio * 100.0,
+                mib(f.policy.min_bytes)
+            ),
+        },
+        None => SpaceStep::Nothing {
+            reason: "no member holds enough reclaimable space to defragment".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn member(id: u64, leader: bool, size_mib: u64, in_use_mib: u64) -> MemberSpace {
+        MemberSpace {
+            id,
+            name: format!("m{id}"),
+            is_learner: false,
+            is_leader: leader,
+            answered: true,
+            db_size: size_mib * MIB,
+            db_size_in_use: in_use_mib * MIB,
+        }
+    }
+
+    fn facts() -> SpaceFacts {
+        SpaceFacts {
+            local_is_leader: true,
+            members: vec![
+                member(1, true, 100, 100),
+                member(2, false, 100, 100),
+                member(3, false, 100, 100),
+            ],
+            nospace: Vec::new(),
+            revision: 500,
+            compacted: false,
+            policy: SpacePolicy {
+                enabled: true,
+                min_ratio: 0.5,
+                min_bytes: 64 * MIB,
+            },
+        }
+    }
+
+    fn kind(s: &SpaceStep) -> String {
+        match s {
+            SpaceStep::Nothing { .. } => "nothing".into(),
+            SpaceStep::Wait { .. } => "wait".into(),
+            SpaceStep::Compact { revision, .. } => format!("compact {revision}"),
+            SpaceStep::Defragment { member_id, .. } => format!("defrag {member_id}"),
+            SpaceStep::Disarm { members, .. } => format!("disarm {members:?}"),
+        }
+    }
+
+    #[test]
+    fn table() {
+        type Edit = fn(&mut SpaceFacts);
+        let cases: Vec<(&str, Edit, &str)> = vec![
+            ("nothing reclaimable", |_| {}, "nothing"),
+            (
+                "not the leader's instance",
+                |f| {
+                    f.local_is_leader = false;
+                    f.members[1] = member(2, false, 400, 100);
+                },
+                "nothing",
+            ),
+            (
+                "a follower past ratio and floor",
+                |f| f.members[2] = member(3, false, 400, 100),
+                "defrag 3",
+            ),
+            (
+                "past the ratio, under the floor",
+                |f| f.members[2] = member(3, false, 100, 40),
+                "nothing",
+            ),
+            (
+                "past the floor, under the ratio",
+                |f| f.members[2] = member(3, false, 1000, 900),
+                "nothing",
+            ),
+            (
+                "the leader last",
+                |f| {
+                    f.members[0] = member(1, true, 900, 100);
+                    f.members[1] = member(2, false, 400, 100);
+                },
+                "defrag 2",
+            ),
+            (
+                "the leader when it alone needs it",
+                |f| f.members[0] = member(1, true, 900, 100),
+                "defrag 1",
+            ),
+            (
+                "the most reclaimable follower first",
+                |f| {
+                    f.members[1] = member(2, false, 400, 100);
+                    f.members[2] = member(3, false, 800, 100);
+                },
+                "defrag 3",
+            ),
+            (
+                "voters before a learner",
+                |f| {
+                    let mut l = member(4, false, 900, 100);
+                    l.is_learner = true;
+                    f.members.push(l);
+                    f.members[1] = member(2, false, 400, 100);
+                },
+                "defrag 2",
+            ),
+            (
+                "a member down: wait",
+                |f| {
+                    f.members[2] = member(3, false, 400, 100);
+                    f.members[1].answered = false;
+                },
+                "wait",
+            ),
+            (
+                "off: nothing",
+                |f| {
+                    f.members[2] = member(3, false, 400, 100);
+                    f.policy.enabled = false;
+                },
+                "nothing",
+            ),
+            (
+                "NOSPACE: compact first",
+                |f| f.nospace = vec![1, 2, 3],
+                "compact 500",
+            ),
+            (
+                "NOSPACE even when automatic defragmentation is off",
+                |f| {
+                    f.nospace = vec![2];
+                    f.policy.enabled = false;
+                },
+                "compact 500",
+            ),
+            (
+                "NOSPACE compacted: followers first",
+                |f| {
+                    f.nospace = vec![1, 2, 3];
+                    f.compacted = true;
+                    f.members = vec![
+                        member(1, true, 100, 10),
+                        member(2, false, 100, 10),
+                        member(3, false, 100, 12),
+                    ];
+                },
+                "defrag 2",
+            ),
+            (
+                "NOSPACE: the leader last",
+                |f| {
+                    f.nospace = vec![1, 2, 3];
+                    f.compacted = true;
+                    f.members = vec![
+                        member(1, true, 100, 10),
+                        member(2, false, 11, 10),
+                        member(3, false, 12, 12),
+                    ];
+                },
+                "defrag 1",
+            ),
+            (
+                "NOSPACE: every member down to its size in use: disarm",
+                |f| {
+                    f.nospace = vec![1, 2, 3];
+                    f.compacted = true;
+                    f.members = vec![
+                        member(1, true, 12, 11),
+                        member(2, false, 11, 10),
+                        member(3, false, 12, 12),
+                    ];
+                },
+                "disarm [1, 2, 3]",
+            ),
+            (
+                "NOSPACE with a member down: wait",
+                |f| {
+                    f.nospace = vec![1];
+                    f.members[2].answered = false;
+                },
+                "wait",
+            ),
+        ];
+        for (name, edit, want) in cases {
+            let mut f = facts();
+            edit(&mut f);
+            let got = next_step(&f);
+            assert_eq!(kind(&got), want, "{name}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_nospace_episode_ends_disarmed_from_any_point() {
+        // Simulate: each step's effect on the facts, from every restart
+        // point (compacted forgotten), in at most a bounded number of steps.
+        for restart_at in 0..6 {
+            let mut f = facts();
+            f.nospace = vec![1, 2, 3];
+            f.members = vec![
+                member(1, true, 100, 100),
+                member(2, false, 100, 100),
+                member(3, false, 100, 100),
+            ];
+            let mut defrags = Vec::new();
+            for step in 0..12 {
+                if step == restart_at {
+                    f.compacted = false;
+                }
+                match next_step(&f) {
+                    SpaceStep::Compact { .. } => {
+                        f.compacted = true;
+                        for m in &mut f.members {
+                            m.db_size_in_use = 5 * MIB;
+                        }
+                    }
+                    SpaceStep::Defragment { member_id, .. } => {
+                        defrags.push(member_id);
+                        let m = f.members.iter_mut().find(|m| m.id == member_id).unwrap();
+                        m.db_size = m.db_size_in_use;
+                    }
+                    SpaceStep::Disarm { .. } => {
+                        f.nospace.clear();
+                    }
+                    other => panic!("restart at {restart_at}: {other:?}"),
+                }
+                if f.nospace.is_empty() {
+                    break;
+                }
+            }
+            assert!(
+                f.nospace.is_empty(),
+                "restart at {restart_at}: never disarmed"
+            );
+            assert_eq!(
+                defrags,
+                vec![2, 3, 1],
+                "restart at {restart_at}: one at a time, the leader last"
+            );
+        }
+    }
+}
