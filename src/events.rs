@@ -61,6 +61,11 @@ pub enum Event {
     TerminationNoticed,
     TerminationWithdrawn,
     TerminationCompleted,
+    // The space governor.
+    SpaceCompacted,
+    SpaceDefragmented,
+    SpaceDisarmed,
+    SpaceFailed,
     // The maintenance switch.
     MaintenancePaused,
     MaintenanceResumed,
@@ -72,7 +77,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 46] = [
+    pub const ALL: [Event; 50] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -113,6 +118,10 @@ impl Event {
         Event::TerminationNoticed,
         Event::TerminationWithdrawn,
         Event::TerminationCompleted,
+        Event::SpaceCompacted,
+        Event::SpaceDefragmented,
+        Event::SpaceDisarmed,
+        Event::SpaceFailed,
         Event::MaintenancePaused,
         Event::MaintenanceResumed,
         Event::AclApplied,
@@ -164,6 +173,10 @@ impl Event {
             Event::TerminationNoticed => "termination.noticed",
             Event::TerminationWithdrawn => "termination.withdrawn",
             Event::TerminationCompleted => "termination.completed",
+            Event::SpaceCompacted => "space.compacted",
+            Event::SpaceDefragmented => "space.defragmented",
+            Event::SpaceDisarmed => "space.disarmed",
+            Event::SpaceFailed => "space.failed",
             Event::MaintenancePaused => "maintenance.paused",
             Event::MaintenanceResumed => "maintenance.resumed",
             Event::AclApplied => "acl.applied",
@@ -217,6 +230,10 @@ impl Event {
             Event::TerminationNoticed => &["source", "hook"],
             Event::TerminationWithdrawn => &[],
             Event::TerminationCompleted => &["hook", "reason"],
+            Event::SpaceCompacted => &["revision", "reason"],
+            Event::SpaceDefragmented => &["member_id", "name", "duration_ms", "reason"],
+            Event::SpaceDisarmed => &["members", "reason"],
+            Event::SpaceFailed => &["step", "error", "reason"],
             Event::MaintenancePaused => &["by", "reason"],
             Event::MaintenanceResumed => &["by"],
             Event::AclApplied => &["action", "reason"],

@@ -234,6 +234,10 @@ pub struct EtcdConfig {
     /// `--quota-backend-bytes`.
     #[serde(default = "defaults::quota_backend_bytes")]
     pub quota_backend_bytes: u64,
+    /// `[etcd.defrag]`: when eco defragments members (one at a time, the
+    /// leader last); `NOSPACE` is handled whatever this says.
+    #[serde(default)]
+    pub defrag: DefragConfig,
     #[serde(default = "defaults::auto_compaction_mode")]
     pub auto_compaction_mode: AutoCompactionMode,
     /// A duration (`1h`) for `periodic`, a revision count (`10000`) for `revision`.
@@ -284,6 +288,34 @@ pub struct EtcdConfig {
     /// data, and only while the live data directory holds data again.
     #[serde(default = "defaults::keep_moved_aside_for")]
     pub keep_moved_aside_for: ConfigDuration,
+}
+
+/// `[etcd.defrag]`: a member is defragmented once its reclaimable space
+/// (database size minus size in use) is at least `min_ratio` of its size
+/// and at least `min_bytes` (`recovery::space`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DefragConfig {
+    #[serde(default = "defaults::defrag_enabled")]
+    pub enabled: bool,
+    #[serde(default = "defaults::defrag_min_ratio")]
+    pub min_ratio: f64,
+    #[serde(default = "defaults::defrag_min_bytes")]
+    pub min_bytes: u64,
+    /// Longest a defragmentation of one member may take.
+    #[serde(default = "defaults::defrag_timeout")]
+    pub timeout: ConfigDuration,
+}
+
+impl Default for DefragConfig {
+    fn default() -> Self {
+        Self {
+            enabled: defaults::defrag_enabled(),
+            min_ratio: defaults::defrag_min_ratio(),
+            min_bytes: defaults::defrag_min_bytes(),
+            timeout: defaults::defrag_timeout(),
+        }
+    }
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
@@ -534,6 +566,18 @@ pub mod defaults {
     }
     pub fn metrics_port() -> u32 {
         2381
+    }
+    pub fn defrag_enabled() -> bool {
+        true
+    }
+    pub fn defrag_min_ratio() -> f64 {
+        0.5
+    }
+    pub fn defrag_min_bytes() -> u64 {
+        64 << 20
+    }
+    pub fn defrag_timeout() -> ConfigDuration {
+        ConfigDuration::from_secs(300)
     }
     pub fn quota_backend_bytes() -> u64 {
         2 * 1024 * 1024 * 1024

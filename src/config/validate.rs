@@ -403,6 +403,20 @@ pub fn validate(c: &Config) -> Vec<Problem> {
             ),
         );
     }
+    if !(e.defrag.min_ratio > 0.0 && e.defrag.min_ratio <= 1.0) {
+        ck.fail(
+            "etcd.defrag.min_ratio",
+            format!(
+                "{} is out of range; allowed: more than 0 and at most 1 (the share of a member's database that must be reclaimable)",
+                e.defrag.min_ratio
+            ),
+        );
+    }
+    ck.at_least(
+        "etcd.defrag.timeout",
+        e.defrag.timeout,
+        Duration::from_secs(10),
+    );
     match e.auto_compaction_mode {
         AutoCompactionMode::Periodic => {
             let r = e.auto_compaction_retention.trim();
@@ -1136,6 +1150,16 @@ mod tests {
                 "[etcd]\nquota_backend_bytes = 5\n",
                 "etcd.quota_backend_bytes",
                 "allowed: 16 MiB",
+            ),
+            (
+                "[etcd.defrag]\nmin_ratio = 1.5\n",
+                "etcd.defrag.min_ratio",
+                "at most 1",
+            ),
+            (
+                "[etcd.defrag]\ntimeout = \"1s\"\n",
+                "etcd.defrag.timeout",
+                "at least",
             ),
             (
                 "[etcd]\nauto_compaction_retention = \"lots\"\n",

@@ -44,6 +44,7 @@ mod publish;
 mod quorum_loss;
 mod seeding;
 mod signals;
+mod space;
 mod start;
 mod steady_state;
 mod termination;
@@ -93,6 +94,8 @@ struct Daemon {
     newest: NewestRecord,
     /// The maintenance switch (`eco pause`), as the store says.
     pause: crate::pause::PauseView,
+    /// This `NOSPACE` episode's compaction is done (`recovery::space`).
+    space_compacted: bool,
     gossip: Option<GossipLink>,
     live_since: live_since::LiveSince,
     /// The quorum-loss protocol (with gossip keys and a store).
@@ -339,6 +342,7 @@ async fn run_as(
         },
         newest: NewestRecord::default(),
         pause: Default::default(),
+        space_compacted: false,
         gossip,
         live_since: live_since::LiveSince::default(),
         quorum_loss,

@@ -125,6 +125,9 @@ impl Daemon {
         if let (true, Some(members)) = (settled, &observation.members) {
             self.keep_peer_scheme(seen, members).await?;
         }
+        if settled {
+            self.govern_space(seen).await;
+        }
         Ok(())
     }
 

@@ -9,6 +9,7 @@ pub mod binaries;
 pub mod credentials;
 pub mod flags;
 pub mod local_endpoint;
+pub mod maintenance;
 pub mod members;
 pub mod output;
 pub mod probe;

@@ -20,6 +20,10 @@ pub struct MemberStatus {
     pub raft_applied_index: u64,
     pub is_learner: bool,
     pub db_size: i64,
+    /// The part of the backend in use (the rest is reclaimable by a
+    /// defragmentation).
+    #[serde(default)]
+    pub db_size_in_use: i64,
     pub version: String,
     /// Alarms and errors etcd reports.
     pub errors: Vec<String>,
@@ -82,6 +86,7 @@ pub async fn status(
         raft_applied_index: answer.raft_applied_index(),
         is_learner: answer.is_learner(),
         db_size: answer.db_size(),
+        db_size_in_use: answer.raft_used_db_size(),
         version: answer.version().to_string(),
         errors: answer.errors().to_vec(),
     })

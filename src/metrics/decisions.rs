@@ -133,6 +133,8 @@ pub struct DecisionMetrics {
     rounds: Family<OutcomeLabels, Counter>,
     messages_sent: Family<KindLabels, Counter>,
     seedings: Family<SeedingLabels, Counter>,
+    defragmentations: Family<OutcomeLabels, Counter>,
+    nospace: Gauge,
 }
 
 impl DecisionMetrics {
@@ -210,6 +212,21 @@ impl DecisionMetrics {
             "Quorum-loss protocol messages sent, by kind (promise: a promise given to a coordinator; retransmissions count)",
             self.messages_sent.clone(),
         );
+        for outcome in ["done", "failed"] {
+            let _ = self
+                .defragmentations
+                .get_or_create(&OutcomeLabels { outcome });
+        }
+        registry.register(
+            "defragmentations",
+            "Members defragmented by this instance (beside the leader), by outcome",
+            self.defragmentations.clone(),
+        );
+        registry.register(
+            "nospace_alarm",
+            "1 while etcd's NOSPACE alarm is raised, as the instance beside the leader last read the alarm list",
+            self.nospace.clone(),
+        );
         registry.register(
             "seedings",
             "Seedings of a new incarnation run by this instance, by source and outcome (a resumed seeding counts again)",
@@ -285,6 +302,18 @@ impl DecisionMetrics {
                 outcome: if done { "done" } else { "failed" },
             })
             .inc();
+    }
+
+    pub fn defragmented(&self, done: bool) {
+        self.defragmentations
+            .get_or_create(&OutcomeLabels {
+                outcome: if done { "done" } else { "failed" },
+            })
+            .inc();
+    }
+
+    pub fn nospace_seen(&self, raised: bool) {
+        self.nospace.set(raised as i64);
     }
 
     /// Brings the duration gauges up to now (at every scrape).

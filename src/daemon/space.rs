@@ -1,0 +1,154 @@
+//! The space governor's pass (`recovery::space`): on the instance beside
+//! the raft leader, in a pass where the planner changed nothing, gather
+//! every member's database size and size in use (this pass's Status
+//! probes) and the cluster's `NOSPACE` alarms, ask the pure rules for one
+//! step, and do it: a physical compaction, a defragmentation of one member
+//! (through its own endpoint, bounded by `etcd.defrag.timeout`; the pass
+//! waits for it: nothing else should change meanwhile), or disarming the
+//! alarm. Each is an event; defragmentations are counted by outcome.
+
+use super::Daemon;
+use super::observe::Observed;
+use crate::etcd::maintenance;
+use crate::events::Event;
+use recovery::space::{self, MemberSpace, SpaceFacts, SpacePolicy, SpaceStep};
+use std::time::Instant;
+
+/// Compactions get this many call timeouts.
+const COMPACT_TIMEOUTS: u32 = 5;
+
+impl Daemon {
+    pub(super) async fn govern_space(&mut self, seen: &Observed) {
+        let Some(local) = seen.local.as_ref().filter(|l| l.is_leader()) else {
+            return;
+        };
+        let Some((members, _)) = seen.cluster.members.as_ref() else {
+            return;
+        };
+        let timeout = self.ctx.access.call_timeout();
+        let nospace = match self.ctx.access.connect(&self.ctx.client_url.get()).await {
+            Ok(mut client) => match maintenance::nospace_alarms(&mut client, timeout).await {
+                Ok(ids) => ids,
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot read the alarm list");
+                    return;
+                }
+            },
+            Err(_) => return,
+        };
+        if nospace.is_empty() {
+            self.space_compacted = false;
+        }
+        self.ctx.metrics.decisions.nospace_seen(!nospace.is_empty());
+        let spaces: Vec<MemberSpace> = members
+            .iter()
+            .map(|m| {
+                let st = seen.cluster.statuses.get(&m.id);
+                MemberSpace {
+                    id: m.id,
+                    name: m.name.clone(),
+                    is_learner: m.is_learner,
+                    is_leader: m.id == local.member_id,
+                    answered: st.is_some(),
+                    db_size: st.map_or(0, |s| s.db_size.max(0) as u64),
+                    db_size_in_use: st.map_or(0, |s| s.db_size_in_use.max(0) as u64),
+                }
+            })
+            .collect();
+        let d = &self.ctx.config.etcd.defrag;
+        let facts = SpaceFacts {
+            local_is_leader: true,
+            members: spaces,
+            nospace,
+            revision: local.revision,
+            compacted: self.space_compacted,
+            policy: SpacePolicy {
+                enabled: d.enabled,
+                min_ratio: d.min_ratio,
+                min_bytes: d.min_bytes,
+            },
+        };
+        match space::next_step(&facts) {
+            SpaceStep::Nothing { .. } => {}
+            SpaceStep::Wait { reason } => tracing::debug!(%reason, "space governor waits"),
+            SpaceStep::Compact { revision, reason } => {
+                let done = match self.ctx.access.connect(&self.ctx.client_url.get()).await {
+                    Ok(mut client) => {
+                        maintenance::compact(&mut client, revision, timeout * COMPACT_TIMEOUTS)
+                            .await
+                            .map_err(anyhow::Error::from)
+                    }
+                    Err(e) => Err(e.into()),
+                };
+                match done {
+                    Ok(()) => {
+                        self.space_compacted = true;
+                        crate::event!(warn, Event::SpaceCompacted, revision, %reason, "compacted to the current revision");
+                    }
+                    Err(e) => {
+                        crate::event!(error, Event::SpaceFailed, step = "compact", error = %format!("{e:#}"), %reason, "the space step failed; trying again next pass")
+                    }
+                }
+            }
+            SpaceStep::Defragment {
+                member_id,
+                name,
+                reason,
+            } => {
+                let Some(endpoint) = seen.cluster.endpoints.get(&member_id).cloned() else {
+                    return;
+                };
+                let started = Instant::now();
+                let done = match self.ctx.access.connect(&endpoint).await {
+                    Ok(mut client) => maintenance::defragment(&mut client, d.timeout.get())
+                        .await
+                        .map_err(anyhow::Error::from),
+                    Err(e) => Err(e.into()),
+                };
+                let duration_ms = started.elapsed().as_millis() as u64;
+                self.ctx.metrics.decisions.defragmented(done.is_ok());
+                match done {
+                    Ok(()) => crate::event!(
+                        warn,
+                        Event::SpaceDefragmented,
+                        member_id = format!("{member_id:x}"),
+                        %name,
+                        duration_ms,
+                        %reason,
+                        "defragmented a member"
+                    ),
+                    Err(e) => crate::event!(
+                        error,
+                        Event::SpaceFailed,
+                        step = "defragment",
+                        error = %format!("{e:#}"),
+                        %reason,
+                        "the space step failed; trying again next pass"
+                    ),
+                }
+            }
+            SpaceStep::Disarm { members, reason } => {
+                let mut failed = None;
+                if let Ok(mut client) = self.ctx.access.connect(&self.ctx.client_url.get()).await {
+                    for m in &members {
+                        if let Err(e) = maintenance::disarm_nospace(&mut client, *m, timeout).await
+                        {
+                            failed = Some(e.to_string());
+                        }
+                    }
+                } else {
+                    failed = Some("cannot reach the local member".into());
+                }
+                match failed {
+                    None => {
+                        self.space_compacted = false;
+                        crate::event!(warn, Event::SpaceDisarmed, members = ?members.iter().map(|m| format!("{m:x}")).collect::<Vec<_>>(), %reason, "NOSPACE disarmed: writes resume");
+                    }
+                    Some(e) => {
+                        crate::event!(error, Event::SpaceFailed, step = "disarm", error = %e, %reason, "the space step failed; trying again next pass")
+                    }
+                }
+            }
+        }
+    }
+}
