@@ -171,14 +171,25 @@ fn the_api_serves_https_with_etcds_certificate_and_status_on_its_own_listener() 
     let (ok, said) = eco_status(&["--api", STATUS_BIND]);
     assert!(!ok, "plain eco status against TLS succeeded:\n{said}");
     // `eco status --cluster` finds this instance's /status the same way
-    // (HTTPS, on status_bind) and shows its row from it.
+    // (HTTPS, on status_bind) and shows its row from it, once eco's first
+    // passes have made it ready (etcd serves before that).
     let (ok, said) = eco_status(&["--cluster", "--config", &config]);
     assert!(ok, "eco status --cluster:\n{said}");
-    let row = said
-        .lines()
-        .find(|l| l.starts_with("eco-1"))
-        .unwrap_or_else(|| panic!("no row for eco-1:\n{said}"));
-    assert!(row.contains(" running ") && row.contains(" yes "), "{said}");
+    assert!(
+        said.lines().any(|l| l.starts_with("eco-1")),
+        "no row for eco-1:\n{said}"
+    );
+    wait_until(Duration::from_secs(30), || {
+        let (ok, said) = eco_status(&["--cluster", "--config", &config]);
+        let row = said.lines().find(|l| l.starts_with("eco-1"))?.to_string();
+        (ok && row.contains(" running ") && row.contains(" yes ")).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "eco status --cluster never showed eco-1 running and ready:\n{}",
+            eco_status(&["--cluster", "--config", &config]).1
+        )
+    });
     // `eco config check` says how the API serves.
     let check = std::process::Command::new(eco_bin!())
         .args(["config", "check", &config])
