@@ -26,15 +26,17 @@ impl Daemon {
             return;
         };
         let timeout = self.ctx.access.call_timeout();
-        let nospace = match self.ctx.access.connect(&self.ctx.client_url.get()).await {
-            Ok(mut client) => match maintenance::nospace_alarms(&mut client, timeout).await {
-                Ok(ids) => ids,
-                Err(e) => {
-                    tracing::debug!(error = %e, "cannot read the alarm list");
-                    return;
-                }
-            },
-            Err(_) => return,
+        // One client to the local member (the leader) for the alarm list,
+        // the compaction and the disarm.
+        let Ok(mut client) = self.ctx.access.connect(&self.ctx.client_url.get()).await else {
+            return;
+        };
+        let nospace = match maintenance::nospace_alarms(&mut client, timeout).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot read the alarm list");
+                return;
+            }
         };
         if nospace.is_empty() {
             self.space_compacted = false;
@@ -72,15 +74,8 @@ impl Daemon {
             SpaceStep::Nothing { .. } => {}
             SpaceStep::Wait { reason } => tracing::debug!(%reason, "space governor waits"),
             SpaceStep::Compact { revision, reason } => {
-                let done = match self.ctx.access.connect(&self.ctx.client_url.get()).await {
-                    Ok(mut client) => {
-                        maintenance::compact(&mut client, revision, timeout * COMPACT_TIMEOUTS)
-                            .await
-                            .map_err(anyhow::Error::from)
-                    }
-                    Err(e) => Err(e.into()),
-                };
-                match done {
+                match maintenance::compact(&mut client, revision, timeout * COMPACT_TIMEOUTS).await
+                {
                     Ok(()) => {
                         self.space_compacted = true;
                         crate::event!(warn, Event::SpaceCompacted, revision, %reason, "compacted to the current revision");
@@ -129,15 +124,10 @@ impl Daemon {
             }
             SpaceStep::Disarm { members, reason } => {
                 let mut failed = None;
-                if let Ok(mut client) = self.ctx.access.connect(&self.ctx.client_url.get()).await {
-                    for m in &members {
-                        if let Err(e) = maintenance::disarm_nospace(&mut client, *m, timeout).await
-                        {
-                            failed = Some(e.to_string());
-                        }
+                for m in &members {
+                    if let Err(e) = maintenance::disarm_nospace(&mut client, *m, timeout).await {
+                        failed = Some(e.to_string());
                     }
-                } else {
-                    failed = Some("cannot reach the local member".into());
                 }
                 match failed {
                     None => {

@@ -31,15 +31,6 @@ pub(super) fn action_name(a: &Action) -> &'static str {
     }
 }
 
-/// How far behind another instance's view of the group this one's may be:
-/// three of the provider's refresh intervals (a refresh may fail once and
-/// the other instance may have read just after a change), at least 3 s.
-fn group_lag_ms(refresh: std::time::Duration) -> u64 {
-    u64::try_from(refresh.saturating_mul(3).as_millis())
-        .unwrap_or(u64::MAX)
-        .max(3_000)
-}
-
 impl Daemon {
     pub(super) async fn steady_state(&mut self, seen: &Observed) -> anyhow::Result<()> {
         let ctx = &self.ctx;
@@ -76,7 +67,9 @@ impl Daemon {
             config: PlannerConfig {
                 unhealthy_member_ttl_ms: ctx.config.recovery.unhealthy_member_ttl.millis(),
                 learner_timeout_ms: ctx.config.recovery.learner_timeout.millis(),
-                group_lag_ms: group_lag_ms(ctx.provider.refresh_interval()),
+                group_lag_ms: PlannerConfig::group_lag_ms_for(
+                    u64::try_from(ctx.provider.refresh_interval().as_millis()).unwrap_or(u64::MAX),
+                ),
             },
         };
         let plan = planner::plan(&observation);

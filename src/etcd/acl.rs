@@ -3,41 +3,21 @@
 //! enabled — each under the access point's call timeout. Passwords are
 //! passed in for the two calls that set them and appear in no error.
 
+use super::call::{CallError, timed};
 use super::credentials;
 use etcd_client::{
     Client, Permission, PermissionType, RoleRevokePermissionOptions, UserAddOptions,
 };
 use recovery::acl::{Access, AclAction, KeyRange, Permissions};
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AclCallError {
-    #[error("{call} did not answer within {timeout:?}")]
-    Timeout {
-        call: &'static str,
-        timeout: Duration,
-    },
-    #[error("{call} failed: {source}")]
-    Etcd {
-        call: &'static str,
-        #[source]
-        source: etcd_client::Error,
-    },
+    #[error(transparent)]
+    Call(#[from] CallError),
     #[error("{call}: {message}")]
     Unexpected { call: &'static str, message: String },
-}
-
-async fn timed<T>(
-    call: &'static str,
-    timeout: Duration,
-    f: impl Future<Output = Result<T, etcd_client::Error>>,
-) -> Result<T, AclCallError> {
-    tokio::time::timeout(timeout, f)
-        .await
-        .map_err(|_| AclCallError::Timeout { call, timeout })?
-        .map_err(|source| AclCallError::Etcd { call, source })
 }
 
 /// Users (with their roles) and roles (with their permissions) as etcd
@@ -204,17 +184,11 @@ pub async fn enabled(
     timeout: Duration,
 ) -> Result<bool, AclCallError> {
     let mut auth = client.auth_client();
-    match tokio::time::timeout(timeout, auth.authenticate(user.to_string(), String::new())).await {
-        Err(_) => Err(AclCallError::Timeout {
-            call: "Authenticate",
-            timeout,
-        }),
-        Ok(Ok(_)) => Ok(true),
-        Ok(Err(e)) if credentials::auth_not_enabled(&e) => Ok(false),
-        Ok(Err(e)) if credentials::auth_failed(&e) => Ok(true),
-        Ok(Err(source)) => Err(AclCallError::Etcd {
-            call: "Authenticate",
-            source,
-        }),
+    let asked = auth.authenticate(user.to_string(), String::new());
+    match timed("Authenticate", timeout, asked).await {
+        Ok(_) => Ok(true),
+        Err(CallError::Etcd { source, .. }) if credentials::auth_not_enabled(&source) => Ok(false),
+        Err(CallError::Etcd { source, .. }) if credentials::auth_failed(&source) => Ok(true),
+        Err(e) => Err(e.into()),
     }
 }

@@ -4,41 +4,13 @@
 //! has its timeout; a defragmentation gets a long one (it rewrites the
 //! member's whole database).
 
+use super::call::{CallError, timed};
 use etcd_client::{AlarmAction, AlarmOptions, AlarmType, Client, CompactionOptions};
 use std::time::Duration;
 
-#[derive(Debug, thiserror::Error)]
-pub enum MaintenanceError {
-    #[error("{call} did not answer within {timeout:?}")]
-    Timeout {
-        call: &'static str,
-        timeout: Duration,
-    },
-    #[error("{call} failed: {source}")]
-    Etcd {
-        call: &'static str,
-        #[source]
-        source: etcd_client::Error,
-    },
-}
-
-async fn timed<T>(
-    call: &'static str,
-    timeout: Duration,
-    f: impl Future<Output = Result<T, etcd_client::Error>>,
-) -> Result<T, MaintenanceError> {
-    tokio::time::timeout(timeout, f)
-        .await
-        .map_err(|_| MaintenanceError::Timeout { call, timeout })?
-        .map_err(|source| MaintenanceError::Etcd { call, source })
-}
-
 /// The members with an active `NOSPACE` alarm (the cluster's alarm list,
 /// as the member `client` talks to knows it).
-pub async fn nospace_alarms(
-    client: &mut Client,
-    timeout: Duration,
-) -> Result<Vec<u64>, MaintenanceError> {
+pub async fn nospace_alarms(client: &mut Client, timeout: Duration) -> Result<Vec<u64>, CallError> {
     let r = timed(
         "Alarm(GET)",
         timeout,
@@ -61,7 +33,7 @@ pub async fn disarm_nospace(
     client: &mut Client,
     member: u64,
     timeout: Duration,
-) -> Result<(), MaintenanceError> {
+) -> Result<(), CallError> {
     let mut options = AlarmOptions::new();
     options.with_member(member);
     timed(
@@ -80,7 +52,7 @@ pub async fn compact(
     client: &mut Client,
     revision: i64,
     timeout: Duration,
-) -> Result<(), MaintenanceError> {
+) -> Result<(), CallError> {
     match timed(
         "Compact",
         timeout,
@@ -89,7 +61,7 @@ pub async fn compact(
     .await
     {
         Ok(_) => Ok(()),
-        Err(MaintenanceError::Etcd { source, .. })
+        Err(CallError::Etcd { source, .. })
             if source.to_string().contains("has been compacted") =>
         {
             Ok(())
@@ -99,7 +71,7 @@ pub async fn compact(
 }
 
 /// Defragments the member `client` is connected to.
-pub async fn defragment(client: &mut Client, timeout: Duration) -> Result<(), MaintenanceError> {
+pub async fn defragment(client: &mut Client, timeout: Duration) -> Result<(), CallError> {
     timed("Defragment", timeout, client.defragment())
         .await
         .map(|_| ())

@@ -6,6 +6,7 @@
 pub mod access;
 pub mod acl;
 pub mod binaries;
+pub mod call;
 pub mod credentials;
 pub mod flags;
 pub mod local_endpoint;

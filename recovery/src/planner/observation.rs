@@ -62,6 +62,15 @@ pub struct PlannerConfig {
     pub group_lag_ms: u64,
 }
 
+impl PlannerConfig {
+    /// [`Self::group_lag_ms`] for a provider that refreshes its group every
+    /// `refresh_ms`: three refreshes (one may fail, and the other instance
+    /// may have read just after a change), at least 3 s.
+    pub fn group_lag_ms_for(refresh_ms: u64) -> u64 {
+        refresh_ms.saturating_mul(3).max(3_000)
+    }
+}
+
 /// Everything the planner decides on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observation {

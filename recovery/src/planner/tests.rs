@@ -688,3 +688,11 @@ fn quorum_arithmetic() {
     assert!(!removal_keeps_quorum(4, 2, false)); // 2 of 4 < 3
     assert!(removal_keeps_quorum(2, 2, false));
 }
+
+#[test]
+fn the_group_lag_is_three_refreshes_and_at_least_3_s() {
+    assert_eq!(PlannerConfig::group_lag_ms_for(1_000), 3_000);
+    assert_eq!(PlannerConfig::group_lag_ms_for(100), 3_000);
+    assert_eq!(PlannerConfig::group_lag_ms_for(15_000), 45_000);
+    assert_eq!(PlannerConfig::group_lag_ms_for(u64::MAX), u64::MAX);
+}
