@@ -66,6 +66,11 @@ pub enum Event {
     SpaceDefragmented,
     SpaceDisarmed,
     SpaceFailed,
+    // Rolling etcd upgrades.
+    UpgradeRefused,
+    UpgradeRestarting,
+    UpgradeRestarted,
+    UpgradeFailed,
     // The maintenance switch.
     MaintenancePaused,
     MaintenanceResumed,
@@ -77,7 +82,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 50] = [
+    pub const ALL: [Event; 54] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -122,6 +127,10 @@ impl Event {
         Event::SpaceDefragmented,
         Event::SpaceDisarmed,
         Event::SpaceFailed,
+        Event::UpgradeRefused,
+        Event::UpgradeRestarting,
+        Event::UpgradeRestarted,
+        Event::UpgradeFailed,
         Event::MaintenancePaused,
         Event::MaintenanceResumed,
         Event::AclApplied,
@@ -177,6 +186,10 @@ impl Event {
             Event::SpaceDefragmented => "space.defragmented",
             Event::SpaceDisarmed => "space.disarmed",
             Event::SpaceFailed => "space.failed",
+            Event::UpgradeRefused => "upgrade.refused",
+            Event::UpgradeRestarting => "upgrade.restarting",
+            Event::UpgradeRestarted => "upgrade.restarted",
+            Event::UpgradeFailed => "upgrade.failed",
             Event::MaintenancePaused => "maintenance.paused",
             Event::MaintenanceResumed => "maintenance.resumed",
             Event::AclApplied => "acl.applied",
@@ -234,6 +247,10 @@ impl Event {
             Event::SpaceDefragmented => &["member_id", "name", "duration_ms", "reason"],
             Event::SpaceDisarmed => &["members", "reason"],
             Event::SpaceFailed => &["step", "error", "reason"],
+            Event::UpgradeRefused => &["running", "configured", "reason"],
+            Event::UpgradeRestarting => &["from", "to", "reason"],
+            Event::UpgradeRestarted => &["from", "to", "duration_ms"],
+            Event::UpgradeFailed => &["step", "error", "reason"],
             Event::MaintenancePaused => &["by", "reason"],
             Event::MaintenanceResumed => &["by"],
             Event::AclApplied => &["action", "reason"],

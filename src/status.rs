@@ -57,6 +57,10 @@ pub struct InstanceStatus {
     /// A human paused eco cluster-wide (`eco pause`): who, when, why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<crate::pause::Pause>,
+    /// A rolling etcd upgrade as this instance sees it: absent while its
+    /// member runs the version of the binary its config names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<UpgradeStatus>,
     /// The etcd members as last observed (empty when none answered).
     #[serde(default)]
     pub members: Vec<MemberRow>,
@@ -140,6 +144,27 @@ pub struct GossipPeer {
     pub times_down: u64,
 }
 
+/// The states of [`UpgradeStatus::state`], and `none` (no upgrade).
+pub const UPGRADE_STATES: [&str; 5] = [
+    "none",
+    "waiting",
+    "refused",
+    "restarting",
+    "transferring_leadership",
+];
+
+/// This instance's part in a rolling etcd upgrade (`recovery::upgrade`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeStatus {
+    /// The version the local member runs.
+    pub running: String,
+    /// The version of the binary the config names now.
+    pub configured: String,
+    /// `waiting`, `refused`, `restarting` or `transferring_leadership`.
+    pub state: String,
+    pub reason: String,
+}
+
 /// What the snapshot writer knows and did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotStatus {
@@ -212,6 +237,7 @@ pub(crate) fn example(id: &str, cluster: &str) -> InstanceStatus {
         gossip: Vec::new(),
         members: Vec::new(),
         paused: None,
+        upgrade: None,
         recovery: None,
         auth: None,
         certificates: Vec::new(),

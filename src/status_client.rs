@@ -133,6 +133,15 @@ pub fn render(s: &InstanceStatus) -> String {
     if let Some(p) = &s.paused {
         line("PAUSED", p.describe());
     }
+    if let Some(u) = &s.upgrade {
+        line(
+            "etcd upgrade",
+            format!(
+                "{} → {}: {}: {}",
+                u.running, u.configured, u.state, u.reason
+            ),
+        );
+    }
     if let Some(t) = &s.termination {
         line(
             "terminating",

@@ -50,6 +50,10 @@
 //! - [`space`]: the space governor — which member to defragment (one at a
 //!   time, the leader last, only with every member answering) and how to
 //!   come back from etcd's `NOSPACE` alarm (compact, defragment, disarm).
+//! - [`upgrade`]: rolling etcd version upgrades — whose member restarts on
+//!   the new binary now (followers in member-id order, the leader last,
+//!   after handing leadership away), who waits, and which jumps are
+//!   refused (more than one minor version, a minor downgrade).
 //!
 //! What this crate does not do: talk to etcd, the store, the provider or
 //! the network; read files; sleep. It also does not decide anything the
@@ -73,5 +77,6 @@ pub mod startup;
 pub mod statefulset;
 pub mod store_fitness;
 pub mod termination;
+pub mod upgrade;
 pub mod voters;
 pub mod zone_spread;

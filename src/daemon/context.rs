@@ -5,7 +5,7 @@
 
 use crate::config::Config;
 use crate::etcd::access::EtcdAccess;
-use crate::etcd::binaries::EtcdBinaries;
+use crate::etcd::binaries::RunningBinaries;
 use crate::etcd::flags;
 use crate::provider::{Host, Identity, Provider};
 use crate::store::ObjectStore;
@@ -19,7 +19,8 @@ pub(super) struct Ctx {
     /// this instance's peer URL as the config wants it.
     pub client_url: crate::etcd::local_endpoint::LocalEndpoint,
     pub peer_url: String,
-    pub binaries: EtcdBinaries,
+    /// The binaries the local member runs on (an upgrade step changes them).
+    pub binaries: RunningBinaries,
     pub access: EtcdAccess,
     pub store: Option<Arc<dyn ObjectStore>>,
     pub provider: Arc<dyn Provider>,

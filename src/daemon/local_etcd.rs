@@ -126,7 +126,7 @@ impl LocalEtcd {
         ));
         self.supervisor
             .start(ProcessSpec {
-                binary: ctx.binaries.etcd.clone(),
+                binary: ctx.binaries.get().etcd,
                 args: flags::etcd_args(&ctx.config.etcd, &spec),
                 instance_id: ctx.id().to_string(),
                 log_file: ctx.config.etcd.log_file.clone(),

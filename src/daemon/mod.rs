@@ -48,6 +48,7 @@ mod space;
 mod start;
 mod steady_state;
 mod termination;
+mod upgrade;
 
 use crate::cluster_view::ClusterView;
 use crate::config::Config;
@@ -96,6 +97,8 @@ struct Daemon {
     pause: crate::pause::PauseView,
     /// This `NOSPACE` episode's compaction is done (`recovery::space`).
     space_compacted: bool,
+    /// The etcd binaries the config names now (rolling upgrades).
+    configured_etcd: upgrade::ConfiguredEtcd,
     gossip: Option<GossipLink>,
     live_since: live_since::LiveSince,
     /// The quorum-loss protocol (with gossip keys and a store).
@@ -221,7 +224,7 @@ async fn run_as(
         access: EtcdAccess::for_eco(&config),
         config,
         me,
-        binaries,
+        binaries: binaries::RunningBinaries::new(binaries),
         store,
         provider,
         protocol,
@@ -231,7 +234,7 @@ async fn run_as(
         instance_id: ctx.id().to_string(),
         cluster: ctx.cluster().to_string(),
         eco_version: crate::version::VERSION.to_string(),
-        etcd_version: ctx.binaries.version.to_string(),
+        etcd_version: ctx.binaries.get().version.to_string(),
         client_url: ctx.client_url.get(),
         peer_url: ctx.peer_url.clone(),
         phase: Phase::Starting,
@@ -253,6 +256,7 @@ async fn run_as(
         gossip: Vec::new(),
         members: Vec::new(),
         paused: None,
+        upgrade: None,
         recovery: None,
         auth: None,
         certificates: Vec::new(),
@@ -343,6 +347,7 @@ async fn run_as(
         newest: NewestRecord::default(),
         pause: Default::default(),
         space_compacted: false,
+        configured_etcd: Default::default(),
         gossip,
         live_since: live_since::LiveSince::default(),
         quorum_loss,

@@ -185,7 +185,7 @@ impl Seeding<'_> {
         // 127.0.0.1: verified under this instance's name.
         let access = self.ctx.access.verifying_as(&self.ctx.me.host.to_string());
         let replayed = replay::start(&ReplayRequest {
-            etcd: self.ctx.binaries.etcd.clone(),
+            etcd: self.ctx.binaries.get().etcd,
             data_dir: self.etcd.data_dir().to_path_buf(),
             scratch: self.beside(format!("replay-{k}")),
             name: self.ctx.id().to_string(),
@@ -227,8 +227,8 @@ impl Seeding<'_> {
                 name: self.ctx.id().to_string(),
                 peer_url: self.ctx.peer_url.clone(),
                 token: t.token.clone(),
-                etcdutl: self.ctx.binaries.etcdutl.clone(),
-                etcdctl: self.ctx.binaries.etcdctl.clone(),
+                etcdutl: self.ctx.binaries.get().etcdutl,
+                etcdctl: self.ctx.binaries.get().etcdctl,
                 timeout: RESTORE_WITHIN,
             },
         )

@@ -118,7 +118,8 @@ impl Daemon {
         if let (true, Some(members)) = (settled, &observation.members) {
             self.keep_peer_scheme(seen, members).await?;
         }
-        if settled {
+        // One maintenance step at most: an upgrade step before space.
+        if settled && !self.govern_upgrade(seen).await {
             self.govern_space(seen).await;
         }
         Ok(())

@@ -4,6 +4,7 @@ use crate::config::EtcdConfig;
 use serde::Serialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// The oldest etcd this eco manages.
@@ -61,8 +62,12 @@ pub enum BinaryError {
 }
 
 /// The etcd binaries eco uses, with etcd's version.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct EtcdBinaries {
+    /// The file itself (symbolic links resolved when it was found): a
+    /// link or package that later points at another version does not
+    /// change what a restart of the running member launches; only an
+    /// upgrade step does.
     pub etcd: PathBuf,
     pub etcdctl: Option<PathBuf>,
     pub etcdutl: Option<PathBuf>,
@@ -85,11 +90,12 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// Resolves a configured binary: a bare name is looked up on `PATH`, a path
-/// must exist.
+/// must exist; an unset one is looked for in the `beside` directories,
+/// then on `PATH`.
 fn resolve(
     configured: Option<&Path>,
     default_name: &str,
-    beside: Option<&Path>,
+    beside: &[&Path],
 ) -> Result<Option<PathBuf>, String> {
     match configured {
         Some(p) if p.components().count() == 1 && !p.is_absolute() => {
@@ -110,8 +116,9 @@ fn resolve(
         }
         None => {
             let next_to = beside
+                .iter()
                 .map(|d| d.join(default_name))
-                .filter(|p| is_executable(p));
+                .find(|p| is_executable(p));
             Ok(next_to.or_else(|| on_path(default_name)))
         }
     }
@@ -119,26 +126,32 @@ fn resolve(
 
 /// Finds the binaries per config and checks etcd's version.
 pub async fn find(config: &EtcdConfig) -> Result<EtcdBinaries, BinaryError> {
-    let etcd = resolve(config.etcd_bin.as_deref(), "etcd", None)
+    let etcd = resolve(config.etcd_bin.as_deref(), "etcd", &[])
         .map_err(|detail| BinaryError::NotFound { what: "etcd", detail: format!("etcd.etcd_bin: {detail}") })?
         .ok_or_else(|| BinaryError::NotFound {
             what: "etcd",
             detail: "it is not on PATH and etcd.etcd_bin is not set; install etcd 3.4 or newer (scripts/install-deps.sh does)".into(),
         })?;
-    let dir = etcd.parent();
-    let etcdctl = resolve(config.etcdctl_bin.as_deref(), "etcdctl", dir).map_err(|detail| {
+    // The tools of the same release: beside the configured path, then
+    // beside the file it resolves to.
+    let file = std::fs::canonicalize(&etcd).unwrap_or_else(|_| etcd.clone());
+    let dirs: Vec<&Path> = [etcd.parent(), file.parent()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let etcdctl = resolve(config.etcdctl_bin.as_deref(), "etcdctl", &dirs).map_err(|detail| {
         BinaryError::NotFound {
             what: "etcdctl",
             detail: format!("etcd.etcdctl_bin: {detail}"),
         }
     })?;
-    let etcdutl = resolve(config.etcdutl_bin.as_deref(), "etcdutl", dir).map_err(|detail| {
+    let etcdutl = resolve(config.etcdutl_bin.as_deref(), "etcdutl", &dirs).map_err(|detail| {
         BinaryError::NotFound {
             what: "etcdutl",
             detail: format!("etcd.etcdutl_bin: {detail}"),
         }
     })?;
-    let version = version_of(&etcd).await?;
+    let version = version_of(&file).await?;
     if version < MIN_VERSION {
         return Err(BinaryError::TooOld {
             path: etcd,
@@ -146,11 +159,37 @@ pub async fn find(config: &EtcdConfig) -> Result<EtcdBinaries, BinaryError> {
         });
     }
     Ok(EtcdBinaries {
-        etcd,
+        etcd: file,
         etcdctl,
         etcdutl,
         version,
     })
+}
+
+/// The binaries the local member runs on, shared by everything that
+/// launches etcd or uses its tools: the config's at start, the config's
+/// newer ones once an upgrade step restarted the member on them.
+#[derive(Clone, Debug)]
+pub struct RunningBinaries(Arc<RwLock<EtcdBinaries>>);
+
+impl RunningBinaries {
+    pub fn new(b: EtcdBinaries) -> Self {
+        Self(Arc::new(RwLock::new(b)))
+    }
+
+    pub fn get(&self) -> EtcdBinaries {
+        match self.0.read() {
+            Ok(b) => b.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn set(&self, b: EtcdBinaries) {
+        match self.0.write() {
+            Ok(mut w) => *w = b,
+            Err(poisoned) => *poisoned.into_inner() = b,
+        }
+    }
 }
 
 async fn version_of(etcd: &Path) -> Result<EtcdVersion, BinaryError> {

@@ -44,6 +44,7 @@ struct CertificateLabels {
 /// This member's role, as `eco_member_role{role}` (1 for the current one,
 /// 0 for the others, every one always present).
 const ROLES: [&str; 4] = ["leader", "follower", "learner", "none"];
+use crate::status::UPGRADE_STATES;
 
 #[derive(Default)]
 pub(super) struct ClusterMetrics {
@@ -67,6 +68,7 @@ pub(super) struct ClusterMetrics {
     certificate_expiry: Family<CertificateLabels, Gauge>,
     gossip_members: Family<StateLabels, Gauge>,
     paused: Gauge,
+    upgrade: Family<StateLabels, Gauge>,
     gossip_peer_downs: Counter,
     seen_peer_downs: std::sync::atomic::AtomicU64,
 }
@@ -77,6 +79,11 @@ impl ClusterMetrics {
             "paused",
             "1 while a human has paused eco cluster-wide (eco pause): no membership or recovery action",
             self.paused.clone(),
+        );
+        registry.register(
+            "etcd_upgrade",
+            "This instance's part in a rolling etcd upgrade, one-hot by state: none (its member runs the configured etcd), waiting, refused, restarting, transferring_leadership",
+            self.upgrade.clone(),
         );
         registry.register(
             "gossip_members",
@@ -199,6 +206,12 @@ impl ClusterMetrics {
         }
 
         self.paused.set(s.paused.is_some() as i64);
+        let upgrade = s.upgrade.as_ref().map_or("none", |u| u.state.as_str());
+        for state in UPGRADE_STATES {
+            self.upgrade
+                .get_or_create(&StateLabels { state })
+                .set((state == upgrade) as i64);
+        }
         // The other instances gossip knows, by state; the times they went
         // down (summed over peers: a flapping peer counts every time).
         let others: Vec<_> = s

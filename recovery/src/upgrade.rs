@@ -1,0 +1,492 @@
+//! Rolling etcd version upgrades: whether this instance's member restarts
+//! on the etcd binary its config now names, waits for its turn, or is
+//! refused. Pure.
+//!
+//! Each instance compares the etcd version its member runs (its Status
+//! answer) with the version of the binary its config names now (the
+//! *target*). When they differ, the rules below say what to do; every
+//! instance reads the same facts (the member list, every member's Status),
+//! so every instance computes the same turn:
+//!
+//! - **refused** — a jump etcd does not support in place: another major
+//!   version, more than one minor version above the oldest member, or a
+//!   minor version below the newest member (a downgrade needs etcd's own
+//!   downgrade procedure, which eco does not run). Patch versions may move
+//!   either way. The member keeps running the binary it runs.
+//! - **wait** — unless every member answers with a known version, no
+//!   learner is joining, a leader is known, and every member has applied
+//!   the leader's log up to [`UpgradeFacts::max_lag_entries`] (the
+//!   previous step's member has caught up);
+//! - **one member at a time, the leader last** — the followers that still
+//!   have to move (by version, toward the target) go in member-id order;
+//!   the member whose turn it is restarts, the others wait. The leader's
+//!   instance waits until no follower has to move, then hands leadership
+//!   to the most caught-up follower; in the next pass it is a follower
+//!   and restarts. A cluster of one restarts in place.
+//! - **a snapshot first** — the step that starts an upgrade (no member
+//!   runs the target yet) is marked [`UpgradeStep::Restart::first`]: the
+//!   daemon stores a snapshot before it restarts anything.
+//!
+//! A member that is restarting does not answer, which holds every other
+//! instance in **wait** until it is back and caught up: that is what keeps
+//! two steps from overlapping.
+//!
+//! What it does not do: choose binaries (the config does), start a member
+//! that is down (the planner does), or run etcd's downgrade procedure.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// An etcd version (`major.minor.patch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+impl Version {
+    pub const fn new(major: u32, minor: u32, patch: u32) -> Self {
+        Self {
+            major,
+            minor,
+            patch,
+        }
+    }
+
+    /// Parses `3.5.1` (a suffix such as `-rc.0` or `+git` is ignored);
+    /// `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.trim().split(['.', '-', '+']);
+        Some(Self {
+            major: parts.next()?.parse().ok()?,
+            minor: parts.next()?.parse().ok()?,
+            patch: parts.next()?.parse().ok()?,
+        })
+    }
+
+    fn minor_line(self) -> (u32, u32) {
+        (self.major, self.minor)
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// One member, as the member list and its Status answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeMember {
+    pub id: u64,
+    pub name: String,
+    pub is_learner: bool,
+    /// Its server version; `None` when it did not answer or the version
+    /// could not be read.
+    pub version: Option<Version>,
+    pub raft_applied_index: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeFacts {
+    pub local_member_id: u64,
+    /// The raft leader's member id, `0` when no member knows one.
+    pub leader_id: u64,
+    /// The leader's raft index (what "caught up" is measured against).
+    pub leader_raft_index: u64,
+    /// The version of the etcd binary this instance's config names now.
+    pub target: Version,
+    pub members: Vec<UpgradeMember>,
+    /// How far behind the leader's log a member may be for the next step.
+    pub max_lag_entries: u64,
+}
+
+/// What this instance does about its member's etcd version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum UpgradeStep {
+    /// The member runs the target version (or is not in the list).
+    Nothing,
+    /// A jump etcd does not support; nothing is restarted.
+    Refused {
+        reason: String,
+    },
+    Wait {
+        reason: String,
+    },
+    /// The leader's instance hands leadership away before its own step.
+    TransferLeadership {
+        member_id: u64,
+        name: String,
+        reason: String,
+    },
+    /// Restart the member on the target binary. `first`: no member runs
+    /// the target yet; store a snapshot before.
+    Restart {
+        from: Version,
+        to: Version,
+        first: bool,
+        reason: String,
+    },
+}
+
+/// The default for [`UpgradeFacts::max_lag_entries`].
+pub const DEFAULT_MAX_LAG_ENTRIES: u64 = 1000;
+
+/// Whether `v` still has to move toward `target` in the direction
+/// `upward`.
+fn has_to_move(v: Version, target: Version, upward: bool) -> bool {
+    if upward { v < target } else { v > target }
+}
+
+/// Why `target` cannot be rolled onto a cluster whose members run
+/// `versions`, if it cannot.
+pub fn refusal(target: Version, versions: &[Version]) -> Option<String> {
+    let oldest = versions.iter().copied().min()?;
+    let newest = versions.iter().copied().max()?;
+    if target.major != oldest.major || target.major != newest.major {
+        return Some(format!(
+            "etcd {target} is another major version than the cluster's {oldest}..{newest}: eco rolls upgrades within one major version"
+        ));
+    }
+    if target.minor_line() < newest.minor_line() {
+        return Some(format!(
+            "etcd {target} is older than the cluster's etcd {newest}: a minor-version downgrade needs etcd's downgrade procedure, which eco does not run; point etcd.etcd_bin back at etcd {}.{}",
+            newest.major, newest.minor
+        ));
+    }
+    if target.minor > oldest.minor + 1 {
+        return Some(format!(
+            "etcd {target} is more than one minor version above the cluster's etcd {oldest}: etcd upgrades one minor version at a time; roll etcd {}.{} first",
+            oldest.major,
+            oldest.minor + 1
+        ));
+    }
+    None
+}
+
+/// The next step for this instance's member.
+pub fn next_step(f: &UpgradeFacts) -> UpgradeStep {
+    let Some(local) = f.members.iter().find(|m| m.id == f.local_member_id) else {
+        return UpgradeStep::Nothing;
+    };
+    let Some(from) = local.version else {
+        return UpgradeStep::Wait {
+            reason: "the local member's etcd version is not known".into(),
+        };
+    };
+    if from == f.target {
+        return UpgradeStep::Nothing;
+    }
+    if let Some(m) = f.members.iter().find(|m| m.version.is_none()) {
+        return UpgradeStep::Wait {
+            reason: format!(
+                "member {} does not answer: each upgrade step waits for every member",
+                m.name
+            ),
+        };
+    }
+    let versions: Vec<Version> = f.members.iter().filter_map(|m| m.version).collect();
+    if let Some(reason) = refusal(f.target, &versions) {
+        return UpgradeStep::Refused { reason };
+    }
+    if let Some(m) = f.members.iter().find(|m| m.is_learner) {
+        return UpgradeStep::Wait {
+            reason: format!(
+                "learner {} is joining: upgrade steps wait for a cluster of voters",
+                m.name
+            ),
+        };
+    }
+    if f.leader_id == 0 || !f.members.iter().any(|m| m.id == f.leader_id) {
+        return UpgradeStep::Wait {
+            reason: "no leader is known".into(),
+        };
+    }
+    if let Some(m) = f
+        .members
+        .iter()
+        .find(|m| f.leader_raft_index.saturating_sub(m.raft_applied_index) > f.max_lag_entries)
+    {
+        return UpgradeStep::Wait {
+            reason: format!(
+                "member {} has applied up to {}, the leader's log is at {}: waiting for it to catch up",
+                m.name, m.raft_applied_index, f.leader_raft_index
+            ),
+        };
+    }
+    let upward = f.target > from;
+    let mut to_move: Vec<&UpgradeMember> = f
+        .members
+        .iter()
+        .filter(|m| m.id != f.leader_id)
+        .filter(|m| m.version.is_some_and(|v| has_to_move(v, f.target, upward)))
+        .collect();
+    to_move.sort_by_key(|m| m.id);
+    let first = !versions.contains(&f.target);
+    let restart = |reason: String| UpgradeStep::Restart {
+        from,
+        to: f.target,
+        first,
+        reason,
+    };
+    if local.id != f.leader_id {
+        return match to_move.first() {
+            Some(m) if m.id == local.id => restart(format!(
+                "etcd {from} → {}: this member's turn (followers in member-id order, the leader last){}",
+                f.target,
+                if first { "; a snapshot first" } else { "" }
+            )),
+            Some(m) => UpgradeStep::Wait {
+                reason: format!(
+                    "upgrading etcd {from} → {}: member {} goes first (followers in member-id order, the leader last)",
+                    f.target, m.name
+                ),
+            },
+            // Not reached: a follower that has to move is in the list.
+            None => UpgradeStep::Nothing,
+        };
+    }
+    if !to_move.is_empty() {
+        let names: Vec<&str> = to_move.iter().map(|m| m.name.as_str()).collect();
+        return UpgradeStep::Wait {
+            reason: format!(
+                "upgrading etcd {from} → {}: the leader's member goes last; still to move: {}",
+                f.target,
+                names.join(", ")
+            ),
+        };
+    }
+    let heir = f
+        .members
+        .iter()
+        .filter(|m| m.id != local.id)
+        .max_by_key(|m| {
+            (
+                m.version == Some(f.target),
+                m.raft_applied_index,
+                std::cmp::Reverse(m.id),
+            )
+        });
+    match heir {
+        Some(m) => UpgradeStep::TransferLeadership {
+            member_id: m.id,
+            name: m.name.clone(),
+            reason: format!(
+                "etcd {from} → {}: every follower has moved; the leader hands leadership to {} before its own restart",
+                f.target, m.name
+            ),
+        },
+        None => restart(format!(
+            "etcd {from} → {}: the only member restarts in place{}",
+            f.target,
+            if first { "; a snapshot first" } else { "" }
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V34: Version = Version::new(3, 4, 23);
+    const V35: Version = Version::new(3, 5, 1);
+
+    fn member(id: u64, version: Option<Version>) -> UpgradeMember {
+        UpgradeMember {
+            id,
+            name: format!("eco-{id}"),
+            is_learner: false,
+            version,
+            raft_applied_index: 100,
+        }
+    }
+
+    /// Three members on `versions`, member 3 the leader, this instance
+    /// member `local`, the target 3.5.1.
+    fn facts(local: u64, versions: [Option<Version>; 3]) -> UpgradeFacts {
+        UpgradeFacts {
+            local_member_id: local,
+            leader_id: 3,
+            leader_raft_index: 100,
+            target: V35,
+            members: (1..=3)
+                .map(|i| member(i, versions[i as usize - 1]))
+                .collect(),
+            max_lag_entries: DEFAULT_MAX_LAG_ENTRIES,
+        }
+    }
+
+    fn kind(s: &UpgradeStep) -> &'static str {
+        match s {
+            UpgradeStep::Nothing => "nothing",
+            UpgradeStep::Refused { .. } => "refused",
+            UpgradeStep::Wait { .. } => "wait",
+            UpgradeStep::TransferLeadership { .. } => "transfer",
+            UpgradeStep::Restart { first: true, .. } => "restart first",
+            UpgradeStep::Restart { first: false, .. } => "restart",
+        }
+    }
+
+    #[test]
+    fn parses_versions() {
+        assert_eq!(Version::parse("3.5.1"), Some(V35));
+        assert_eq!(Version::parse("3.4.23+git"), Some(V34));
+        assert_eq!(Version::parse("3.6.0-rc.1"), Some(Version::new(3, 6, 0)));
+        assert_eq!(Version::parse(""), None);
+        assert_eq!(Version::parse("3.5"), None);
+    }
+
+    /// The whole roll of a three-member cluster, step by step: each row is
+    /// (this member, every member's version) → what this member does.
+    #[test]
+    fn rolls_followers_in_id_order_and_the_leader_last() {
+        let s = Some(V34);
+        let n = Some(V35);
+        let table: &[(u64, [Option<Version>; 3], &str)] = &[
+            // Nobody moved: member 1's turn, with a snapshot first.
+            (1, [s, s, s], "restart first"),
+            (2, [s, s, s], "wait"),
+            (3, [s, s, s], "wait"),
+            // Member 1 moved: member 2's turn.
+            (1, [n, s, s], "nothing"),
+            (2, [n, s, s], "restart"),
+            (3, [n, s, s], "wait"),
+            // Both followers moved: the leader hands leadership away.
+            (3, [n, n, s], "transfer"),
+            // Member 1 restarting (no answer): everyone waits.
+            (2, [None, s, s], "wait"),
+            (3, [None, n, s], "wait"),
+        ];
+        for (local, versions, want) in table {
+            let got = next_step(&facts(*local, *versions));
+            assert_eq!(kind(&got), *want, "member {local}, {versions:?}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn the_old_leader_restarts_once_it_is_a_follower() {
+        let mut f = facts(3, [Some(V35), Some(V35), Some(V34)]);
+        f.leader_id = 1;
+        assert_eq!(kind(&next_step(&f)), "restart");
+    }
+
+    #[test]
+    fn leadership_goes_to_the_most_caught_up_follower_on_the_target() {
+        let mut f = facts(3, [Some(V35), Some(V35), Some(V34)]);
+        f.members[0].raft_applied_index = 95;
+        match next_step(&f) {
+            UpgradeStep::TransferLeadership { member_id, .. } => assert_eq!(member_id, 2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_cluster_of_one_restarts_in_place_with_a_snapshot_first() {
+        let f = UpgradeFacts {
+            local_member_id: 7,
+            leader_id: 7,
+            leader_raft_index: 10,
+            target: V35,
+            members: vec![member(7, Some(V34))],
+            max_lag_entries: 10,
+        };
+        assert_eq!(kind(&next_step(&f)), "restart first");
+    }
+
+    #[test]
+    fn waits_for_a_lagging_member_a_learner_and_a_leader() {
+        let mut lag = facts(1, [Some(V34), Some(V34), Some(V34)]);
+        lag.leader_raft_index = 100 + DEFAULT_MAX_LAG_ENTRIES;
+        lag.members[2].raft_applied_index = lag.leader_raft_index;
+        assert_eq!(kind(&next_step(&lag)), "restart first", "at the limit");
+        lag.leader_raft_index += 1;
+        lag.members[2].raft_applied_index = lag.leader_raft_index;
+        let got = next_step(&lag);
+        assert!(
+            matches!(&got, UpgradeStep::Wait { reason } if reason.contains("catch up")),
+            "{got:?}"
+        );
+
+        let mut learner = facts(1, [Some(V34), Some(V34), Some(V34)]);
+        learner.members[2].is_learner = true;
+        let got = next_step(&learner);
+        assert!(
+            matches!(&got, UpgradeStep::Wait { reason } if reason.contains("learner")),
+            "{got:?}"
+        );
+
+        let mut leaderless = facts(1, [Some(V34), Some(V34), Some(V34)]);
+        leaderless.leader_id = 0;
+        assert_eq!(kind(&next_step(&leaderless)), "wait");
+    }
+
+    #[test]
+    fn refuses_jumps_etcd_does_not_support() {
+        let v = |s: &str| Version::parse(s).unwrap();
+        let table: &[(&str, &[&str], Option<&str>)] = &[
+            ("3.5.1", &["3.4.23", "3.4.23"], None),
+            ("3.5.1", &["3.4.23", "3.5.1"], None),
+            ("3.4.23", &["3.4.20"], None),
+            ("3.4.20", &["3.4.23"], None),
+            ("3.6.0", &["3.4.23", "3.5.1"], Some("more than one minor")),
+            ("3.6.0", &["3.4.23"], Some("roll etcd 3.5 first")),
+            ("3.4.23", &["3.5.1", "3.5.1"], Some("downgrade")),
+            ("3.4.23", &["3.4.23", "3.5.1"], Some("downgrade")),
+            ("4.0.0", &["3.5.1"], Some("major")),
+        ];
+        for (target, versions, want) in table {
+            let versions: Vec<Version> = versions.iter().map(|s| v(s)).collect();
+            let got = refusal(v(target), &versions);
+            match (want, &got) {
+                (None, None) => {}
+                (Some(w), Some(r)) => assert!(r.contains(w), "{target} over {versions:?}: {r}"),
+                _ => panic!("{target} over {versions:?}: {got:?}, want {want:?}"),
+            }
+        }
+        // And through next_step: nothing restarts.
+        let mut f = facts(1, [Some(V34), Some(V34), Some(V34)]);
+        f.target = Version::new(3, 6, 0);
+        assert_eq!(kind(&next_step(&f)), "refused");
+    }
+
+    #[test]
+    fn a_member_on_the_target_does_nothing_and_an_unknown_local_version_waits() {
+        assert_eq!(
+            kind(&next_step(&facts(2, [None, Some(V35), Some(V34)]))),
+            "nothing"
+        );
+        assert_eq!(
+            kind(&next_step(&facts(1, [None, Some(V34), Some(V34)]))),
+            "wait"
+        );
+        let mut absent = facts(1, [Some(V34), Some(V34), Some(V34)]);
+        absent.local_member_id = 9;
+        assert_eq!(kind(&next_step(&absent)), "nothing");
+    }
+
+    /// Every instance computes the same turn: in any state of the roll at
+    /// most one member is told to restart or hand leadership away.
+    #[test]
+    fn at_most_one_member_acts_in_any_state() {
+        let options = [Some(V34), Some(V35), None];
+        for a in options {
+            for b in options {
+                for c in options {
+                    let versions = [a, b, c];
+                    let acting = (1..=3)
+                        .filter(|l| {
+                            matches!(
+                                next_step(&facts(*l, versions)),
+                                UpgradeStep::Restart { .. }
+                                    | UpgradeStep::TransferLeadership { .. }
+                            )
+                        })
+                        .count();
+                    assert!(acting <= 1, "{versions:?}: {acting} members act");
+                }
+            }
+        }
+    }
+}
