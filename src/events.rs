@@ -57,6 +57,8 @@ pub enum Event {
     SnapshotFailed,
     SnapshotDeleted,
     SnapshotStoreLost,
+    SnapshotVerified,
+    SnapshotVerificationFailed,
     // Leaving the group.
     TerminationNoticed,
     TerminationWithdrawn,
@@ -82,7 +84,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 54] = [
+    pub const ALL: [Event; 56] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -120,6 +122,8 @@ impl Event {
         Event::SnapshotFailed,
         Event::SnapshotDeleted,
         Event::SnapshotStoreLost,
+        Event::SnapshotVerified,
+        Event::SnapshotVerificationFailed,
         Event::TerminationNoticed,
         Event::TerminationWithdrawn,
         Event::TerminationCompleted,
@@ -179,6 +183,8 @@ impl Event {
             Event::SnapshotFailed => "snapshot.failed",
             Event::SnapshotDeleted => "snapshot.deleted",
             Event::SnapshotStoreLost => "snapshot.store_lost",
+            Event::SnapshotVerified => "snapshot.verified",
+            Event::SnapshotVerificationFailed => "snapshot.verification_failed",
             Event::TerminationNoticed => "termination.noticed",
             Event::TerminationWithdrawn => "termination.withdrawn",
             Event::TerminationCompleted => "termination.completed",
@@ -240,6 +246,8 @@ impl Event {
             Event::SnapshotFailed => &["failure", "error", "reason"],
             Event::SnapshotDeleted => &["name", "why"],
             Event::SnapshotStoreLost => &["alert"],
+            Event::SnapshotVerified => &["snapshot", "detail", "duration_ms", "reason"],
+            Event::SnapshotVerificationFailed => &["snapshot", "error", "duration_ms", "reason"],
             Event::TerminationNoticed => &["source", "hook"],
             Event::TerminationWithdrawn => &[],
             Event::TerminationCompleted => &["hook", "reason"],

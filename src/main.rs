@@ -428,6 +428,7 @@ fn restore(
             etcdutl,
             etcdctl,
             timeout: std::time::Duration::from_secs(30 * 60),
+            bump_revision: true,
         };
         eco::commands::restore::run(&from, config.as_ref(), &req).await
     })

@@ -183,6 +183,10 @@ pub struct SnapshotStatus {
     pub last_reason: Option<String>,
     /// Raised when the store lost snapshots it had (e.g. wiped).
     pub alert: Option<String>,
+    /// The last verified restore (the store's record, read by every
+    /// instance), absent before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::snapshot::verify::VerificationRecord>,
 }
 
 impl InstanceStatus {

@@ -296,6 +296,20 @@ pub fn render(s: &InstanceStatus) -> String {
             ),
         );
     }
+    if let Some(v) = s.snapshots.as_ref().and_then(|sn| sn.verification.as_ref()) {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(v.at_unix_ms);
+        line(
+            "verified restore",
+            format!(
+                "{} at {} by {}: {} — {}",
+                if v.ok { "ok" } else { "FAILED" },
+                humantime::format_rfc3339_seconds(at),
+                v.instance,
+                v.snapshot,
+                v.detail
+            ),
+        );
+    }
     if !s.gossip.is_empty() {
         let peers: Vec<String> = s
             .gossip

@@ -43,7 +43,9 @@
 //! - [`store_fitness`]: whether the store may hold quorum-loss recovery's
 //!   record of truth (an atomic conditional create every instance sees).
 //! - [`snapshot_schedule`] and [`retention`]: who writes snapshots, when,
-//!   and which stored snapshots to keep; [`moved_aside`]: which moved-aside
+//!   and which stored snapshots to keep; [`restore_check`]: when the
+//!   newest snapshot is restored into a throwaway etcd and whether the
+//!   restore matches its record (revision, HashKV); [`moved_aside`]: which moved-aside
 //!   data directories may go (by age, never the last copy of data);
 //! - [`zone_spread`]: the voters per zone and whether losing any one zone
 //!   would lose quorum (reported, never acted on).
@@ -69,6 +71,7 @@ pub mod moved_aside;
 pub mod pass;
 pub mod peer_scheme;
 pub mod planner;
+pub mod restore_check;
 pub mod retention;
 pub mod seeding;
 pub mod snapshot_schedule;

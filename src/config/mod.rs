@@ -395,6 +395,10 @@ pub struct SnapshotConfig {
     /// Take a snapshot at least this often, even when nothing changed.
     #[serde(default = "defaults::snapshot_max_age")]
     pub max_age: ConfigDuration,
+    /// Restore the newest snapshot into a throwaway etcd this often and
+    /// check it against its record; `0s` turns verification off.
+    #[serde(default = "defaults::snapshot_verify_interval")]
+    pub verify_interval: ConfigDuration,
     /// Always keep this many newest snapshots (at least 1).
     #[serde(default = "defaults::keep_last")]
     pub keep_last: u32,
@@ -655,6 +659,9 @@ pub mod defaults {
         ConfigDuration::from_secs(30 * 60)
     }
     pub fn snapshot_max_age() -> ConfigDuration {
+        ConfigDuration::from_secs(24 * 3600)
+    }
+    pub fn snapshot_verify_interval() -> ConfigDuration {
         ConfigDuration::from_secs(24 * 3600)
     }
     pub fn keep_last() -> u32 {

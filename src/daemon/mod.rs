@@ -73,6 +73,7 @@ use recovery::snapshot_schedule::SnapshotSchedule;
 use signals::Signals;
 use start::Begun;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -419,6 +420,15 @@ impl Daemon {
                     },
                     metrics: self.ctx.metrics.snapshots.clone(),
                     check_every: c.etcd.probe_interval.get().max(Duration::from_secs(1)),
+                    binaries: self.ctx.binaries.clone(),
+                    verify_in: c
+                        .etcd
+                        .data_dir
+                        .parent()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_else(|| PathBuf::from(".")),
+                    verify_interval: c.snapshot.verify_interval.get(),
+                    verify_timeout: VERIFY_TIMEOUT,
                 }
                 .run(writer_input, self.status.clone(), writer_stopped)
                 // Its events carry the instance, as the daemon's do.
@@ -516,6 +526,8 @@ fn store_on_own_volume(config: &crate::config::Config) -> bool {
 /// How many times, and how far apart, the store's start check is tried
 /// before eco gives up (a store unreachable at boot may be a moment's
 /// outage; a missing bucket or denied access is bad input).
+/// Bounds a verified restore's restore and its throwaway etcd's start.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(300);
 const STORE_CHECK_ATTEMPTS: u32 = 6;
 const STORE_CHECK_EVERY: Duration = Duration::from_secs(5);
 

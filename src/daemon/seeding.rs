@@ -230,6 +230,7 @@ impl Seeding<'_> {
                 etcdutl: self.ctx.binaries.get().etcdutl,
                 etcdctl: self.ctx.binaries.get().etcdctl,
                 timeout: RESTORE_WITHIN,
+                bump_revision: true,
             },
         )
         .await;

@@ -65,6 +65,8 @@ pub(super) struct ClusterMetrics {
     snapshot_newest_revision: Gauge,
     snapshot_newest_timestamp: Gauge,
     snapshot_store_alert: Gauge,
+    snapshot_last_verified: Gauge,
+    snapshot_verification_failed: Gauge,
     certificate_expiry: Family<CertificateLabels, Gauge>,
     gossip_members: Family<StateLabels, Gauge>,
     paused: Gauge,
@@ -164,6 +166,16 @@ impl ClusterMetrics {
             "snapshot_newest_timestamp_seconds",
             "When the newest snapshot in the store was taken (its metadata, the taking machine's clock), in seconds since the epoch; 0 when none",
             self.snapshot_newest_timestamp.clone(),
+        );
+        registry.register(
+            "snapshot_last_verified_timestamp_seconds",
+            "When a stored snapshot last restored and matched its record (the store's verification record, the verifying machine's clock), in seconds since the epoch; 0 before the first",
+            self.snapshot_last_verified.clone(),
+        );
+        registry.register(
+            "snapshot_verification_failed",
+            "1 when the last verified restore failed (the snapshot did not restore, or its key space does not match its record): eco status says why",
+            self.snapshot_verification_failed.clone(),
         );
         registry.register(
             "snapshot_store_alert",
@@ -266,6 +278,13 @@ impl ClusterMetrics {
             self.snapshot_newest_timestamp
                 .set(snap.newest_taken_unix_ms.map_or(0, |ms| (ms / 1000) as i64));
             self.snapshot_store_alert.set(snap.alert.is_some() as i64);
+            let v = snap.verification.as_ref();
+            self.snapshot_last_verified.set(
+                v.and_then(|v| v.last_ok_unix_ms)
+                    .map_or(0, |ms| (ms / 1000) as i64),
+            );
+            self.snapshot_verification_failed
+                .set(v.is_some_and(|v| !v.ok) as i64);
         }
 
         self.certificate_expiry.clear();

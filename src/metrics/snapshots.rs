@@ -50,9 +50,15 @@ struct ReasonLabels {
     reason: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
 #[derive(Clone)]
 pub struct SnapshotMetrics {
     failures: Family<ReasonLabels, Counter>,
+    verifications: Family<OutcomeLabels, Counter>,
     size_bytes: Gauge,
     duration: Histogram,
 }
@@ -61,6 +67,7 @@ impl Default for SnapshotMetrics {
     fn default() -> Self {
         Self {
             failures: Family::default(),
+            verifications: Family::default(),
             size_bytes: Gauge::default(),
             // 0.1 s to about 7 min.
             duration: Histogram::new(exponential_buckets(0.1, 2.0, 13)),
@@ -80,6 +87,14 @@ impl SnapshotMetrics {
             "Snapshots this instance failed to take or store, by reason (etcd_unreachable, stream, store)",
             self.failures.clone(),
         );
+        for outcome in ["ok", "failed"] {
+            let _ = self.verifications.get_or_create(&OutcomeLabels { outcome });
+        }
+        registry.register(
+            "snapshot_verifications",
+            "Restores of the newest snapshot this instance verified, by outcome (ok, failed)",
+            self.verifications.clone(),
+        );
         registry.register(
             "snapshot_size_bytes",
             "Size of the last snapshot this instance stored (0 before the first)",
@@ -95,6 +110,13 @@ impl SnapshotMetrics {
     pub fn stored(&self, size: u64, took: Duration) {
         self.size_bytes.set(i64::try_from(size).unwrap_or(i64::MAX));
         self.duration.observe(took.as_secs_f64());
+    }
+
+    pub fn verified(&self, ok: bool) {
+        let outcome = if ok { "ok" } else { "failed" };
+        self.verifications
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
     }
 
     pub fn failed(&self, reason: FailureReason) {

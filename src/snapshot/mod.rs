@@ -19,4 +19,5 @@ pub mod recorded;
 pub mod restore;
 pub mod take;
 pub mod trailing_hash;
+pub mod verify;
 pub mod writer;

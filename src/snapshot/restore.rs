@@ -57,6 +57,11 @@ pub struct RestoreRequest {
     /// `etcdctl` (used when there is no etcdutl).
     pub etcdctl: Option<PathBuf>,
     pub timeout: Duration,
+    /// Move the revision far ahead and mark it compacted (when the tool
+    /// can), so watchers never see revisions go backwards: every restore
+    /// that serves clients; not a verification, which compares revisions
+    /// and hashes with the snapshot's record.
+    pub bump_revision: bool,
 }
 
 /// Checks etcd's trailing checksum of a snapshot file.
@@ -165,7 +170,10 @@ pub async fn restore_file(file: &Path, req: &RestoreRequest) -> Result<(), Resto
         (None, None) => return Err(RestoreError::NoTool),
     };
     let tool_name = tool.display().to_string();
-    let extra = revision_flags(&tool).await;
+    let extra = match req.bump_revision {
+        true => revision_flags(&tool).await,
+        false => Vec::new(),
+    };
     command
         .arg("snapshot")
         .arg("restore")

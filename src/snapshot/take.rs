@@ -73,6 +73,11 @@ pub mod meta {
     pub const ETCD_VERSION: &str = "etcd_version";
     pub const INSTANCE: &str = "instance";
     pub const CREATED_UNIX_MS: &str = "created_unix_ms";
+    /// etcd's HashKV of the key space at `hash_revision`, with the
+    /// compaction it was taken under: what a verified restore compares.
+    pub const HASH_KV: &str = "hash_kv";
+    pub const HASH_REVISION: &str = "hash_revision";
+    pub const COMPACT_REVISION: &str = "compact_revision";
 }
 
 /// Streams a snapshot of the member at `req.endpoint` into `store`; each
@@ -91,6 +96,16 @@ pub async fn take(
     let mut client = access.connect(&req.endpoint).await?;
     let status = probe::status(&mut client, &req.endpoint, timeout).await?;
     let position = recorded_position(status.raft_index, status.raft_applied_index);
+    // The key space's hash at the revision just before the snapshot (the
+    // snapshot holds it): a restore of this snapshot must hash the same.
+    let hash = match tokio::time::timeout(timeout, client.hash_kv(status.revision)).await {
+        Ok(Ok(h)) => Some(h),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "no HashKV for the snapshot's record");
+            None
+        }
+        Err(_) => None,
+    };
     let mut stream = tokio::time::timeout(timeout, client.snapshot())
         .await
         .map_err(|_| stream_err(format!("no answer within {:?}", timeout)))?
@@ -124,6 +139,15 @@ pub async fn take(
         (meta::INSTANCE.to_string(), req.instance.clone()),
         (meta::CREATED_UNIX_MS.to_string(), created.to_string()),
     ]);
+    let mut metadata = metadata;
+    if let Some(h) = &hash {
+        metadata.insert(meta::HASH_KV.into(), h.hash().to_string());
+        metadata.insert(meta::HASH_REVISION.into(), status.revision.to_string());
+        metadata.insert(
+            meta::COMPACT_REVISION.into(),
+            h.compact_version().to_string(),
+        );
+    }
 
     // A small bounded channel between the etcd stream and the store: memory
     // stays flat. A failure is sent down the channel as an error, so the

@@ -5,19 +5,27 @@
 //! newer snapshot was stored, and takes a final snapshot when eco is asked
 //! to stop. It reads typed facts the daemon's pass sends it
 //! ([`WriterInput`]), never `/status`; it writes its own part of `/status`.
+//! The writing instance also verifies the newest snapshot by restoring it
+//! when `recovery::restore_check` says it is due (`verify.rs`); every
+//! instance's writer reads the store's verification record, so every
+//! instance reports the last result.
 
 use super::name::SnapshotName;
 use super::recorded::take_recorded;
 use super::take::{SnapshotRequest, meta};
+use super::verify::{self, VerificationRecord, VerifyRequest};
 use crate::etcd::access::EtcdAccess;
+use crate::etcd::binaries::RunningBinaries;
 use crate::events::Event;
 use crate::metrics::snapshots::SnapshotMetrics;
 use crate::status::{InstanceStatus, SnapshotStatus};
 use crate::store::{ObjectInfo, ObjectStore, list_all};
 use crate::wall_clock::unix_ms;
+use recovery::restore_check::{Verdict, verification_due};
 use recovery::retention::{self, RetentionPolicy, SnapshotEntry};
 use recovery::snapshot_schedule::{LastSnapshot, SnapshotSchedule, WriterFacts, snapshot_due};
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -45,6 +53,26 @@ pub struct SnapshotWriter {
     pub check_every: Duration,
     /// Size, duration and failures of the snapshots it takes.
     pub metrics: SnapshotMetrics,
+    /// The binaries a verification restores and runs the throwaway etcd
+    /// with (the ones the local member runs).
+    pub binaries: RunningBinaries,
+    /// Where a verification's temporary directory is made.
+    pub verify_in: PathBuf,
+    /// How often the newest snapshot is verified; zero: never.
+    pub verify_interval: Duration,
+    /// Bounds a verification's restore and its throwaway etcd's start.
+    pub verify_timeout: Duration,
+}
+
+/// How long the store's verification record is trusted before it is read
+/// again (the writer re-reads it before deciding; it changes about daily).
+const VERIFICATION_RECORD_FRESH: Duration = Duration::from_secs(60);
+
+/// The store's verification record as last read.
+#[derive(Default)]
+struct KnownVerification {
+    read_at: Option<std::time::Instant>,
+    record: Option<VerificationRecord>,
 }
 
 /// The newest snapshot a listing found.
@@ -185,6 +213,86 @@ impl SnapshotWriter {
         }
     }
 
+    /// Follows the store's verification record and, on the writing
+    /// instance, verifies the newest snapshot when one is due.
+    async fn follow_verification(
+        &self,
+        writes: bool,
+        s: &mut SnapshotStatus,
+        known: &mut KnownVerification,
+    ) {
+        let stale = known
+            .read_at
+            .is_none_or(|at| at.elapsed() >= VERIFICATION_RECORD_FRESH);
+        if stale {
+            match verify::read_record(&*self.store, &self.cluster).await {
+                Ok(r) => {
+                    known.record = r;
+                    known.read_at = Some(std::time::Instant::now());
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read the verification record"),
+            }
+        }
+        s.verification = known.record.clone();
+        if !writes {
+            return;
+        }
+        let last = known.record.as_ref().map(VerificationRecord::last);
+        let Some(reason) = verification_due(
+            unix_ms(),
+            u64::try_from(self.verify_interval.as_millis()).unwrap_or(u64::MAX),
+            s.newest.as_deref(),
+            last.as_ref(),
+        ) else {
+            return;
+        };
+        let Some(snapshot) = s.newest.clone() else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        let binaries = self.binaries.get();
+        let verdict = verify::verify(&VerifyRequest {
+            store: &*self.store,
+            snapshot: &snapshot,
+            binaries: &binaries,
+            access: &self.access,
+            work_in: &self.verify_in,
+            timeout: self.verify_timeout,
+        })
+        .await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let now = unix_ms();
+        let (ok, detail) = match verdict {
+            Verdict::Verified { detail } => {
+                crate::event!(info, Event::SnapshotVerified, %snapshot, %detail, duration_ms, %reason, "the newest snapshot restores and matches its record");
+                (true, detail)
+            }
+            Verdict::Failed { why } => {
+                crate::event!(error, Event::SnapshotVerificationFailed, %snapshot, error = %why, duration_ms, %reason, "the newest snapshot failed its verified restore");
+                (false, why)
+            }
+        };
+        self.metrics.verified(ok);
+        let record = VerificationRecord {
+            snapshot,
+            at_unix_ms: now,
+            ok,
+            detail,
+            instance: self.instance.clone(),
+            last_ok_unix_ms: if ok {
+                Some(now)
+            } else {
+                known.record.as_ref().and_then(|r| r.last_ok_unix_ms)
+            },
+        };
+        if let Err(e) = verify::write_record(&*self.store, &self.cluster, &record).await {
+            tracing::warn!(error = %e, "cannot store the verification record");
+        }
+        known.record = Some(record);
+        known.read_at = Some(std::time::Instant::now());
+        s.verification = known.record.clone();
+    }
+
     async fn apply_retention(&self, s: &mut SnapshotStatus) {
         let list = match self.snapshots().await {
             Ok(l) => l,
@@ -229,6 +337,7 @@ impl SnapshotWriter {
     ) {
         let mut s = SnapshotStatus::default();
         let mut last = Known::default();
+        let mut verification = KnownVerification::default();
         self.learn(&mut s, &mut last).await;
         status.send_modify(|st| st.snapshots = Some(s.clone()));
         let mut tick = tokio::time::interval(self.check_every);
@@ -254,6 +363,8 @@ impl SnapshotWriter {
                     self.learn(&mut s, &mut last).await;
                 }
             }
+            self.follow_verification(writes, &mut s, &mut verification)
+                .await;
             status.send_modify(|st| st.snapshots = Some(s.clone()));
         }
         let current = input.borrow().clone();

@@ -264,6 +264,11 @@ impl ConfigBuilder {
         self
     }
 
+    pub fn snapshot_verify_interval(mut self, every: Duration) -> Self {
+        self.config.snapshot.verify_interval = d(every);
+        self
+    }
+
     pub fn snapshot_max_age(mut self, age: Duration) -> Self {
         self.config.snapshot.max_age = d(age);
         self

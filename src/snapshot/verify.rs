@@ -1,0 +1,307 @@
+//! Verifying a stored snapshot by restoring it: download it (the store's
+//! sha256 checked), restore it without moving its revision (etcd's
+//! trailing checksum checked) into a temporary directory beside eco's data
+//! directory, start a throwaway one-member etcd on it on 127.0.0.1 (ports
+//! the kernel picks), ask its revision and its HashKV at the recorded
+//! revision, and judge them against the snapshot's record
+//! (`recovery::restore_check`). The throwaway etcd is killed and its
+//! directory removed whatever happens (the snapshot itself stays in the
+//! store). The result is kept in the store, `<cluster>/verification.json`,
+//! which every instance's snapshot writer reads.
+//!
+//! What it does not do: serve the restored data to anyone (the throwaway
+//! etcd listens on 127.0.0.1 only, for the seconds of the check), or act
+//! on a failure (the snapshot stays; an alert asks a human).
+
+use super::restore::{self, RestoreRequest};
+use super::take::meta;
+use crate::etcd::access::EtcdAccess;
+use crate::etcd::binaries::EtcdBinaries;
+use crate::store::{ObjectStore, StoreError};
+use recovery::restore_check::{self, KeySpaceHash, Recorded, Restored, Verdict};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncReadExt;
+
+/// The result of the last verification, as the store keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerificationRecord {
+    /// The snapshot object verified.
+    pub snapshot: String,
+    pub at_unix_ms: u64,
+    pub ok: bool,
+    /// What was checked, or why it failed.
+    pub detail: String,
+    /// The instance that verified it.
+    pub instance: String,
+    /// When a verification last succeeded (this one or an earlier one).
+    #[serde(default)]
+    pub last_ok_unix_ms: Option<u64>,
+}
+
+impl VerificationRecord {
+    pub fn last(&self) -> restore_check::LastVerification {
+        restore_check::LastVerification {
+            snapshot: self.snapshot.clone(),
+            at_unix_ms: self.at_unix_ms,
+            ok: self.ok,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerificationRecordError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the verification record {name} is unreadable: {why}")]
+    Unreadable { name: String, why: String },
+}
+
+/// The object the last verification is kept in.
+pub fn object_name(cluster: &str) -> String {
+    format!("{cluster}/verification.json")
+}
+
+pub async fn read_record(
+    store: &dyn ObjectStore,
+    cluster: &str,
+) -> Result<Option<VerificationRecord>, VerificationRecordError> {
+    let name = object_name(cluster);
+    let (_, mut reader) = match store.get(&name).await {
+        Ok(found) => found,
+        Err(StoreError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let unreadable = |why: String| VerificationRecordError::Unreadable {
+        name: name.clone(),
+        why,
+    };
+    let mut bytes = Vec::new();
+    reader
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| unreadable(e.to_string()))?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| unreadable(e.to_string()))
+}
+
+pub async fn write_record(
+    store: &dyn ObjectStore,
+    cluster: &str,
+    record: &VerificationRecord,
+) -> Result<(), VerificationRecordError> {
+    let bytes =
+        serde_json::to_vec_pretty(record).map_err(|e| VerificationRecordError::Unreadable {
+            name: object_name(cluster),
+            why: e.to_string(),
+        })?;
+    store
+        .put(&object_name(cluster), &mut &bytes[..], BTreeMap::new())
+        .await?;
+    Ok(())
+}
+
+/// What to verify, with what.
+pub struct VerifyRequest<'a> {
+    pub store: &'a dyn ObjectStore,
+    /// The snapshot object.
+    pub snapshot: &'a str,
+    pub binaries: &'a EtcdBinaries,
+    /// eco's access (its credentials, for HashKV when the snapshot holds
+    /// etcd's authentication); the throwaway member is reached in plain
+    /// text on 127.0.0.1.
+    pub access: &'a EtcdAccess,
+    /// The temporary directory is made in here (eco's data directory's
+    /// parent: the same disk, room for a copy).
+    pub work_in: &'a Path,
+    /// Bounds the restore, and the throwaway member's start.
+    pub timeout: Duration,
+}
+
+fn number<T: std::str::FromStr>(m: &BTreeMap<String, String>, key: &str) -> Option<T> {
+    m.get(key).and_then(|v| v.parse().ok())
+}
+
+/// The snapshot's record, from its object's metadata.
+fn recorded(m: &BTreeMap<String, String>, name: &str) -> Recorded {
+    let from_name = super::name::SnapshotName::parse(name).map(|n| n.revision);
+    Recorded {
+        revision: number(m, meta::REVISION).or(from_name).unwrap_or(0),
+        hash: match (
+            number(m, meta::HASH_KV),
+            number(m, meta::HASH_REVISION),
+            number(m, meta::COMPACT_REVISION),
+        ) {
+            (Some(hash), Some(revision), Some(compact_revision)) => Some(KeySpaceHash {
+                hash,
+                revision,
+                compact_revision,
+            }),
+            _ => None,
+        },
+    }
+}
+
+/// Verifies `req.snapshot`; any failure on the way is a failed verdict
+/// naming the step.
+pub async fn verify(req: &VerifyRequest<'_>) -> Verdict {
+    let dir = match WorkDir::make(req.work_in) {
+        Ok(d) => d,
+        Err(e) => {
+            return Verdict::Failed {
+                why: format!(
+                    "cannot make a temporary directory in {}: {e}",
+                    req.work_in.display()
+                ),
+            };
+        }
+    };
+    match restore_and_ask(req, dir.path()).await {
+        Ok((record, restored)) => restore_check::judge(&record, &restored),
+        Err(why) => Verdict::Failed { why },
+    }
+}
+
+/// The verification's own directory (mode 0700: it holds a copy of the
+/// whole key space), removed when dropped: the snapshot stays in the
+/// store, so this copy is never the only one.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn make(parent: &Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        let path = parent.join(format!(".eco-verify-{:08x}", rand::random::<u32>()));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(Self(path))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            tracing::warn!(dir = %self.0.display(), error = %e, "cannot remove the verification's directory");
+        }
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port on 127.0.0.1: {e}"))
+}
+
+async fn restore_and_ask(
+    req: &VerifyRequest<'_>,
+    dir: &Path,
+) -> Result<(Recorded, Restored), String> {
+    let file = dir.join("snapshot.db");
+    let info = restore::fetch_verified(req.store, req.snapshot, &file)
+        .await
+        .map_err(|e| e.to_string())?;
+    let record = recorded(&info.metadata, req.snapshot);
+    let (client_port, peer_port) = (free_port()?, free_port()?);
+    let peer_url = format!("http://127.0.0.1:{peer_port}");
+    let client_url = format!("http://127.0.0.1:{client_port}");
+    let data = dir.join("data");
+    let name = "eco-verify";
+    restore::restore_file(
+        &file,
+        &RestoreRequest {
+            data_dir: data.clone(),
+            name: name.into(),
+            peer_url: peer_url.clone(),
+            token: format!("eco-verify-{:08x}", rand::random::<u32>()),
+            etcdutl: req.binaries.etcdutl.clone(),
+            etcdctl: req.binaries.etcdctl.clone(),
+            timeout: req.timeout,
+            bump_revision: false,
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&file);
+    let log = std::fs::File::create(dir.join("etcd.log")).map_err(|e| e.to_string())?;
+    let log2 = log.try_clone().map_err(|e| e.to_string())?;
+    let mut etcd = tokio::process::Command::new(&req.binaries.etcd)
+        .arg(format!("--name={name}"))
+        .arg(format!("--data-dir={}", data.display()))
+        .arg(format!("--listen-client-urls={client_url}"))
+        .arg(format!("--advertise-client-urls={client_url}"))
+        .arg(format!("--listen-peer-urls={peer_url}"))
+        .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+        .arg(format!("--initial-cluster={name}={peer_url}"))
+        .stdout(log)
+        .stderr(log2)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", req.binaries.etcd.display()))?;
+    let asked = ask(req, &client_url, &record, dir).await;
+    let _ = etcd.kill().await;
+    asked.map(|restored| (record, restored))
+}
+
+/// The restored member's revision and HashKV, once it answers.
+async fn ask(
+    req: &VerifyRequest<'_>,
+    endpoint: &str,
+    record: &Recorded,
+    dir: &Path,
+) -> Result<Restored, String> {
+    let deadline = Instant::now() + req.timeout;
+    let timeout = req.access.call_timeout();
+    loop {
+        let last = match req.access.connect(endpoint).await {
+            Ok(mut client) => {
+                match crate::etcd::probe::status(&mut client, endpoint, timeout).await {
+                    Ok(st) if st.has_leader() => {
+                        let hash = match record.hash {
+                            None => None,
+                            Some(want) => Some(
+                                match tokio::time::timeout(timeout, client.hash_kv(want.revision))
+                                    .await
+                                {
+                                    Ok(Ok(h)) => Ok(KeySpaceHash {
+                                        hash: h.hash(),
+                                        revision: want.revision,
+                                        compact_revision: h.compact_version(),
+                                    }),
+                                    Ok(Err(e)) => Err(e.to_string()),
+                                    Err(_) => Err(format!("no answer within {timeout:?}")),
+                                },
+                            ),
+                        };
+                        return Ok(Restored {
+                            revision: st.revision,
+                            hash,
+                        });
+                    }
+                    Ok(_) => "no leader yet".to_string(),
+                    Err(e) => e.to_string(),
+                }
+            }
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            let tail = tail_of(&dir.join("etcd.log"));
+            return Err(format!(
+                "the restored etcd did not answer within {:?} ({last}); its log ends: {tail}",
+                req.timeout
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn tail_of(path: &PathBuf) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().rev().take(3).collect();
+    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
