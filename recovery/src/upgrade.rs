@@ -131,6 +131,46 @@ pub enum UpgradeStep {
     },
 }
 
+/// Which etcd an eco that starts launches its member on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LaunchAtStart {
+    /// The binary the config names.
+    Configured,
+    /// The binary the member last ran: the configured one is another
+    /// version, whose turn in the roll has not come.
+    LastRun { reason: String },
+}
+
+/// At start: the member last ran `last_run` (`None`: never launched, or
+/// not recorded), whose file still holds that version when `still_there`;
+/// the config names `configured`. An eco restarted in the middle of a
+/// rolling upgrade relaunches its member on the version it ran, and the
+/// roll moves it in turn; when that binary is gone (replaced in place by a
+/// package), the configured one is all there is.
+pub fn launch_at_start(
+    configured: Version,
+    last_run: Option<Version>,
+    still_there: bool,
+) -> (LaunchAtStart, Option<String>) {
+    match last_run {
+        Some(last) if last != configured && still_there => (
+            LaunchAtStart::LastRun {
+                reason: format!(
+                    "the member last ran etcd {last}; etcd {configured} waits for its turn in the rolling upgrade"
+                ),
+            },
+            None,
+        ),
+        Some(last) if last != configured => (
+            LaunchAtStart::Configured,
+            Some(format!(
+                "the member last ran etcd {last}, whose binary is gone: it starts on etcd {configured} out of turn"
+            )),
+        ),
+        _ => (LaunchAtStart::Configured, None),
+    }
+}
+
 /// The default for [`UpgradeFacts::max_lag_entries`].
 pub const DEFAULT_MAX_LAG_ENTRIES: u64 = 1000;
 
@@ -464,6 +504,23 @@ mod tests {
         let mut absent = facts(1, [Some(V34), Some(V34), Some(V34)]);
         absent.local_member_id = 9;
         assert_eq!(kind(&next_step(&absent)), "nothing");
+    }
+
+    #[test]
+    fn a_restarted_eco_relaunches_the_version_its_member_ran() {
+        let (choice, warning) = launch_at_start(V35, Some(V34), true);
+        assert!(matches!(choice, LaunchAtStart::LastRun { .. }) && warning.is_none());
+        let (choice, warning) = launch_at_start(V35, Some(V34), false);
+        assert_eq!(choice, LaunchAtStart::Configured);
+        assert!(warning.is_some_and(|w| w.contains("out of turn")));
+        assert_eq!(
+            launch_at_start(V35, Some(V35), true).0,
+            LaunchAtStart::Configured
+        );
+        assert_eq!(
+            launch_at_start(V35, None, false).0,
+            LaunchAtStart::Configured
+        );
     }
 
     /// Every instance computes the same turn: in any state of the roll at

@@ -124,9 +124,10 @@ impl LocalEtcd {
             &ctx.me.host,
             ctx.config.etcd.client_port,
         ));
+        let binaries = ctx.binaries.get();
         self.supervisor
             .start(ProcessSpec {
-                binary: ctx.binaries.get().etcd,
+                binary: binaries.etcd.clone(),
                 args: flags::etcd_args(&ctx.config.etcd, &spec),
                 instance_id: ctx.id().to_string(),
                 log_file: ctx.config.etcd.log_file.clone(),
@@ -134,6 +135,14 @@ impl LocalEtcd {
                 data_dir: self.data_dir.clone(),
             })
             .await?;
+        let launched = crate::etcd::launched::Launched {
+            etcd: binaries.etcd,
+            version: binaries.version.to_string(),
+        };
+        let record = crate::etcd::launched::path_beside(&self.pid_file);
+        if let Err(e) = crate::etcd::launched::store(&record, &launched) {
+            tracing::warn!(file = %record.display(), error = %format!("{e:#}"), "cannot record the launched etcd");
+        }
         Ok(())
     }
 

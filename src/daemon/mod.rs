@@ -182,6 +182,8 @@ async fn run_as(
     // Before anything beside the data directory is read or written.
     let _lock = crate::instance_lock::acquire(&config.etcd.data_dir, &me.id)?;
     let durable = Durable::load(&config.etcd.data_dir, &config.cluster.name, &me.id)?;
+    // In the middle of a rolling upgrade: the version the member ran.
+    let binaries = upgrade::binaries_at_start(binaries, &durable.pid_file()).await;
     let metrics = Arc::new(Metrics::new(&me.id, &binaries.version.to_string()));
     let store = crate::store::from_config(&config)
         .await

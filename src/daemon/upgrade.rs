@@ -16,12 +16,14 @@
 use super::Daemon;
 use super::observe::Observed;
 use crate::etcd::binaries::{self, EtcdBinaries};
+use crate::etcd::launched;
 use crate::etcd::members;
 use crate::events::Event;
 use crate::snapshot::recorded::take_recorded;
 use crate::snapshot::take::SnapshotRequest;
 use crate::status::UpgradeStatus;
-use recovery::upgrade::{self, UpgradeFacts, UpgradeMember, UpgradeStep, Version};
+use recovery::upgrade::{self, LaunchAtStart, UpgradeFacts, UpgradeMember, UpgradeStep, Version};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The configured etcd binary is looked at again every this many probe
@@ -45,6 +47,33 @@ pub(super) struct ConfiguredEtcd {
 
 fn version_of(b: &EtcdBinaries) -> Version {
     Version::new(b.version.major, b.version.minor, b.version.patch)
+}
+
+/// The binaries an eco that starts launches its member on
+/// (`recovery::upgrade::launch_at_start`): the configured ones, or the
+/// ones the member last ran while the configured version waits for its
+/// turn.
+pub(super) async fn binaries_at_start(configured: EtcdBinaries, pid_file: &Path) -> EtcdBinaries {
+    let last = launched::load(&launched::path_beside(pid_file));
+    let last_run = match &last {
+        Some(l) => binaries::at(&l.etcd)
+            .await
+            .filter(|b| b.version.to_string() == l.version),
+        None => None,
+    };
+    let last_version = last.as_ref().and_then(|l| Version::parse(&l.version));
+    let (choice, warning) =
+        upgrade::launch_at_start(version_of(&configured), last_version, last_run.is_some());
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    match (choice, last_run) {
+        (LaunchAtStart::LastRun { reason }, Some(b)) => {
+            tracing::warn!(etcd = %b.etcd.display(), %reason, "launching the etcd the member last ran");
+            b
+        }
+        _ => configured,
+    }
 }
 
 impl Daemon {

@@ -166,6 +166,23 @@ pub async fn find(config: &EtcdConfig) -> Result<EtcdBinaries, BinaryError> {
     })
 }
 
+/// The binaries of the etcd at `etcd` (a member's last launched binary):
+/// its version, and the tools beside it; `None` when it is gone or cannot
+/// tell its version.
+pub async fn at(etcd: &Path) -> Option<EtcdBinaries> {
+    if !is_executable(etcd) {
+        return None;
+    }
+    let version = version_of(etcd).await.ok()?;
+    let dirs: Vec<&Path> = etcd.parent().into_iter().collect();
+    Some(EtcdBinaries {
+        etcd: etcd.to_path_buf(),
+        etcdctl: resolve(None, "etcdctl", &dirs).ok().flatten(),
+        etcdutl: resolve(None, "etcdutl", &dirs).ok().flatten(),
+        version,
+    })
+}
+
 /// The binaries the local member runs on, shared by everything that
 /// launches etcd or uses its tools: the config's at start, the config's
 /// newer ones once an upgrade step restarted the member on them.

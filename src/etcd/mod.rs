@@ -9,6 +9,7 @@ pub mod binaries;
 pub mod call;
 pub mod credentials;
 pub mod flags;
+pub mod launched;
 pub mod local_endpoint;
 pub mod maintenance;
 pub mod members;
