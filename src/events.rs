@@ -73,6 +73,9 @@ pub enum Event {
     UpgradeRestarting,
     UpgradeRestarted,
     UpgradeFailed,
+    // Self-replacement.
+    ReplacementRequested,
+    ReplacementFailed,
     // The maintenance switch.
     MaintenancePaused,
     MaintenanceResumed,
@@ -84,7 +87,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 56] = [
+    pub const ALL: [Event; 58] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -135,6 +138,8 @@ impl Event {
         Event::UpgradeRestarting,
         Event::UpgradeRestarted,
         Event::UpgradeFailed,
+        Event::ReplacementRequested,
+        Event::ReplacementFailed,
         Event::MaintenancePaused,
         Event::MaintenanceResumed,
         Event::AclApplied,
@@ -196,6 +201,8 @@ impl Event {
             Event::UpgradeRestarting => "upgrade.restarting",
             Event::UpgradeRestarted => "upgrade.restarted",
             Event::UpgradeFailed => "upgrade.failed",
+            Event::ReplacementRequested => "instance.replacement_requested",
+            Event::ReplacementFailed => "instance.replacement_failed",
             Event::MaintenancePaused => "maintenance.paused",
             Event::MaintenanceResumed => "maintenance.resumed",
             Event::AclApplied => "acl.applied",
@@ -259,6 +266,8 @@ impl Event {
             Event::UpgradeRestarting => &["from", "to", "reason"],
             Event::UpgradeRestarted => &["from", "to", "duration_ms"],
             Event::UpgradeFailed => &["step", "error", "reason"],
+            Event::ReplacementRequested => &["outcome", "detail", "reason"],
+            Event::ReplacementFailed => &["error", "reason"],
             Event::MaintenancePaused => &["by", "reason"],
             Event::MaintenanceResumed => &["by"],
             Event::AclApplied => &["action", "reason"],

@@ -79,6 +79,16 @@ data "aws_iam_policy_document" "eco" {
     resources = [local.group_arn]
   }
 
+  # Asking the group to replace this instance when its member stays
+  # unusable (recovery.replace_unusable_after, off by default): this group
+  # only.
+  statement {
+    sid       = "ReplaceAnUnusableInstance"
+    effect    = "Allow"
+    actions   = ["autoscaling:SetInstanceHealth"]
+    resources = [local.group_arn]
+  }
+
   # Listings under <prefix>/<cluster>/ only.
   statement {
     sid       = "ListTheClustersObjects"

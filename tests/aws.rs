@@ -6,9 +6,13 @@
 //! snapshots and the record of truth in the emulator's S3. Under a write
 //! load whose every acknowledged write is recorded:
 //!
-//! - a 3-instance cluster forms from the group; an instance is terminated,
-//!   the group launches a replacement (new id, new address), and the
-//!   cluster is back to three voters with nothing lost;
+//! - a 3-instance cluster forms from the group; an instance's etcd is
+//!   frozen, and its eco, after `recovery.replace_unusable_after` with the
+//!   other two healthy, marks the instance `Unhealthy`
+//!   (`SetInstanceHealth`); it is terminated (the test kit stands in for
+//!   the group, which moto does not make act on health), the group
+//!   launches a replacement (new id, new address), and the cluster is
+//!   back to three voters with nothing lost;
 //! - desired capacity 3 → 5 → 3: the scale-out joins two learners one at
 //!   a time; the scale-in goes through the termination hook — each chosen
 //!   instance leaves gracefully and completes its lifecycle action
@@ -128,8 +132,18 @@ fn status_json(c: &Cluster, id: &str) -> Option<serde_json::Value> {
 }
 
 #[test]
-fn forms_from_the_group_and_a_terminated_instance_is_replaced_with_nothing_lost() {
-    let mut c = aws_cluster(11);
+fn forms_from_the_group_and_an_unusable_instance_is_replaced_with_nothing_lost() {
+    let mut o = Options::integration(eco_bin!());
+    o.net = 11;
+    o.aws = Some(AwsOptions {
+        hook: Some(Duration::from_secs(60)),
+        refresh: Duration::from_secs(1),
+    });
+    o.config = o
+        .config
+        .replace_unusable_after(Duration::from_secs(4))
+        .unhealthy_member_ttl(Duration::from_secs(60));
+    let mut c = Cluster::new(o).expect("cluster on the AWS emulator");
     let ids = formed(&mut c, 3);
     for id in &ids {
         assert!(id.starts_with("i-"), "instance ids are EC2 ids: {id}");
@@ -151,6 +165,40 @@ fn forms_from_the_group_and_a_terminated_instance_is_replaced_with_nothing_lost(
     std::thread::sleep(Duration::from_secs(2));
 
     let victim = ids[1].clone();
+    let frozen_at = Instant::now();
+    for pid in c.etcd_pids(&victim) {
+        testkit::process::kill(pid, libc::SIGSTOP);
+    }
+    let group = c.aws.as_ref().expect("aws").group();
+    let marked = wait_until(Duration::from_secs(60), || {
+        group
+            .instances()
+            .into_iter()
+            .any(|i| i.id == victim && i.health_status == "Unhealthy")
+            .then_some(())
+    });
+    assert!(
+        marked.is_some(),
+        "{victim} was not marked Unhealthy\n{}",
+        c.log_tail(&victim, 30)
+    );
+    eprintln!(
+        "AWS: {victim} marked Unhealthy {:.1} s after its etcd froze",
+        frozen_at.elapsed().as_secs_f64()
+    );
+    let log = c.nodes[&victim].log();
+    assert!(
+        log.contains("event=\"instance.replacement_requested\"")
+            && log.contains("outcome=\"requested\""),
+        "{}",
+        c.log_tail(&victim, 30)
+    );
+    for id in ids.iter().filter(|id| **id != victim) {
+        assert!(
+            !c.nodes[id].log().contains("instance.replacement_requested"),
+            "healthy {id} asked for a replacement"
+        );
+    }
     c.kill_with_etcd(&victim).unwrap();
     let at = Instant::now();
     let now = c

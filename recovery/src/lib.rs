@@ -74,6 +74,7 @@ pub mod planner;
 pub mod restore_check;
 pub mod retention;
 pub mod seeding;
+pub mod self_replacement;
 pub mod snapshot_schedule;
 pub mod space;
 pub mod startup;

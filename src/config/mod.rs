@@ -508,6 +508,11 @@ pub struct RecoveryConfig {
     /// Name of a snapshot in the store to seed a brand-new cluster from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootstrap_from: Option<String>,
+    /// Off by default. When set, an instance whose member has been
+    /// unusable this long while every other voter is healthy asks its
+    /// provider to replace it (`recovery::self_replacement`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_unusable_after: Option<ConfigDuration>,
 }
 
 /// `[api]`: eco's local HTTP endpoint (health, readiness, metrics, status).

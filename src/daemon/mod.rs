@@ -43,6 +43,7 @@ mod peer_scheme;
 mod publish;
 mod quorum_loss;
 mod seeding;
+mod self_replacement;
 mod signals;
 mod space;
 mod start;
@@ -100,6 +101,8 @@ struct Daemon {
     space_compacted: bool,
     /// The etcd binaries the config names now (rolling upgrades).
     configured_etcd: upgrade::ConfiguredEtcd,
+    /// How long the local member has been unusable (self-replacement).
+    unusable: self_replacement::Unusable,
     gossip: Option<GossipLink>,
     live_since: live_since::LiveSince,
     /// The quorum-loss protocol (with gossip keys and a store).
@@ -351,6 +354,7 @@ async fn run_as(
         pause: Default::default(),
         space_compacted: false,
         configured_etcd: Default::default(),
+        unusable: Default::default(),
         gossip,
         live_since: live_since::LiveSince::default(),
         quorum_loss,

@@ -26,6 +26,9 @@ impl Daemon {
         self.publish(&seen, &ready);
         let retention = self.ctx.moved_aside_retention();
         self.etcd.prune_moved_aside(retention);
+        if self.refused.is_none() {
+            self.consider_replacement(&seen).await;
+        }
         self.dispatch(&seen, &ready).await
     }
 

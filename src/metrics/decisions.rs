@@ -134,6 +134,7 @@ pub struct DecisionMetrics {
     messages_sent: Family<KindLabels, Counter>,
     seedings: Family<SeedingLabels, Counter>,
     defragmentations: Family<OutcomeLabels, Counter>,
+    replacements: Family<OutcomeLabels, Counter>,
     nospace: Gauge,
 }
 
@@ -222,6 +223,14 @@ impl DecisionMetrics {
             "Members defragmented by this instance (beside the leader), by outcome",
             self.defragmentations.clone(),
         );
+        for outcome in ["requested", "logged", "failed"] {
+            let _ = self.replacements.get_or_create(&OutcomeLabels { outcome });
+        }
+        registry.register(
+            "replacement_requests",
+            "Times this instance asked its provider to replace it (recovery.replace_unusable_after), by outcome: requested (the provider replaces it), logged (the provider cannot; a human must), failed",
+            self.replacements.clone(),
+        );
         registry.register(
             "nospace_alarm",
             "1 while etcd's NOSPACE alarm is raised, as the instance beside the leader last read the alarm list",
@@ -309,6 +318,12 @@ impl DecisionMetrics {
             .get_or_create(&OutcomeLabels {
                 outcome: if done { "done" } else { "failed" },
             })
+            .inc();
+    }
+
+    pub fn replacement(&self, outcome: &'static str) {
+        self.replacements
+            .get_or_create(&OutcomeLabels { outcome })
             .inc();
     }
 

@@ -133,8 +133,26 @@ pub trait Provider: Send + Sync {
         Ok(())
     }
 
+    /// Asks for this instance to be replaced (`recovery::self_replacement`
+    /// decided it): what the provider did. Providers that cannot replace
+    /// instances say so, and eco logs the request for a human.
+    async fn request_replacement(&self, _reason: &str) -> Result<Replacement, ProviderError> {
+        Ok(Replacement::NotSupported(
+            "this provider cannot replace instances: replace this instance by hand (a new, empty disk joins by itself)".into(),
+        ))
+    }
+
     /// How often the group should be read again.
     fn refresh_interval(&self) -> std::time::Duration;
+}
+
+/// What a provider did with a replacement request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Replacement {
+    /// The provider will replace the instance (AWS: marked unhealthy).
+    Requested(String),
+    /// It cannot; what a human should do instead.
+    NotSupported(String),
 }
 
 /// The provider the config names, for this instance: `instance_id` is the

@@ -110,6 +110,8 @@ pub struct GroupInstance {
     pub lifecycle_state: String,
     /// `running`, `shutting-down`, `terminated`, ...
     pub ec2_state: String,
+    /// `Healthy` or `Unhealthy` (`SetInstanceHealth`).
+    pub health_status: String,
 }
 
 /// An auto-scaling group made by [`Emulator::create_group`].
@@ -557,7 +559,7 @@ impl GroupHandle<'_> {
                 .auto_scaling_groups()
                 .first()
                 .ok_or_else(|| format!("no group {}", self.name))?;
-            let members: Vec<(String, String, String)> = group
+            let members: Vec<(String, String, String, String)> = group
                 .instances()
                 .iter()
                 .map(|i| {
@@ -567,6 +569,7 @@ impl GroupHandle<'_> {
                         i.lifecycle_state()
                             .map(|s| s.as_str().to_string())
                             .unwrap_or_default(),
+                        i.health_status().unwrap_or_default().to_string(),
                     )
                 })
                 .collect();
@@ -587,7 +590,7 @@ impl GroupHandle<'_> {
                 .collect();
             Ok(members
                 .into_iter()
-                .map(|(id, zone, lifecycle_state)| {
+                .map(|(id, zone, lifecycle_state, health_status)| {
                     let found = ec2.iter().find(|i| i.instance_id() == Some(id.as_str()));
                     GroupInstance {
                         private_ip: found
@@ -602,6 +605,7 @@ impl GroupHandle<'_> {
                         id,
                         zone,
                         lifecycle_state,
+                        health_status,
                     }
                 })
                 .collect())

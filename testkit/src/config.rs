@@ -289,6 +289,11 @@ impl ConfigBuilder {
         self
     }
 
+    pub fn replace_unusable_after(mut self, after: Duration) -> Self {
+        self.config.recovery.replace_unusable_after = Some(d(after));
+        self
+    }
+
     pub fn unhealthy_member_ttl(mut self, after: Duration) -> Self {
         self.config.recovery.unhealthy_member_ttl = d(after);
         self

@@ -244,6 +244,18 @@ impl AwsApi {
         Ok(())
     }
 
+    pub async fn mark_unhealthy(&self, instance_id: &str) -> Result<(), ProviderError> {
+        self.autoscaling
+            .set_instance_health()
+            .instance_id(instance_id)
+            .health_status("Unhealthy")
+            .should_respect_grace_period(true)
+            .send()
+            .await
+            .map_err(|e| aws_error("SetInstanceHealth", e))?;
+        Ok(())
+    }
+
     pub async fn complete(
         &self,
         hook: &TerminationHook,

@@ -28,7 +28,8 @@ mod api;
 mod identity;
 
 use super::{
-    Group, Host, Identity, Instance, Provider, ProviderError, TerminationHook, TerminationNotice,
+    Group, Host, Identity, Instance, Provider, ProviderError, Replacement, TerminationHook,
+    TerminationNotice,
 };
 use crate::config::AwsProviderConfig;
 use api::AwsApi;
@@ -215,5 +216,16 @@ impl Provider for AwsProvider {
 
     async fn complete_termination(&self, hook: &TerminationHook) -> Result<(), ProviderError> {
         self.api.complete(hook, &self.identity.id).await
+    }
+
+    /// `SetInstanceHealth Unhealthy` (respecting the group's health-check
+    /// grace period): the group terminates the instance through its
+    /// lifecycle hook (eco leaves gracefully) and launches a replacement.
+    async fn request_replacement(&self, _reason: &str) -> Result<Replacement, ProviderError> {
+        self.api.mark_unhealthy(&self.identity.id).await?;
+        Ok(Replacement::Requested(format!(
+            "instance {} marked Unhealthy in group {}: the group replaces it",
+            self.identity.id, self.group_name
+        )))
     }
 }
