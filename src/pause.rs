@@ -17,11 +17,10 @@
 //! timeout still applies).
 
 use crate::events::Event;
+use crate::store::json_object::{self, JsonObjectError};
 use crate::store::{ObjectStore, StoreError};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncReadExt;
 
 /// How long an answer of the store is used before it is read again.
 pub const PAUSE_FRESH: Duration = Duration::from_secs(5);
@@ -48,13 +47,11 @@ impl Pause {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum PauseError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("the pause object {name} is unreadable: {why}")]
-    Unreadable { name: String, why: String },
-}
+/// Reading or writing the pause object.
+pub type PauseError = JsonObjectError;
+
+/// How the pause object is named in errors.
+const WHAT: &str = "the pause object";
 
 /// The object a cluster's pause is kept in.
 pub fn object_name(cluster: &str) -> String {
@@ -63,26 +60,7 @@ pub fn object_name(cluster: &str) -> String {
 
 /// The cluster's pause, `None` when it is not paused.
 pub async fn read(store: &dyn ObjectStore, cluster: &str) -> Result<Option<Pause>, PauseError> {
-    let name = object_name(cluster);
-    let (_, mut reader) = match store.get(&name).await {
-        Ok(found) => found,
-        Err(StoreError::NotFound(_)) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let mut bytes = Vec::new();
-    reader
-        .read_to_end(&mut bytes)
-        .await
-        .map_err(|e| PauseError::Unreadable {
-            name: name.clone(),
-            why: e.to_string(),
-        })?;
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| PauseError::Unreadable {
-            name,
-            why: e.to_string(),
-        })
+    json_object::read(store, &object_name(cluster), WHAT).await
 }
 
 /// Pauses the cluster (replacing a pause already there).
@@ -91,14 +69,7 @@ pub async fn write(
     cluster: &str,
     pause: &Pause,
 ) -> Result<(), PauseError> {
-    let bytes = serde_json::to_vec_pretty(pause).map_err(|e| PauseError::Unreadable {
-        name: object_name(cluster),
-        why: e.to_string(),
-    })?;
-    store
-        .put(&object_name(cluster), &mut &bytes[..], BTreeMap::new())
-        .await?;
-    Ok(())
+    json_object::write(store, &object_name(cluster), WHAT, pause).await
 }
 
 /// Resumes the cluster; the pause lifted, if there was one.
@@ -169,6 +140,7 @@ impl PauseView {
 mod tests {
     use super::*;
     use crate::store::memory::MemoryStore;
+    use std::collections::BTreeMap;
 
     #[tokio::test]
     async fn pause_read_and_resume_through_a_store() {

@@ -8,7 +8,7 @@ use crate::etcd::flags::InitialClusterState;
 use crate::etcd::members::{self, MembershipError};
 use crate::events::Event;
 use crate::record;
-use crate::snapshot::take::{self, SnapshotRequest};
+
 use crate::state_file::LocalState;
 use anyhow::Context;
 use recovery::planner::{Action, Step};
@@ -229,23 +229,14 @@ impl Daemon {
     /// §8). A failure is logged and does not block the change: removals
     /// keep the cluster healthy, and the periodic snapshots go on.
     async fn snapshot_before(&self, endpoint: &str, what: &str) {
-        let (Some(store), Some(state)) = (self.ctx.store.as_deref(), self.durable.state()) else {
-            return;
-        };
-        let access = self
-            .ctx
-            .access
-            .with_call_timeout(self.ctx.access.call_timeout() * TRANSFER_TIMEOUTS);
-        let request = SnapshotRequest {
-            endpoint: endpoint.to_string(),
-            cluster: self.ctx.cluster().to_string(),
-            incarnation: state.incarnation,
-            token: state.cluster_token.clone(),
-            instance: self.ctx.id().to_string(),
-        };
-        match take::take(store, &access, &request).await {
-            Ok(t) => tracing::info!(snapshot = %t.name, "snapshot before {what}"),
-            Err(e) => tracing::warn!(error = %e, "no snapshot before {what}; going on"),
+        let reason = format!("snapshot before {what}");
+        if self.ctx.store.is_some()
+            && self
+                .snapshot_to_store(endpoint, TRANSFER_TIMEOUTS, &reason)
+                .await
+                .is_none()
+        {
+            tracing::warn!("no {reason}; going on");
         }
     }
 }

@@ -45,6 +45,7 @@ mod quorum_loss;
 mod seeding;
 mod self_replacement;
 mod signals;
+mod snapshot_to_store;
 mod space;
 mod start;
 mod steady_state;

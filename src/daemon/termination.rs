@@ -12,8 +12,6 @@ use super::Daemon;
 use super::observe::Observed;
 use crate::events::Event;
 use crate::provider::{TerminationHook, TerminationNotice};
-use crate::snapshot::recorded::take_recorded;
-use crate::snapshot::take::SnapshotRequest;
 use recovery::termination::{self, MemberNow, TerminationFacts, TerminationStep};
 
 /// A final snapshot gets this many call timeouts per call.
@@ -134,29 +132,13 @@ impl Daemon {
 
     /// A snapshot of this instance's own etcd to the store.
     async fn final_snapshot(&self) -> bool {
-        let (Some(store), Some(state)) = (self.ctx.store.as_deref(), self.durable.state()) else {
-            return false;
-        };
-        let access = self
-            .ctx
-            .access
-            .with_call_timeout(self.ctx.access.call_timeout() * FINAL_SNAPSHOT_TIMEOUTS);
-        let request = SnapshotRequest {
-            endpoint: self.ctx.client_url.get(),
-            cluster: self.ctx.cluster().to_string(),
-            incarnation: state.incarnation,
-            token: state.cluster_token.clone(),
-            instance: self.ctx.id().to_string(),
-        };
-        take_recorded(
-            store,
-            &access,
-            &request,
-            &self.ctx.metrics.snapshots,
+        self.snapshot_to_store(
+            &self.ctx.client_url.get(),
+            FINAL_SNAPSHOT_TIMEOUTS,
             "the final snapshot before the termination",
         )
         .await
-        .is_ok()
+        .is_some()
     }
 
     /// Leaves gossip, then lets the group continue the termination.

@@ -19,8 +19,6 @@ use crate::etcd::binaries::{self, EtcdBinaries};
 use crate::etcd::launched;
 use crate::etcd::members;
 use crate::events::Event;
-use crate::snapshot::recorded::take_recorded;
-use crate::snapshot::take::SnapshotRequest;
 use crate::status::UpgradeStatus;
 use recovery::upgrade::{self, LaunchAtStart, UpgradeFacts, UpgradeMember, UpgradeStep, Version};
 use std::path::Path;
@@ -225,36 +223,19 @@ impl Daemon {
     /// `true` when one is stored (or there is no store to hold it: the
     /// upgrade goes on, with a warning).
     async fn snapshot_before_upgrade(&self, from: Version, to: Version) -> bool {
-        let Some(state) = self.durable.state() else {
-            return false;
-        };
-        let Some(store) = self.ctx.store.as_deref() else {
+        if self.ctx.store.is_none() {
             tracing::warn!(
                 "no snapshot store is configured: the upgrade starts without a snapshot"
             );
             return true;
-        };
-        let access = self
-            .ctx
-            .access
-            .with_call_timeout(self.ctx.access.call_timeout() * SNAPSHOT_TIMEOUTS);
-        let request = SnapshotRequest {
-            endpoint: self.ctx.client_url.get(),
-            cluster: self.ctx.cluster().to_string(),
-            incarnation: state.incarnation,
-            token: state.cluster_token.clone(),
-            instance: self.ctx.id().to_string(),
-        };
-        let reason = format!("before upgrading etcd {from} → {to}");
-        take_recorded(
-            store,
-            &access,
-            &request,
-            &self.ctx.metrics.snapshots,
-            &reason,
+        }
+        self.snapshot_to_store(
+            &self.ctx.client_url.get(),
+            SNAPSHOT_TIMEOUTS,
+            &format!("before upgrading etcd {from} → {to}"),
         )
         .await
-        .is_ok()
+        .is_some()
     }
 
     /// Stops the member, launches it again on `configured`, and waits for

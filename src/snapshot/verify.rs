@@ -17,13 +17,13 @@ use super::restore::{self, RestoreRequest};
 use super::take::meta;
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::binaries::EtcdBinaries;
-use crate::store::{ObjectStore, StoreError};
+use crate::store::ObjectStore;
+use crate::store::json_object::{self, JsonObjectError};
 use recovery::restore_check::{self, KeySpaceHash, Recorded, Restored, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncReadExt;
 
 /// The result of the last verification, as the store keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,13 +51,8 @@ impl VerificationRecord {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum VerificationRecordError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("the verification record {name} is unreadable: {why}")]
-    Unreadable { name: String, why: String },
-}
+/// How the record is named in errors.
+const WHAT: &str = "the verification record";
 
 /// The object the last verification is kept in.
 pub fn object_name(cluster: &str) -> String {
@@ -67,41 +62,16 @@ pub fn object_name(cluster: &str) -> String {
 pub async fn read_record(
     store: &dyn ObjectStore,
     cluster: &str,
-) -> Result<Option<VerificationRecord>, VerificationRecordError> {
-    let name = object_name(cluster);
-    let (_, mut reader) = match store.get(&name).await {
-        Ok(found) => found,
-        Err(StoreError::NotFound(_)) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let unreadable = |why: String| VerificationRecordError::Unreadable {
-        name: name.clone(),
-        why,
-    };
-    let mut bytes = Vec::new();
-    reader
-        .read_to_end(&mut bytes)
-        .await
-        .map_err(|e| unreadable(e.to_string()))?;
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| unreadable(e.to_string()))
+) -> Result<Option<VerificationRecord>, JsonObjectError> {
+    json_object::read(store, &object_name(cluster), WHAT).await
 }
 
 pub async fn write_record(
     store: &dyn ObjectStore,
     cluster: &str,
     record: &VerificationRecord,
-) -> Result<(), VerificationRecordError> {
-    let bytes =
-        serde_json::to_vec_pretty(record).map_err(|e| VerificationRecordError::Unreadable {
-            name: object_name(cluster),
-            why: e.to_string(),
-        })?;
-    store
-        .put(&object_name(cluster), &mut &bytes[..], BTreeMap::new())
-        .await?;
-    Ok(())
+) -> Result<(), JsonObjectError> {
+    json_object::write(store, &object_name(cluster), WHAT, record).await
 }
 
 /// What to verify, with what.

@@ -23,6 +23,7 @@
 #[doc(hidden)]
 pub mod contract;
 pub mod dir;
+pub mod json_object;
 pub mod measured;
 pub mod memory;
 pub mod s3;
