@@ -213,7 +213,7 @@ async fn restore_and_ask(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", req.binaries.etcd.display()))?;
-    let asked = ask(req, &client_url, &record, dir).await;
+    let asked = ask(req, &client_url, &record, dir, &mut etcd).await;
     let _ = etcd.kill().await;
     asked.map(|restored| (record, restored))
 }
@@ -224,10 +224,19 @@ async fn ask(
     endpoint: &str,
     record: &Recorded,
     dir: &Path,
+    etcd: &mut tokio::process::Child,
 ) -> Result<Restored, String> {
     let deadline = Instant::now() + req.timeout;
     let timeout = req.access.call_timeout();
     loop {
+        // An etcd that exited (its data refused, a port taken meanwhile)
+        // fails the verification now, not at the deadline.
+        if let Ok(Some(status)) = etcd.try_wait() {
+            let tail = tail_of(&dir.join("etcd.log"));
+            return Err(format!(
+                "the restored etcd exited ({status}); its log ends: {tail}"
+            ));
+        }
         let last = match req.access.connect(endpoint).await {
             Ok(mut client) => {
                 match crate::etcd::probe::status(&mut client, endpoint, timeout).await {
