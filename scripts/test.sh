@@ -75,8 +75,13 @@ step "integration tests (etcd 3.4)"
 # TLS); formation, leaving and lifecycle, whose rules are eco's alone, run
 # on 3.4 in `make integration-etcd34` (docs/benchmarks.md). TLS on 3.4:
 # tests/tls_generated.rs, whose files take the same path as your own; the
-# quorum-loss recovery over generated TLS runs on 3.5 only.
-ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_input --test membership --test snapshots --test resize --test wal --test quorum_loss --test auth --test tls_generated --test tls_migration -- --skip over_generated_tls
+# quorum-loss recovery over generated TLS runs on 3.5 only. Of the
+# quorum-loss scenarios, the 3.4 pass keeps the two whose seeding goes
+# through etcd's own tools (a survivor's WAL, a snapshot restored with
+# etcdctl); the others' rules are eco's (`make integration-etcd34` runs
+# them on 3.4).
+ECO_TEST_ETCD_VERSION=3.4 cargo test -p eco --test single_instance --test bad_input --test membership --test snapshots --test resize --test wal --test quorum_loss --test auth --test tls_generated --test tls_migration -- --skip over_generated_tls \
+  --skip everything_killed_and_restarted --skip no_data_and_no_snapshot --skip three_of_five --skip all_stopped_wiped
 
 step "chaos subset (real processes, the dev build of eco)"
 ./target/debug/simulations chaos --eco-bin target/debug/eco --out target/chaos-ci \
