@@ -263,6 +263,28 @@ impl ClusterView {
         self.status_of(endpoint).await
     }
 
+    /// Waits until the member at `endpoint` answers with a leader, at most
+    /// `within` (asked every 200 ms); `what` names it in the error.
+    pub async fn await_leader(
+        &mut self,
+        endpoint: &str,
+        within: std::time::Duration,
+        what: &str,
+    ) -> anyhow::Result<MemberStatus> {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(m) = self.local(endpoint).await {
+                if m.has_leader() {
+                    return Ok(m);
+                }
+            }
+            if started.elapsed() > within {
+                anyhow::bail!("{what} has no leader after {within:?}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
     /// Member facts for the planner, with the since-times updated.
     pub fn facts(&mut self, seen: &Seen, now_ms: u64) -> Option<Vec<MemberFacts>> {
         let (list, _) = seen.members.as_ref()?;

@@ -24,7 +24,7 @@ use crate::state_file::LocalState;
 use anyhow::Context;
 use recovery::seeding::{self, SeedFrom, SeedStep, SeedingFacts, StateAt};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a seeded etcd may take to lead.
 const LEADER_WITHIN: Duration = Duration::from_secs(60);
@@ -149,7 +149,11 @@ impl Seeding<'_> {
             },
             SeedStep::StartEtcd => self.etcd.start_alone(self.ctx, &t.token).await,
             SeedStep::AwaitLeader => {
-                *leader = Some(self.await_leader().await?);
+                *leader = Some(
+                    self.view
+                        .await_leader(&self.ctx.client_url.get(), LEADER_WITHIN, "the seeded etcd")
+                        .await?,
+                );
                 Ok(())
             }
             SeedStep::RecordMemberId => {
@@ -238,22 +242,6 @@ impl Seeding<'_> {
         done?;
         crate::event!(warn, Event::SeedingRestored, snapshot = %name, incarnation = t.incarnation, "restored under the new token");
         Ok(())
-    }
-
-    /// Waits until the local member leads (bounded).
-    async fn await_leader(&mut self) -> anyhow::Result<MemberStatus> {
-        let started = Instant::now();
-        loop {
-            if let Some(m) = self.view.local(&self.ctx.client_url.get()).await {
-                if m.has_leader() {
-                    return Ok(m);
-                }
-            }
-            if started.elapsed() > LEADER_WITHIN {
-                anyhow::bail!("the seeded etcd has no leader after {LEADER_WITHIN:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
     }
 
     /// A snapshot of the member at `endpoint` into the store, named for

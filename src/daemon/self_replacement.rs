@@ -42,13 +42,12 @@ impl Daemon {
             list.iter()
                 .any(|m| m.name == self.ctx.id() || Some(m.id) == recorded)
         });
-        if !is_member && self.unusable.since.is_none() {
-            // Not a member yet: joining is the planner's business. An
-            // episode starts when the member is in the list and unusable,
-            // and goes on if eco's repair removes it meanwhile.
-            return;
-        }
-        let since = *self.unusable.since.get_or_insert_with(Instant::now);
+        // An episode is timed from when the member is in the list and
+        // unusable, and goes on if eco's repair removes it meanwhile; an
+        // instance that was never a member is not timed (the rules leave
+        // its join to the planner).
+        let was_member = is_member || self.unusable.since.is_some();
+        let since = was_member.then(|| *self.unusable.since.get_or_insert_with(Instant::now));
         if self
             .unusable
             .failed_at
@@ -77,10 +76,11 @@ impl Daemon {
         }
         let facts = ReplacementFacts {
             after_ms: Some(after.millis()),
-            unusable_for_ms: Some(u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)),
+            unusable_for_ms: since
+                .map(|at| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX)),
             unusable_because: because.into(),
             in_group: self.group.group.me().is_some(),
-            was_member: true,
+            was_member,
             leaving: self.ctx.provider.termination().is_some(),
             paused: seen.paused.is_some(),
             other_voters,

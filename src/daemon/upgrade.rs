@@ -19,6 +19,7 @@ use crate::etcd::binaries::{self, EtcdBinaries};
 use crate::etcd::launched;
 use crate::etcd::members;
 use crate::events::Event;
+use crate::file_stamp::FileStamp;
 use crate::status::UpgradeStatus;
 use recovery::upgrade::{self, LaunchAtStart, UpgradeFacts, UpgradeMember, UpgradeStep, Version};
 use std::path::Path;
@@ -38,13 +39,11 @@ const SNAPSHOT_TIMEOUTS: u32 = 5;
 #[derive(Default)]
 pub(super) struct ConfiguredEtcd {
     checked: Option<Instant>,
+    /// The stamp of the configured path when `found` was found.
+    stamp: Option<FileStamp>,
     found: Option<EtcdBinaries>,
     /// The last refusal reported (an event once per reason).
     refused: Option<String>,
-}
-
-fn version_of(b: &EtcdBinaries) -> Version {
-    Version::new(b.version.major, b.version.minor, b.version.patch)
 }
 
 /// The binaries an eco that starts launches its member on
@@ -53,15 +52,15 @@ fn version_of(b: &EtcdBinaries) -> Version {
 /// turn.
 pub(super) async fn binaries_at_start(configured: EtcdBinaries, pid_file: &Path) -> EtcdBinaries {
     let last = launched::load(&launched::path_beside(pid_file));
+    let last_version = last.as_ref().and_then(|l| Version::parse(&l.version));
     let last_run = match &last {
         Some(l) => binaries::at(&l.etcd)
             .await
-            .filter(|b| b.version.to_string() == l.version),
+            .filter(|b| Some(b.version) == last_version),
         None => None,
     };
-    let last_version = last.as_ref().and_then(|l| Version::parse(&l.version));
     let (choice, warning) =
-        upgrade::launch_at_start(version_of(&configured), last_version, last_run.is_some());
+        upgrade::launch_at_start(configured.version, last_version, last_run.is_some());
     if let Some(w) = warning {
         tracing::warn!("{w}");
     }
@@ -75,15 +74,32 @@ pub(super) async fn binaries_at_start(configured: EtcdBinaries, pid_file: &Path)
 }
 
 impl Daemon {
-    /// The configured binaries, found again when the last look is old.
+    /// The configured binaries, found again when the last look is old. A
+    /// configured path is looked at by its stamp (symbolic links
+    /// followed): `etcd --version` runs again only when the file it leads
+    /// to changed; a name looked up on `PATH` is found again every time.
     async fn configured_etcd(&mut self) -> Option<EtcdBinaries> {
         let every = (self.ctx.config.etcd.probe_interval.get() * CHECK_EVERY_PROBES)
             .max(CHECK_AT_MOST_EVERY);
         let c = &mut self.configured_etcd;
         if c.checked.is_none_or(|at| at.elapsed() >= every) {
             c.checked = Some(Instant::now());
+            let stamp = self
+                .ctx
+                .config
+                .etcd
+                .etcd_bin
+                .as_deref()
+                .filter(|p| p.components().count() > 1)
+                .map(FileStamp::of);
+            if c.found.is_some() && stamp.is_some() && stamp == c.stamp {
+                return c.found.clone();
+            }
             match binaries::find(&self.ctx.config.etcd).await {
-                Ok(b) => c.found = Some(b),
+                Ok(b) => {
+                    c.found = Some(b);
+                    c.stamp = stamp;
+                }
                 Err(e) => {
                     // Keep the last answer: a binary being replaced may be
                     // missing for a moment.
@@ -119,7 +135,7 @@ impl Daemon {
                 .statuses
                 .get(&leader)
                 .map_or(0, |s| s.raft_index),
-            target: version_of(&configured),
+            target: configured.version,
             members: list
                 .iter()
                 .map(|m| {
@@ -252,22 +268,13 @@ impl Daemon {
         self.etcd
             .start_on_data(&self.ctx, &token, self.peer_listener())
             .await?;
-        let deadline = Instant::now() + ANSWER_WITHIN;
-        let endpoint = self.ctx.client_url.get();
-        let timeout = self.ctx.access.call_timeout();
-        loop {
-            if let Ok(mut client) = self.ctx.access.connect(&endpoint).await {
-                if let Ok(st) = crate::etcd::probe::status(&mut client, &endpoint, timeout).await {
-                    if st.has_leader() {
-                        return Ok(());
-                    }
-                }
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "the member does not answer with a leader {ANSWER_WITHIN:?} after its restart"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        self.view
+            .await_leader(
+                &self.ctx.client_url.get(),
+                ANSWER_WITHIN,
+                "the member restarted on the new etcd",
+            )
+            .await?;
+        Ok(())
     }
 }

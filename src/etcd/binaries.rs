@@ -2,51 +2,29 @@
 
 use crate::config::EtcdConfig;
 use serde::Serialize;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+/// etcd's version: the type `recovery::upgrade` compares.
+pub use recovery::upgrade::Version as EtcdVersion;
+
 /// The oldest etcd this eco manages.
-pub const MIN_VERSION: EtcdVersion = EtcdVersion {
-    major: 3,
-    minor: 4,
-    patch: 0,
-};
+pub const MIN_VERSION: EtcdVersion = EtcdVersion::new(3, 4, 0);
 /// The etcd minor versions this eco is tested with.
 pub const SUPPORTED_VERSIONS: &str = "3.4, 3.5";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct EtcdVersion {
-    pub major: u32,
-    pub minor: u32,
-    pub patch: u32,
+/// Parses the output of `etcd --version` (`etcd Version: 3.5.1`).
+pub fn version_from_output(text: &str) -> Option<EtcdVersion> {
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("etcd Version:"))?;
+    EtcdVersion::parse(line)
 }
 
-impl fmt::Display for EtcdVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
-    }
-}
-
-impl EtcdVersion {
-    /// Parses the output of `etcd --version` (`etcd Version: 3.5.1`).
-    pub fn from_version_output(text: &str) -> Option<Self> {
-        let line = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("etcd Version:"))?;
-        let mut parts = line.trim().split(['.', '-', '+']);
-        Some(Self {
-            major: parts.next()?.parse().ok()?,
-            minor: parts.next()?.parse().ok()?,
-            patch: parts.next()?.parse().ok()?,
-        })
-    }
-
-    /// etcd ≥ 3.5 ships `etcdutl` and supports `--bump-revision` on restore.
-    pub fn has_etcdutl(self) -> bool {
-        (self.major, self.minor) >= (3, 5)
-    }
+/// etcd ≥ 3.5 ships `etcdutl` and supports `--bump-revision` on restore.
+pub fn has_etcdutl(v: EtcdVersion) -> bool {
+    (v.major, v.minor) >= (3, 5)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -223,7 +201,7 @@ async fn version_of(etcd: &Path) -> Result<EtcdVersion, BinaryError> {
         .map_err(|_| unknown("no answer within 10s".into()))?
         .map_err(|e| unknown(e.to_string()))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    EtcdVersion::from_version_output(&text)
+    version_from_output(&text)
         .ok_or_else(|| unknown(format!("unexpected output {:?}", text.trim())))
 }
 
@@ -233,10 +211,9 @@ mod tests {
 
     #[test]
     fn parses_versions() {
-        let v = EtcdVersion::from_version_output(
-            "etcd Version: 3.5.1\nGit SHA: e8732fb5f\nGo Version: go1.16.3\n",
-        )
-        .unwrap();
+        let v =
+            version_from_output("etcd Version: 3.5.1\nGit SHA: e8732fb5f\nGo Version: go1.16.3\n")
+                .unwrap();
         assert_eq!(
             v,
             EtcdVersion {
@@ -245,13 +222,11 @@ mod tests {
                 patch: 1
             }
         );
-        assert!(v.has_etcdutl());
-        let old = EtcdVersion::from_version_output("etcd Version: 3.3.27").unwrap();
+        assert!(has_etcdutl(v));
+        let old = version_from_output("etcd Version: 3.3.27").unwrap();
         assert!(old < MIN_VERSION);
-        assert!(
-            EtcdVersion::from_version_output("etcd Version: 3.4.23+git").unwrap() >= MIN_VERSION
-        );
-        assert_eq!(EtcdVersion::from_version_output("hello"), None);
+        assert!(version_from_output("etcd Version: 3.4.23+git").unwrap() >= MIN_VERSION);
+        assert_eq!(version_from_output("hello"), None);
     }
 
     #[tokio::test]

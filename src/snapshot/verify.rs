@@ -279,7 +279,7 @@ async fn ask(
     }
 }
 
-fn tail_of(path: &PathBuf) -> String {
+fn tail_of(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().rev().take(3).collect();
     lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
