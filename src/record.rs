@@ -280,6 +280,7 @@ mod tests {
                 incarnation: 2,
                 raft_index: 5,
                 voters: vec!["b".into()],
+                learners: Vec::new(),
             },
         )
         .await
@@ -300,6 +301,7 @@ mod tests {
             incarnation: 1,
             raft_index: i,
             voters: who.iter().map(|s| s.to_string()).collect(),
+            learners: Vec::new(),
         };
         assert!(write_voters(&s, "c", &v(10, &["a", "b"])).await.unwrap());
         assert!(!write_voters(&s, "c", &v(9, &["a"])).await.unwrap());

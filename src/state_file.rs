@@ -35,6 +35,10 @@ pub struct LocalState {
     /// The last voting-member set `V_n` seen (instance ids, sorted).
     #[serde(default)]
     pub voting_members: Vec<String>,
+    /// The started learners of the same member list (instance ids,
+    /// sorted): a round after a second loss waits for them too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learners: Vec<String>,
     /// The scheme etcd's peer listener is started with: the one the
     /// cluster records for this member (`recovery::peer_scheme`). Absent
     /// in states written before TLS could be turned on for a running
@@ -66,6 +70,7 @@ impl LocalState {
             cluster_token,
             member_id: None,
             voting_members,
+            learners: Vec::new(),
             peer_scheme: None,
         }
     }
@@ -245,6 +250,7 @@ mod tests {
             cluster_token: "c1-1-abcdef".into(),
             member_id: Some(0x8e9e05c52164694d),
             voting_members: vec!["eco-1".into()],
+            learners: Vec::new(),
             peer_scheme: Some(crate::config::Scheme::Https),
         }
     }

@@ -325,3 +325,87 @@ fn three_of_five_replaced_empty_comes_back_with_every_acknowledged_write() {
         assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
     }
 }
+
+/// The outage a user found (issue: a second quorum loss must recover):
+/// three instances, the leader's and a follower's eco and etcd killed with
+/// `-9` and their disks wiped, both started again with the same ids; the
+/// survivor seeds incarnation 2 and the two join and are promoted — and at
+/// the first moment the member list shows three voters, the new leader's
+/// instance and one other are killed and wiped again. The survivor holds
+/// every acknowledged write and must seed incarnation 3 from them, however
+/// far the store's record and the state files got after the promotions.
+#[test]
+fn a_second_loss_right_after_a_recovery_recovers_with_every_acknowledged_write() {
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
+    let first = three(&mut c, "127.0.19");
+    let all = ["eco-1", "eco-2", "eco-3"];
+    let ledger = Ledger::start(c.endpoints(&all), 20_000);
+    std::thread::sleep(Duration::from_secs(2));
+
+    let lose_two = |c: &mut Cluster| -> (Vec<String>, Instant) {
+        let leader = wait_until(Duration::from_secs(30), || c.leader()).expect("a leader");
+        let other = all
+            .iter()
+            .find(|id| **id != leader)
+            .map(|s| s.to_string())
+            .expect("a follower");
+        let victims = vec![leader, other];
+        for id in &victims {
+            c.kill_with_etcd(id).expect("kill -9");
+            c.wipe(id).expect("wipe");
+        }
+        let at = Instant::now();
+        for id in &victims {
+            c.start(id).expect("start again, empty");
+        }
+        (victims, at)
+    };
+
+    let (victims, at) = lose_two(&mut c);
+    let survivor = all
+        .iter()
+        .find(|id| !victims.iter().any(|v| v == *id))
+        .expect("a survivor")
+        .to_string();
+    let second = c
+        .wait_voters(&all, Duration::from_secs(120))
+        .expect("three voters after the first recovery");
+    assert_ne!(second, first, "the first loss reseeded");
+    eprintln!(
+        "second loss: first recovery to three voters in {:.1} s (seeded by {survivor})",
+        at.elapsed().as_secs_f64()
+    );
+
+    // At once, before the record and the state files catch up.
+    let (victims, at) = lose_two(&mut c);
+    let survivor = all
+        .iter()
+        .find(|id| !victims.iter().any(|v| v == *id))
+        .expect("a survivor")
+        .to_string();
+    let writable = c
+        .wait_writable(&survivor, Duration::from_secs(120))
+        .unwrap_or_else(|| {
+            panic!(
+                "not writable again within 120 s after the second loss\n{}",
+                c.log_tail(&survivor, 60)
+            )
+        });
+    let third = c
+        .wait_voters(&all, Duration::from_secs(120))
+        .expect("three voters after the second recovery");
+    let (acked, failed) = ledger.finish();
+    eprintln!(
+        "second loss: writable {:.1} s after it (survivor {survivor}), three voters after {:.1} s; {} acknowledged writes, {failed} failed",
+        (writable - at).as_secs_f64(),
+        at.elapsed().as_secs_f64(),
+        acked.len()
+    );
+    assert_ne!(third, second, "the second loss reseeded");
+    assert!(record_exists(&c, 3), "incarnation 3 is recorded");
+    assert!(!record_exists(&c, 4), "exactly one reseed per loss");
+    for id in all {
+        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
+}

@@ -40,6 +40,10 @@ pub struct DataFacts {
     pub present: bool,
     pub incarnation: Option<u64>,
     pub revision: Option<i64>,
+    /// `V_n` of `incarnation` as the state file records it (instance ids).
+    pub voters: Vec<String>,
+    /// The started learners of the same member list.
+    pub learners: Vec<String>,
 }
 
 /// One instance's published state.

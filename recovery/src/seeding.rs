@@ -66,6 +66,9 @@ impl From<&InitialSource> for SeedFrom {
 pub struct StateAt<'a> {
     pub incarnation: u64,
     pub token: &'a str,
+    /// Its `V_n` lists this instance: its data is a voter's, not a
+    /// learner's (nor one that joined a moment ago and recorded nothing).
+    pub votes: bool,
 }
 
 /// What the plan reads.
@@ -91,9 +94,12 @@ pub enum SeedStep {
     StopEtcd,
     /// Replay the old incarnation's WAL up to `commit_index` on a loopback
     /// copy, store a snapshot of the result, and remember its name (the
-    /// replay marker).
+    /// replay marker). `from_backend`: the data is not a voter's (a
+    /// learner's WAL cannot be replayed with `--force-new-cluster`): the
+    /// copy applies its WAL as it is and its backend seeds the replay.
     ReplayWal {
         commit_index: u64,
+        from_backend: bool,
     },
     /// Move the data directory aside (never delete it).
     MoveDataAside {
@@ -190,7 +196,12 @@ fn plan_next(f: &SeedingFacts) -> Result<Vec<SeedStep>, String> {
             (SeedFrom::Wal { commit_index }, None) => {
                 let old = k - 1;
                 match f.state {
-                    Some(s) if s.incarnation == old && f.data == DataState::Present => {}
+                    Some(s) if s.incarnation == old && f.data == DataState::Present => {
+                        steps.push(SeedStep::ReplayWal {
+                            commit_index: *commit_index,
+                            from_backend: !s.votes,
+                        });
+                    }
                     Some(s) if s.incarnation == old => {
                         return Err(format!(
                             "the record names this instance's WAL of incarnation {old} as the seed, but its data directory holds none"
@@ -202,9 +213,6 @@ fn plan_next(f: &SeedingFacts) -> Result<Vec<SeedStep>, String> {
                         ));
                     }
                 }
-                steps.push(SeedStep::ReplayWal {
-                    commit_index: *commit_index,
-                });
                 Some(SeedStep::RestoreReplayed)
             }
             (SeedFrom::Snapshot { name }, _) => Some(SeedStep::Restore { name: name.clone() }),
@@ -248,6 +256,7 @@ mod tests {
             state: Some(StateAt {
                 incarnation: 2,
                 token: OLD,
+                votes: true,
             }),
             data: DataState::Present,
             replayed: None,
@@ -259,6 +268,7 @@ mod tests {
         Some(StateAt {
             incarnation: 3,
             token: NEW,
+            votes: true,
         })
     }
 
@@ -275,6 +285,28 @@ mod tests {
         }
     }
 
+    /// A learner's WAL (its state file does not list it among the voters)
+    /// is replayed from its backend: etcd refuses `--force-new-cluster` on
+    /// it.
+    #[test]
+    fn a_learners_wal_is_replayed_from_its_backend() {
+        static WAL: SeedFrom = SeedFrom::Wal { commit_index: 1005 };
+        let mut f = facts(&WAL);
+        f.state = Some(StateAt {
+            incarnation: 2,
+            token: OLD,
+            votes: false,
+        });
+        let steps = plan(&f).expect("a plan");
+        assert_eq!(
+            steps[1],
+            ReplayWal {
+                commit_index: 1005,
+                from_backend: true
+            }
+        );
+    }
+
     /// A WAL seed interrupted at every point resumes with the right steps.
     #[test]
     fn a_wal_seed_resumes_at_every_crash_point() {
@@ -286,7 +318,10 @@ mod tests {
                 |_| {},
                 with_tail(vec![
                     StopEtcd,
-                    ReplayWal { commit_index: 1005 },
+                    ReplayWal {
+                        commit_index: 1005,
+                        from_backend: false,
+                    },
                     aside(),
                     RestoreReplayed,
                     RecordState,
@@ -440,6 +475,7 @@ mod tests {
             state: Some(StateAt {
                 incarnation: 1,
                 token,
+                votes: true,
             }),
             ..fresh(snap)
         };

@@ -3,7 +3,18 @@
 //! in its own state file; the member beside the etcd leader also writes it
 //! to the store's `incarnations/<n>.voters` record, with the raft index of
 //! the membership it describes (the store never replaces a record with one
-//! describing an earlier index).
+//! describing an earlier index). Both also keep the started learners: a
+//! round after a second loss waits for them too (they may hold writes no
+//! voter survived with).
+//!
+//! A promotion is recorded in the store **before** it takes effect
+//! ([`before_promotion`]): the record then lists the learner among the
+//! voters, and keeps it there while it is still a learner
+//! ([`covers`]) — a record may name more voters than etcd has, never fewer,
+//! so an instance that restarts empty after a promotion still finds itself
+//! in `V_n`. Over-listing is safe: a round waits for every member a view
+//! names, and quorum counts only the members that vote by their own
+//! account (`recovery::fenced::PeerFact::votes`).
 //!
 //! Pure: the member list as observed in, what to write out.
 
@@ -40,6 +51,7 @@ pub struct OwnMembership<'a> {
     pub incarnation: u64,
     pub member_id: Option<u64>,
     pub voters: &'a [String],
+    pub learners: &'a [String],
 }
 
 /// `V_n` at a raft index (the store's `incarnations/<n>.voters`).
@@ -50,13 +62,16 @@ pub struct VotersRecord {
     pub raft_index: u64,
     /// Instance ids, sorted.
     pub voters: Vec<String>,
+    /// The started learners, sorted (absent in records of older versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learners: Vec<String>,
 }
 
 /// What to write this pass.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Upkeep {
-    /// Record this `V_n` in the state file.
-    pub record_locally: Option<Vec<String>>,
+    /// Record this `V_n` and these learners in the state file.
+    pub record_locally: Option<(Vec<String>, Vec<String>)>,
     /// Write this record to the store.
     pub write_to_store: Option<VotersRecord>,
 }
@@ -72,6 +87,116 @@ pub fn voters_of(members: &[ListedMember]) -> Vec<String> {
     voters
 }
 
+/// The started learners of a member list, by instance id, sorted.
+pub fn learners_of(members: &[ListedMember]) -> Vec<String> {
+    let mut learners: Vec<String> = members
+        .iter()
+        .filter(|m| m.is_learner && !m.name.is_empty())
+        .map(|m| m.name.clone())
+        .collect();
+    learners.sort();
+    learners
+}
+
+/// Whether `record` already describes the membership `voters`/`learners`
+/// of `incarnation`: the same voters, or more — where every extra voter is
+/// a learner whose promotion was recorded before it took effect — and the
+/// same learners.
+pub fn covers(
+    record: &VotersRecord,
+    incarnation: u64,
+    voters: &[String],
+    learners: &[String],
+) -> bool {
+    record.incarnation == incarnation
+        && voters.iter().all(|v| record.voters.contains(v))
+        && record
+            .voters
+            .iter()
+            .all(|v| voters.contains(v) || learners.contains(v))
+        && record.learners == learners
+}
+
+/// The record to write before promoting learner `name`, when the last one
+/// written does not list it among the voters yet: the membership as it
+/// will be once the promotion takes effect.
+pub fn before_promotion(
+    written: Option<&VotersRecord>,
+    incarnation: u64,
+    members: &[ListedMember],
+    name: &str,
+    raft_index: u64,
+) -> Option<VotersRecord> {
+    if name.is_empty() {
+        return None;
+    }
+    let listed =
+        written.is_some_and(|w| w.incarnation == incarnation && w.voters.iter().any(|v| v == name));
+    if listed {
+        return None;
+    }
+    let mut voters = voters_of(members);
+    if !voters.iter().any(|v| v == name) {
+        voters.push(name.to_string());
+        voters.sort();
+    }
+    Some(VotersRecord {
+        incarnation,
+        raft_index,
+        voters,
+        learners: learners_of(members),
+    })
+}
+
+/// The record the joining instance `me` writes right after it added itself
+/// as a learner, before its etcd starts (so before it holds any data): the
+/// member list the add answered, `me` named among its learners, over
+/// whatever the store's record `existing` already lists beside it for the
+/// same incarnation (a promotion recorded first stays). `raft_index`: an
+/// index read after the add, so that a record the leader's instance wrote
+/// from a member list read before the add (a lower index) cannot replace
+/// it. `None` when `existing` already names `me`.
+pub fn after_join(
+    existing: Option<&VotersRecord>,
+    incarnation: u64,
+    members: &[ListedMember],
+    added: u64,
+    me: &str,
+    raft_index: u64,
+) -> Option<VotersRecord> {
+    let named: Vec<ListedMember> = members
+        .iter()
+        .map(|m| ListedMember {
+            name: if m.id == added {
+                me.to_string()
+            } else {
+                m.name.clone()
+            },
+            ..m.clone()
+        })
+        .collect();
+    let mut voters = voters_of(&named);
+    let mut learners = learners_of(&named);
+    if let Some(e) = existing.filter(|e| e.incarnation == incarnation) {
+        if e.learners.iter().any(|l| l == me) || e.voters.iter().any(|v| v == me) {
+            return None;
+        }
+        voters.extend(e.voters.iter().cloned());
+        learners.extend(e.learners.iter().cloned());
+    }
+    voters.sort();
+    voters.dedup();
+    learners.sort();
+    learners.dedup();
+    learners.retain(|l| !voters.contains(l));
+    Some(VotersRecord {
+        incarnation,
+        raft_index: raft_index.max(existing.map_or(0, |e| e.raft_index + 1)),
+        voters,
+        learners,
+    })
+}
+
 pub fn upkeep(f: &VotersFacts) -> Upkeep {
     let (Some(members), Some(own)) = (f.members, f.own) else {
         return Upkeep::default();
@@ -84,14 +209,17 @@ pub fn upkeep(f: &VotersFacts) -> Upkeep {
         return Upkeep::default();
     }
     let voters = voters_of(members);
-    let record_locally = (own.voters != voters.as_slice()).then(|| voters.clone());
+    let learners = learners_of(members);
+    let record_locally = (own.voters != voters.as_slice() || own.learners != learners.as_slice())
+        .then(|| (voters.clone(), learners.clone()));
     let already = f
         .written
-        .is_some_and(|w| w.voters == voters && w.incarnation == own.incarnation);
+        .is_some_and(|w| covers(w, own.incarnation, &voters, &learners));
     let write_to_store = (f.is_leader && !already).then_some(VotersRecord {
         incarnation: own.incarnation,
         raft_index: f.raft_index,
         voters,
+        learners,
     });
     Upkeep {
         record_locally,
@@ -125,10 +253,20 @@ mod tests {
         ];
         let ab = ids(&["a", "c"]);
         let old = ids(&["a"]);
+        let b = ids(&["b"]);
         let written_ab = VotersRecord {
             incarnation: 2,
             raft_index: 5,
             voters: ab.clone(),
+            learners: b.clone(),
+        };
+        let written_promotion_first = VotersRecord {
+            voters: ids(&["a", "b", "c"]),
+            ..written_ab.clone()
+        };
+        let written_without_learner = VotersRecord {
+            learners: Vec::new(),
+            ..written_ab.clone()
         };
         let written_other_incarnation = VotersRecord {
             incarnation: 1,
@@ -141,7 +279,7 @@ mod tests {
             voters: &'a [String],
             leader: bool,
             written: Option<&'a VotersRecord>,
-            local: Option<Vec<String>>,
+            local: Option<(Vec<String>, Vec<String>)>,
             store: bool,
         }
         let cases = [
@@ -152,7 +290,7 @@ mod tests {
                 voters: &old,
                 leader: false,
                 written: None,
-                local: Some(ab.clone()),
+                local: Some((ab.clone(), b.clone())),
                 store: false,
             },
             Case {
@@ -162,7 +300,7 @@ mod tests {
                 voters: &old,
                 leader: true,
                 written: None,
-                local: Some(ab.clone()),
+                local: Some((ab.clone(), b.clone())),
                 store: true,
             },
             Case {
@@ -174,6 +312,26 @@ mod tests {
                 written: Some(&written_ab),
                 local: None,
                 store: false,
+            },
+            Case {
+                what: "a promotion recorded before it took effect covers the membership",
+                members: Some(&list),
+                member_id: Some(1),
+                voters: &ab,
+                leader: true,
+                written: Some(&written_promotion_first),
+                local: None,
+                store: false,
+            },
+            Case {
+                what: "a record without the learner is rewritten",
+                members: Some(&list),
+                member_id: Some(1),
+                voters: &ab,
+                leader: true,
+                written: Some(&written_without_learner),
+                local: None,
+                store: true,
             },
             Case {
                 what: "a record of another incarnation is rewritten",
@@ -223,6 +381,7 @@ mod tests {
                     incarnation: 2,
                     member_id: c.member_id,
                     voters: c.voters,
+                    learners: &b,
                 }),
                 is_leader: c.leader,
                 raft_index: 9,
@@ -231,7 +390,10 @@ mod tests {
             assert_eq!(got.record_locally, c.local, "{}", c.what);
             assert_eq!(got.write_to_store.is_some(), c.store, "{}", c.what);
             if let Some(w) = got.write_to_store {
-                assert_eq!((w.incarnation, w.raft_index, w.voters), (2, 9, ab.clone()));
+                assert_eq!(
+                    (w.incarnation, w.raft_index, w.voters, w.learners),
+                    (2, 9, ab.clone(), b.clone())
+                );
             }
         }
         let none = upkeep(&VotersFacts {
@@ -245,6 +407,95 @@ mod tests {
     }
 
     #[test]
+    fn a_promotion_is_recorded_before_it_takes_effect_once() {
+        let list = vec![
+            member(1, "a", false),
+            member(2, "b", true),
+            member(3, "", true),
+        ];
+        let first = before_promotion(None, 4, &list, "b", 10).expect("recorded first");
+        assert_eq!(first.voters, ids(&["a", "b"]));
+        assert_eq!(first.learners, ids(&["b"]));
+        assert_eq!(
+            before_promotion(Some(&first), 4, &list, "b", 11),
+            None,
+            "already listed: no second write"
+        );
+        assert!(
+            before_promotion(Some(&first), 5, &list, "b", 11).is_some(),
+            "a record of another incarnation does not count"
+        );
+        assert_eq!(
+            before_promotion(None, 4, &list, "", 10),
+            None,
+            "a learner that never started has no name to record"
+        );
+        // After the promotion the record already describes the list.
+        let promoted = vec![member(1, "a", false), member(2, "b", false)];
+        assert!(!covers(
+            &first,
+            4,
+            &voters_of(&promoted),
+            &learners_of(&promoted)
+        ));
+        assert!(covers(
+            &VotersRecord {
+                learners: Vec::new(),
+                ..first.clone()
+            },
+            4,
+            &voters_of(&promoted),
+            &learners_of(&promoted)
+        ));
+        // A record listing a voter that is neither voter nor learner (it
+        // was removed) does not cover the list.
+        let removed = vec![member(1, "a", false)];
+        assert!(!covers(
+            &first,
+            4,
+            &voters_of(&removed),
+            &learners_of(&removed)
+        ));
+    }
+
+    #[test]
+    fn a_joining_learner_records_itself_before_it_holds_data() {
+        let list = vec![member(1, "a", false), member(7, "", true)];
+        let r = after_join(None, 2, &list, 7, "c", 40).expect("written");
+        assert_eq!(
+            (r.voters, r.learners, r.raft_index),
+            (ids(&["a"]), ids(&["c"]), 40)
+        );
+        // Over a record that lists a promotion made first: kept.
+        let existing = VotersRecord {
+            incarnation: 2,
+            raft_index: 45,
+            voters: ids(&["a", "b"]),
+            learners: Vec::new(),
+        };
+        let r = after_join(Some(&existing), 2, &list, 7, "c", 41).expect("written");
+        assert_eq!(r.voters, ids(&["a", "b"]));
+        assert_eq!(r.learners, ids(&["c"]));
+        assert!(
+            r.raft_index > existing.raft_index,
+            "never below the record it extends"
+        );
+        // Already listed: nothing to write.
+        let listed = VotersRecord {
+            learners: ids(&["c"]),
+            ..existing.clone()
+        };
+        assert_eq!(after_join(Some(&listed), 2, &list, 7, "c", 50), None);
+        // A record of an older incarnation is not extended.
+        let old = VotersRecord {
+            incarnation: 1,
+            ..existing
+        };
+        let r = after_join(Some(&old), 2, &list, 7, "c", 41).expect("written");
+        assert_eq!(r.voters, ids(&["a"]));
+    }
+
+    #[test]
     fn learners_and_never_started_members_are_not_voters() {
         let list = vec![
             member(1, "b", false),
@@ -253,5 +504,6 @@ mod tests {
             member(4, "", false),
         ];
         assert_eq!(voters_of(&list), ids(&["a", "b"]));
+        assert_eq!(learners_of(&list), ids(&["c"]));
     }
 }

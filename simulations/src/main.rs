@@ -456,7 +456,7 @@ fn sim_turmoil(seeds: u64, from: u64, nodes: &[usize], seed: Option<u64>, json: 
         println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
     } else {
         println!(
-            "seeds {}..{} x sizes {:?}: {} runs in {:.1} s, {} with violations {:?} (first: {:?}); {} recovered through the protocol, {} correctly waiting, {} lost acknowledged writes no survivor held, {} lost {} as the documented residual; {} decisions, loss to record p50 {:.1} s, p99 {:.1} s; {} steps",
+            "seeds {}..{} x sizes {:?}: {} runs in {:.1} s, {} with violations {:?} (first: {:?}); {} recovered through the protocol, {} with a second loss in a recovery's aftermath, {} correctly waiting, {} lost acknowledged writes no survivor held, {} lost {} as the documented residual; {} decisions, loss to record p50 {:.1} s, p99 {:.1} s; {} steps",
             from,
             from + seeds,
             nodes,
@@ -466,6 +466,7 @@ fn sim_turmoil(seeds: u64, from: u64, nodes: &[usize], seed: Option<u64>, json: 
             s.failing,
             s.first_violation,
             s.recovered,
+            s.second_losses,
             s.waiting,
             s.runs_with_lost_writes,
             s.runs_with_residual,

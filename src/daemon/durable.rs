@@ -58,13 +58,18 @@ impl Durable {
         self.persist(s)
     }
 
-    /// Records `V_n` in the current state.
-    pub fn record_voters(&mut self, voters: Vec<String>) -> anyhow::Result<()> {
+    /// Records `V_n` and the started learners in the current state.
+    pub fn record_voters(
+        &mut self,
+        voters: Vec<String>,
+        learners: Vec<String>,
+    ) -> anyhow::Result<()> {
         let mut s = self
             .state
             .clone()
             .context("no state file to record V_n in")?;
         s.voting_members = voters;
+        s.learners = learners;
         self.persist(s)
     }
 

@@ -51,6 +51,7 @@ impl Daemon {
             },
             Action::JoinAsLearner { peer_url } => self.join_as_learner(peer_url, seen).await,
             Action::Promote { member_id, name } => {
+                self.record_promotion_first(name, seen).await?;
                 let mut client = self.ctx.access.connect(&self.ctx.client_url.get()).await?;
                 members::promote(&mut client, *member_id, self.ctx.access.call_timeout()).await?;
                 crate::event!(info, Event::MemberPromoted, member_id = format!("{member_id:x}"), %name, "promoted a learner to voter");
@@ -160,6 +161,12 @@ impl Daemon {
         .with_peer_scheme(self.ctx.config.etcd.effective_peer_scheme());
         state.member_id = Some(added.id);
         self.durable.persist(state)?;
+        if let Err(e) = self
+            .record_join(incarnation, added.id, &list, &endpoints)
+            .await
+        {
+            tracing::warn!(error = %format!("{e:#}"), "cannot record this learner in the store yet; the leader's instance records it at its next pass");
+        }
         let me = self.ctx.id().to_string();
         let initial: Vec<(String, String)> = list
             .iter()
@@ -238,5 +245,94 @@ impl Daemon {
         {
             tracing::warn!("no {reason}; going on");
         }
+    }
+
+    /// A promotion is recorded in the store's record of `V_n` before it
+    /// takes effect (`recovery::voters::before_promotion`): an instance
+    /// that restarts empty right after it still finds itself in `V_n`. A
+    /// record that cannot be written stops the promotion (it is retried at
+    /// the next pass); without a store there is nothing to write.
+    async fn record_promotion_first(&mut self, name: &str, seen: &Seen) -> anyhow::Result<()> {
+        let (Some(store), Some(state), Some((list, _))) = (
+            self.ctx.store.as_deref(),
+            self.durable.state(),
+            seen.members.as_ref(),
+        ) else {
+            return Ok(());
+        };
+        let members: Vec<recovery::voters::ListedMember> = list
+            .iter()
+            .map(|m| recovery::voters::ListedMember {
+                id: m.id,
+                name: m.name.clone(),
+                is_learner: m.is_learner,
+            })
+            .collect();
+        let Some(first) = recovery::voters::before_promotion(
+            self.voters_written.as_ref(),
+            state.incarnation,
+            &members,
+            name,
+            seen.raft_index(),
+        ) else {
+            return Ok(());
+        };
+        record::write_voters(store, self.ctx.cluster(), &first)
+            .await
+            .with_context(|| {
+                format!("recording the promotion of {name} in the store before it takes effect")
+            })?;
+        self.voters_written = Some(first);
+        Ok(())
+    }
+
+    /// A join is recorded in the store's record of the membership right
+    /// after the add and before etcd starts (`recovery::voters::after_join`):
+    /// a round after a loss soon after waits for this learner even when
+    /// every instance that would have recorded it is gone. The raft index
+    /// is read after the add, so the leader's record of an older member
+    /// list cannot replace it. Without a store there is nothing to write;
+    /// a record that cannot be written is logged and the join goes on (the
+    /// leader's instance records the learner at its next pass).
+    async fn record_join(
+        &mut self,
+        incarnation: u64,
+        added: u64,
+        list: &[crate::etcd::members::Member],
+        endpoints: &[String],
+    ) -> anyhow::Result<()> {
+        let Some(store) = self.ctx.store.as_deref() else {
+            return Ok(());
+        };
+        let members: Vec<recovery::voters::ListedMember> = list
+            .iter()
+            .map(|m| recovery::voters::ListedMember {
+                id: m.id,
+                name: m.name.clone(),
+                is_learner: m.is_learner,
+            })
+            .collect();
+        let mut raft_index = 0;
+        for endpoint in endpoints {
+            if let Ok(st) = self.ctx.access.probe(endpoint.clone()).status().await {
+                raft_index = st.raft_index;
+                break;
+            }
+        }
+        let existing = record::voters(store, self.ctx.cluster(), incarnation).await?;
+        let Some(rec) = recovery::voters::after_join(
+            existing.as_ref(),
+            incarnation,
+            &members,
+            added,
+            self.ctx.id(),
+            raft_index,
+        ) else {
+            return Ok(());
+        };
+        record::write_voters(store, self.ctx.cluster(), &rec)
+            .await
+            .context("recording this learner in the store's record of the membership")?;
+        Ok(())
     }
 }

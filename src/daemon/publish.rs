@@ -123,6 +123,8 @@ impl Daemon {
                 present: seen.data == DataState::Present,
                 incarnation: state.map(|s| s.incarnation),
                 revision: None,
+                voters: state.map_or_else(Vec::new, |s| s.voting_members.clone()),
+                learners: state.map_or_else(Vec::new, |s| s.learners.clone()),
             },
             phase: ready.phase.as_str().to_string(),
             // Frozen by a promise, or owing a join of a newer incarnation:

@@ -55,10 +55,10 @@ impl QuorumLossHost for QuorumLossIo<'_> {
         }
     }
 
-    fn membership(&self) -> Option<(Incarnation, Vec<InstanceId>)> {
+    fn membership(&self) -> Option<(Incarnation, Vec<InstanceId>, Vec<InstanceId>)> {
         self.durable
             .state()
-            .map(|s| (s.incarnation, s.voting_members.clone()))
+            .map(|s| (s.incarnation, s.voting_members.clone(), s.learners.clone()))
     }
 
     fn probe(&self) -> Probe {
@@ -87,6 +87,7 @@ impl QuorumLossHost for QuorumLossIo<'_> {
                 snapshots: recovery::fenced::SnapshotListing::Failed(
                     "no snapshot store is configured".into(),
                 ),
+                learners: Default::default(),
             },
         }
     }

@@ -17,7 +17,7 @@ use crate::cluster_view::ClusterView;
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::probe::MemberStatus;
 use crate::events::Event;
-use crate::quorum_loss::replay::{self, ReplayRequest};
+use crate::quorum_loss::replay::{self, ReplayMode, ReplayRequest};
 use crate::snapshot::restore::{self, RestoreRequest};
 use crate::snapshot::take::{self, SnapshotRequest};
 use crate::state_file::LocalState;
@@ -79,6 +79,7 @@ impl Seeding<'_> {
             state: state.as_ref().map(|s| StateAt {
                 incarnation: s.incarnation,
                 token: &s.cluster_token,
+                votes: s.voting_members.iter().any(|v| v == self.ctx.id()),
             }),
             data: self.etcd.data()?,
             replayed: replayed.as_deref(),
@@ -117,7 +118,10 @@ impl Seeding<'_> {
         let k = t.incarnation;
         match step {
             SeedStep::StopEtcd => self.etcd.stop().await,
-            SeedStep::ReplayWal { commit_index } => self.replay(k, *commit_index).await,
+            SeedStep::ReplayWal {
+                commit_index,
+                from_backend,
+            } => self.replay(k, *commit_index, *from_backend).await,
             SeedStep::MoveDataAside { why } => {
                 let moved = self.etcd.move_aside(why)?;
                 tracing::warn!(?moved, "data directory moved aside");
@@ -179,7 +183,12 @@ impl Seeding<'_> {
     /// Replays the old incarnation's WAL to `commit_index` on a loopback
     /// copy, stores a snapshot of it (as the old incarnation), and writes
     /// the replay marker.
-    async fn replay(&mut self, k: u64, commit_index: u64) -> anyhow::Result<()> {
+    async fn replay(
+        &mut self,
+        k: u64,
+        commit_index: u64,
+        from_backend: bool,
+    ) -> anyhow::Result<()> {
         let old = self
             .durable
             .state()
@@ -197,6 +206,13 @@ impl Seeding<'_> {
             limit: REPLAY_WITHIN,
             access: access.clone(),
             client_tls: self.ctx.config.etcd.tls_files().client,
+            mode: if from_backend {
+                ReplayMode::FromBackend
+            } else {
+                ReplayMode::ForceNewCluster
+            },
+            etcdutl: self.ctx.binaries.get().etcdutl,
+            etcdctl: self.ctx.binaries.get().etcdctl,
         })
         .await?;
         tracing::info!(

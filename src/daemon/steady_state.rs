@@ -143,13 +143,14 @@ impl Daemon {
                 incarnation: s.incarnation,
                 member_id: s.member_id,
                 voters: &s.voting_members,
+                learners: &s.learners,
             }),
             is_leader,
             raft_index: seen.cluster.raft_index(),
             written: self.voters_written.as_ref(),
         });
-        if let Some(v) = upkeep.record_locally {
-            if let Err(e) = self.durable.record_voters(v) {
+        if let Some((voters, learners)) = upkeep.record_locally {
+            if let Err(e) = self.durable.record_voters(voters, learners) {
                 tracing::warn!(error = %format!("{e:#}"), "cannot record the voting members");
             }
         }

@@ -227,6 +227,29 @@ pub fn replay_args(spec: &ReplaySpec) -> Vec<String> {
     args
 }
 
+/// The argument list of a learner's data directory restarted as it was
+/// (no `--force-new-cluster`, which etcd refuses on a learner's WAL:
+/// "removed all voters") so that it applies its WAL up to the commit
+/// index: every listener on `127.0.0.1` ports nobody else knows, in plain
+/// http (nothing but eco's metrics read reaches it, on `metrics_port`);
+/// it never serves clients (it has no leader).
+pub fn apply_args(spec: &ReplaySpec, metrics_port: u16) -> Vec<String> {
+    let client = url(Scheme::Http, &loopback(), spec.client_port as u32);
+    let peer = url(Scheme::Http, &loopback(), spec.peer_port as u32);
+    let metrics = url(Scheme::Http, &loopback(), metrics_port as u32);
+    vec![
+        format!("--name={}", spec.name),
+        format!("--data-dir={}", spec.data_dir.display()),
+        format!("--listen-client-urls={client}"),
+        format!("--advertise-client-urls={client}"),
+        format!("--listen-peer-urls={peer}"),
+        format!("--initial-advertise-peer-urls={peer}"),
+        format!("--listen-metrics-urls={metrics}"),
+        "--logger=zap".to_string(),
+        "--log-outputs=stderr".to_string(),
+    ]
+}
+
 /// The token passed to etcd for incarnation `incarnation` of `cluster`:
 /// never etcd's default, and different for every seeding.
 pub fn cluster_token(cluster: &str, incarnation: u64, random_suffix: u32) -> String {

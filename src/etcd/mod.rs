@@ -13,6 +13,7 @@ pub mod launched;
 pub mod local_endpoint;
 pub mod maintenance;
 pub mod members;
+pub mod metrics_text;
 pub mod output;
 pub mod probe;
 pub mod supervisor;

@@ -54,8 +54,9 @@ pub trait QuorumLossHost {
     fn gossip(&self) -> &Gossip;
     /// The provider's group, and the instances it certifies gone.
     fn group(&self) -> GroupFacts;
-    /// The incarnation and `V_n` the state file records, if any.
-    fn membership(&self) -> Option<(Incarnation, Vec<InstanceId>)>;
+    /// The incarnation, `V_n` and the started learners the state file
+    /// records, if any.
+    fn membership(&self) -> Option<(Incarnation, Vec<InstanceId>, Vec<InstanceId>)>;
     /// The own etcd's answer to this pass's Status probe.
     fn probe(&self) -> Probe;
     /// The incarnation of the state file (0: none).
@@ -180,11 +181,12 @@ impl Driver {
         let group = host.group();
         let certified_gone = group.certified_gone.clone();
         inputs.push(Input::Group(group));
-        if let Some((incarnation, voters)) = host.membership() {
+        if let Some((incarnation, voters, learners)) = host.membership() {
             if !self.protocol.is_frozen() && !voters.is_empty() {
                 inputs.push(Input::Membership {
                     incarnation,
                     voters,
+                    learners,
                 });
             }
         }

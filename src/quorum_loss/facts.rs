@@ -69,6 +69,8 @@ pub fn peer_facts(
                 leader_seen_at: sightings.get(id),
                 frozen: v.state.frozen,
                 last_heard,
+                voters: v.state.data.voters.clone(),
+                learners: v.state.data.learners.clone(),
             },
         );
     }
@@ -249,6 +251,7 @@ mod tests {
             incarnation: 3,
             raft_index: 9,
             voters: vec!["a".into(), "d".into()],
+            learners: Vec::new(),
         };
         assert_eq!(seed_record(&r, Some(&v)).voters, v.voters);
 
@@ -274,6 +277,8 @@ mod tests {
                 present: true,
                 incarnation: Some(2),
                 revision: None,
+                voters: Vec::new(),
+                learners: Vec::new(),
             },
             etcd: gossip::EtcdFacts {
                 healthy: !frozen,

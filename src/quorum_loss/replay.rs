@@ -6,10 +6,22 @@
 //! it ([`Replayed::endpoint`]) and then [`Replayed::finish`]es it; the
 //! original data directory is never touched.
 //!
-//! The command line comes from [`crate::etcd::flags::replay_args`]; the
-//! client from [`EtcdAccess`].
+//! A **learner's** WAL cannot be replayed that way: etcd refuses
+//! `--force-new-cluster` on it ("removed all voters": the only member it
+//! would keep does not vote). Its copy is instead restarted as it was
+//! ([`ReplayMode::FromBackend`]): with no peer reachable it applies its WAL
+//! up to the commit index by itself (how far it got is read from its
+//! metrics listener, `etcd_server_proposals_applied_total`; it never serves
+//! clients without a leader), is stopped cleanly, and its backend is
+//! restored into a one-member cluster on loopback (`--skip-hash-check`: a
+//! backend has no snapshot checksum), which leads and is handed to the
+//! caller like any replay.
 //!
-//! What it does not do: restore anything, or decide whether to replay.
+//! The command lines come from [`crate::etcd::flags::replay_args`] and
+//! [`crate::etcd::flags::apply_args`]; the client from [`EtcdAccess`].
+//!
+//! What it does not do: decide whether to replay, or which way (the
+//! seeding plan says: `recovery::seeding`).
 
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::flags::{self, ReplaySpec};
@@ -42,6 +54,28 @@ pub enum ReplayError {
         "the replayed WAL reached raft index {got}, below the commit index {want} it reported: refusing to seed from it"
     )]
     ShortOfCommit { got: u64, want: u64 },
+    #[error(
+        "the learner's copy in {dir} applied its WAL to index {got} within {limit:?}, below the commit index {want} it reported; see {log}"
+    )]
+    NotApplied {
+        dir: PathBuf,
+        got: u64,
+        want: u64,
+        limit: Duration,
+        log: PathBuf,
+    },
+    #[error("restoring the learner's backend: {0}")]
+    Restore(#[from] crate::snapshot::restore::RestoreError),
+}
+
+/// How a member's WAL is replayed (`recovery::seeding` chooses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayMode {
+    /// A voter's: etcd with `--force-new-cluster` on the copy.
+    ForceNewCluster,
+    /// A learner's: the copy restarted as it was applies its WAL, and its
+    /// backend seeds a one-member cluster (module docs).
+    FromBackend,
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ReplayError {
@@ -69,6 +103,10 @@ pub struct ReplayRequest {
     pub access: EtcdAccess,
     /// The client surface's TLS, served by the replayed member too.
     pub client_tls: Option<crate::config::SurfaceTls>,
+    pub mode: ReplayMode,
+    /// The restore tools ([`ReplayMode::FromBackend`]).
+    pub etcdutl: Option<PathBuf>,
+    pub etcdctl: Option<PathBuf>,
 }
 
 /// A running replay.
@@ -123,9 +161,51 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
-/// Copies the data directory, starts etcd on the copy with
-/// `--force-new-cluster`, and waits until it leads with the WAL applied.
+/// Copies the data directory and replays it per `req.mode`; the replayed
+/// member leads with the WAL applied when this returns.
 pub async fn start(req: &ReplayRequest) -> Result<Replayed, ReplayError> {
+    copy_to_scratch(req).await?;
+    if req.mode == ReplayMode::ForceNewCluster {
+        return force_new_cluster(req, req.commit_index).await;
+    }
+    let applied = apply_in_place(req).await?;
+    // The backend of the stopped copy, restored into a second copy: a
+    // one-member cluster that leads at once.
+    let restored = req.scratch.with_extension("restored");
+    remove_scratch(&restored).await?;
+    let db = req.scratch.join("member").join("snap").join("db");
+    crate::snapshot::restore::restore_backend(
+        &db,
+        &crate::snapshot::restore::RestoreRequest {
+            data_dir: restored.clone(),
+            name: req.name.clone(),
+            peer_url: format!(
+                "http://127.0.0.1:{}",
+                free_port().map_err(io("a free loopback port"))?
+            ),
+            token: format!("replay-of-{}", req.name),
+            etcdutl: req.etcdutl.clone(),
+            etcdctl: req.etcdctl.clone(),
+            timeout: req.limit,
+            bump_revision: false,
+        },
+    )
+    .await?;
+    remove_scratch(&req.scratch).await?;
+    tokio::fs::rename(&restored, &req.scratch)
+        .await
+        .map_err(io(restored.display().to_string()))?;
+    tracing::info!(
+        applied,
+        "the learner's WAL applied in place; its backend restored on loopback"
+    );
+    // The restored member starts again at a small raft index: what was
+    // applied was checked above.
+    force_new_cluster(req, 0).await
+}
+
+/// Copies the member's data directory to the scratch directory.
+async fn copy_to_scratch(req: &ReplayRequest) -> Result<(), ReplayError> {
     remove_scratch(&req.scratch).await?;
     let (from, to) = (req.data_dir.clone(), req.scratch.clone());
     tokio::task::spawn_blocking(move || copy_dir(&from, &to))
@@ -136,6 +216,109 @@ pub async fn start(req: &ReplayRequest) -> Result<Replayed, ReplayError> {
             req.data_dir.display(),
             req.scratch.display()
         )))?;
+    Ok(())
+}
+
+/// The copy restarted as it was, with a metrics listener: waits until it
+/// applied up to the reported commit index, then stops it cleanly (its
+/// backend then holds what it applied). The applied index reached.
+async fn apply_in_place(req: &ReplayRequest) -> Result<u64, ReplayError> {
+    let spec = ReplaySpec {
+        name: req.name.clone(),
+        data_dir: req.scratch.clone(),
+        client_port: free_port().map_err(io("a free loopback port"))?,
+        peer_port: free_port().map_err(io("a free loopback port"))?,
+        client_tls: None,
+    };
+    let metrics_port = free_port().map_err(io("a free loopback port"))?;
+    let log = req.scratch.with_extension("apply.log");
+    let mut child = spawn_logged(&req.etcd, &flags::apply_args(&spec, metrics_port), &log)?;
+    let url = format!("http://127.0.0.1:{metrics_port}/metrics");
+    let started = Instant::now();
+    let mut applied = 0;
+    let reached = loop {
+        if let Ok(Some(exit)) = child.try_wait() {
+            return Err(ReplayError::Exited {
+                dir: req.scratch.clone(),
+                status: exit.to_string(),
+                log,
+            });
+        }
+        if let Some(a) = applied_index(&url, req.access.call_timeout()).await {
+            applied = a;
+            if a >= req.commit_index {
+                break true;
+            }
+        }
+        if started.elapsed() > req.limit {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    stop_gracefully(&mut child).await;
+    if !reached {
+        return Err(ReplayError::NotApplied {
+            dir: req.scratch.clone(),
+            got: applied,
+            want: req.commit_index,
+            limit: req.limit,
+            log,
+        });
+    }
+    Ok(applied)
+}
+
+/// `etcd_server_proposals_applied_total` from an etcd metrics listener.
+async fn applied_index(url: &str, timeout: Duration) -> Option<u64> {
+    let text = crate::etcd::metrics_text::fetch(url, timeout).await.ok()?;
+    crate::etcd::metrics_text::gauge(&text, "etcd_server_proposals_applied_total").map(|v| v as u64)
+}
+
+/// SIGTERM, then SIGKILL after 10 s.
+async fn stop_gracefully(child: &mut tokio::process::Child) {
+    if let Some(pid) = child.id() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    if tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+}
+
+/// etcd with `args`, its output to `log`, in its own process group.
+fn spawn_logged(
+    etcd: &Path,
+    args: &[String],
+    log: &Path,
+) -> Result<tokio::process::Child, ReplayError> {
+    let log_file = std::fs::File::create(log).map_err(io(log.display().to_string()))?;
+    let log_err = log_file
+        .try_clone()
+        .map_err(io(log.display().to_string()))?;
+    tokio::process::Command::new(etcd)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log_file))
+        .stderr(Stdio::from(log_err))
+        .kill_on_drop(true)
+        .process_group(0)
+        .spawn()
+        .map_err(io(etcd.display().to_string()))
+}
+
+/// etcd with `--force-new-cluster` on the scratch copy; waits until it
+/// leads with its WAL applied, and refuses a raft index below
+/// `commit_index`.
+async fn force_new_cluster(
+    req: &ReplayRequest,
+    commit_index: u64,
+) -> Result<Replayed, ReplayError> {
     let spec = ReplaySpec {
         name: req.name.clone(),
         data_dir: req.scratch.clone(),
@@ -145,19 +328,7 @@ pub async fn start(req: &ReplayRequest) -> Result<Replayed, ReplayError> {
     };
     let client = spec.client_url();
     let log = req.scratch.with_extension("log");
-    let log_file = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
-    let log_err = log_file
-        .try_clone()
-        .map_err(io(log.display().to_string()))?;
-    let mut child = tokio::process::Command::new(&req.etcd)
-        .args(flags::replay_args(&spec))
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(log_file))
-        .stderr(Stdio::from(log_err))
-        .kill_on_drop(true)
-        .process_group(0)
-        .spawn()
-        .map_err(io(req.etcd.display().to_string()))?;
+    let mut child = spawn_logged(&req.etcd, &flags::replay_args(&spec), &log)?;
     let started = Instant::now();
     let status = loop {
         if let Ok(Some(exit)) = child.try_wait() {
@@ -194,12 +365,12 @@ pub async fn start(req: &ReplayRequest) -> Result<Replayed, ReplayError> {
         scratch: req.scratch.clone(),
         status,
     };
-    if replayed.status.raft_index < req.commit_index {
+    if replayed.status.raft_index < commit_index {
         let got = replayed.status.raft_index;
         replayed.finish().await?;
         return Err(ReplayError::ShortOfCommit {
             got,
-            want: req.commit_index,
+            want: commit_index,
         });
     }
     Ok(replayed)

@@ -10,13 +10,19 @@ use crate::store::{ObjectStore, list_all};
 use recovery::fenced::{RecordListing, SnapshotListing, StoreFacts};
 
 pub async fn read(store: &dyn ObjectStore, cluster: &str) -> StoreFacts {
+    let mut learners = std::collections::BTreeMap::new();
     let records = match record::all(store, cluster).await {
         Ok(all) => {
             let mut out = Vec::new();
             let mut failed = None;
             for (n, r) in &all {
                 match record::voters(store, cluster, *n).await {
-                    Ok(v) => out.push(facts::seed_record(r, v.as_ref())),
+                    Ok(v) => {
+                        if let Some(v) = v.as_ref().filter(|v| v.incarnation == *n) {
+                            learners.insert(*n, v.learners.clone());
+                        }
+                        out.push(facts::seed_record(r, v.as_ref()));
+                    }
                     Err(e) => failed = Some(e.to_string()),
                 }
             }
@@ -31,7 +37,14 @@ pub async fn read(store: &dyn ObjectStore, cluster: &str) -> StoreFacts {
         Ok(objects) => SnapshotListing::Complete(facts::newest_snapshot(&objects)),
         Err(e) => SnapshotListing::Failed(e.to_string()),
     };
-    StoreFacts { records, snapshots }
+    if !matches!(records, RecordListing::Complete(_)) {
+        learners.clear();
+    }
+    StoreFacts {
+        records,
+        snapshots,
+        learners,
+    }
 }
 
 #[cfg(test)]
@@ -66,6 +79,7 @@ mod tests {
                 incarnation: 2,
                 raft_index: 4,
                 voters: vec!["a".into(), "b".into()],
+                learners: Vec::new(),
             },
         )
         .await

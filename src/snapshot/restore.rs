@@ -139,6 +139,22 @@ pub async fn fetch_verified(
 /// Restores the snapshot file `file` (verified first) per `req`.
 pub async fn restore_file(file: &Path, req: &RestoreRequest) -> Result<(), RestoreError> {
     verify_file(file).await?;
+    run_restore(file, req, &[]).await
+}
+
+/// Restores a member's backend file (`member/snap/db` of a stopped
+/// member's data directory) per `req`: a backend carries no snapshot
+/// checksum, so the tool is told to skip it (`--skip-hash-check`). Used
+/// only on a copy eco itself made of a stopped member's data.
+pub async fn restore_backend(db: &Path, req: &RestoreRequest) -> Result<(), RestoreError> {
+    run_restore(db, req, &["--skip-hash-check"]).await
+}
+
+async fn run_restore(
+    file: &Path,
+    req: &RestoreRequest,
+    flags: &[&str],
+) -> Result<(), RestoreError> {
     if std::fs::symlink_metadata(&req.data_dir).is_ok_and(|m| !m.is_dir()) {
         return Err(RestoreError::TargetNotADirectory(req.data_dir.clone()));
     }
@@ -184,6 +200,7 @@ pub async fn restore_file(file: &Path, req: &RestoreRequest) -> Result<(), Resto
         .arg(format!("--initial-advertise-peer-urls={}", req.peer_url))
         .arg(format!("--initial-cluster-token={}", req.token))
         .args(extra)
+        .args(flags)
         .kill_on_drop(true);
     let output = tokio::time::timeout(req.timeout, command.output())
         .await

@@ -124,6 +124,10 @@ impl Protocol {
         if self.round.is_none() {
             return self.maybe_start(out);
         }
+        if let Some(n) = self.round.as_ref().map(|r| r.n).filter(|n| *n > 0) {
+            let members = self.round_members(n);
+            self.widen_round(&members, "a view of V_n lists it, or it holds data of n");
+        }
         self.progress_round(out);
     }
 
@@ -146,16 +150,11 @@ impl Protocol {
         let mut voters: Vec<InstanceId> = if n == 0 {
             self.group.instances.iter().cloned().collect()
         } else {
-            // This instance's view of V_n and the store's record of it:
-            // an instance cut off while a member joined has an older view.
-            let mut v = self.state.voters.clone();
-            for id in self.listed_voters(n) {
-                if !v.contains(&id) {
-                    v.push(id);
-                }
-            }
-            v.sort();
-            v
+            // Every view of V_n (views.rs): this instance's own, the
+            // store's record, the holders' views — an instance cut off
+            // while a member joined has an older view — and every instance
+            // holding data of n, voter or not.
+            self.round_members(n)
         };
         if self.cfg.faults.count_fresh_as_acceptors {
             voters = self.live_ids().into_iter().collect();
@@ -257,6 +256,17 @@ impl Protocol {
                 .unwrap_or_default(),
             _ => Vec::new(),
         }
+    }
+
+    /// Whom a round for `n + 1` must hear from: the union of every view of
+    /// `V_n` and every instance holding data of `n` (views.rs, rules 1
+    /// and 2).
+    fn round_members(&self, n: Incarnation) -> Vec<InstanceId> {
+        let mut v = self.known_members(n);
+        v.extend(self.known_holders(n));
+        v.sort();
+        v.dedup();
+        v
     }
 
     /// Members of `V_n` the round did not know (from a member's state

@@ -87,15 +87,18 @@ impl Window {
     }
 }
 
-/// Whether member `id` of `V_n` is viable in `obs`.
+/// Whether member `id` of `V_n` is viable in `obs`: not certified gone,
+/// fresh in gossip, holding data of `n`, not frozen, and a voter by its
+/// own account (a learner listed in a view that counted a promotion
+/// before it took effect is not one of the quorum).
 pub fn viable(obs: &Observation, id: &str, n: Incarnation, cfg: &ProtocolConfig) -> bool {
     if obs.certified_gone.contains(id) {
         return false;
     }
     obs.peers.get(id).is_some_and(|p| {
-        p.has_data
+        p.holds(n)
             && !p.frozen
-            && p.incarnation == n
+            && p.votes(id)
             && obs.at.saturating_sub(p.last_heard) <= cfg.peer_fresh
     })
 }
@@ -231,6 +234,8 @@ mod tests {
             leader_seen_at,
             frozen,
             last_heard: at,
+            voters: Vec::new(),
+            learners: Vec::new(),
         }
     }
 

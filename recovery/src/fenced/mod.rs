@@ -76,6 +76,7 @@ pub mod persisted;
 pub mod protocol;
 pub mod ranking;
 pub mod value;
+mod views;
 
 #[cfg(any(test, feature = "harness"))]
 pub mod harness;

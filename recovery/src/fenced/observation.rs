@@ -32,6 +32,32 @@ pub struct PeerFact {
     pub frozen: bool,
     /// When its PeerState was last refreshed (monotonic time of this instance).
     pub last_heard: Millis,
+    /// `V_n` of its `incarnation` as its own state file records it (the
+    /// voters of the last member list it saw as a confirmed member);
+    /// empty when it records none. One of the views the protocol unites
+    /// into `V_n` ([`super::Protocol`]'s `known_voters`), and the peer's
+    /// own account of whether it votes: a member that does not list
+    /// itself (a learner) is not viable.
+    #[serde(default)]
+    pub voters: Vec<InstanceId>,
+    /// The started learners of its incarnation in the same view: not
+    /// voters, but members a round waits for (they may hold acknowledged
+    /// writes no voter survived with).
+    #[serde(default)]
+    pub learners: Vec<InstanceId>,
+}
+
+impl PeerFact {
+    /// Holds data of incarnation `n` (whatever its etcd is doing).
+    pub fn holds(&self, n: Incarnation) -> bool {
+        self.has_data && self.incarnation == n
+    }
+
+    /// Counts itself a voter of its incarnation: its own view lists it
+    /// (a view it does not report says nothing against it).
+    pub fn votes(&self, id: &str) -> bool {
+        self.voters.is_empty() || self.voters.iter().any(|v| v == id)
+    }
 }
 
 /// One sample of the detector's window, taken at `at`.
@@ -90,6 +116,11 @@ pub enum SnapshotListing {
 pub struct StoreFacts {
     pub records: RecordListing,
     pub snapshots: SnapshotListing,
+    /// The started learners of each incarnation, as the store's record of
+    /// its membership lists them beside `V_n` (empty when the listing
+    /// failed or no record lists any).
+    #[serde(default)]
+    pub learners: BTreeMap<Incarnation, Vec<InstanceId>>,
 }
 
 /// What this instance holds on disk (read from its WAL; may take a while).

@@ -37,6 +37,10 @@ pub enum Input {
     Membership {
         incarnation: Incarnation,
         voters: Vec<InstanceId>,
+        /// The started learners of the same member list (not persisted by
+        /// the protocol: the host's state file keeps them).
+        #[serde(default)]
+        learners: Vec<InstanceId>,
     },
     /// A protocol message addressed to this instance.
     Message(Envelope),
@@ -89,6 +93,9 @@ pub struct Protocol {
     pub(super) inbox: VecDeque<Envelope>,
     /// Messages from senders outside the group and `V_n`, dropped.
     pub(super) dropped_messages: u64,
+    /// The started learners of this instance's incarnation as its state
+    /// file last recorded them (the host feeds them with `Membership`).
+    pub(super) learners: Vec<InstanceId>,
 }
 
 impl Protocol {
@@ -124,6 +131,7 @@ impl Protocol {
             last_problem: None,
             inbox: VecDeque::new(),
             dropped_messages: 0,
+            learners: Vec::new(),
         }
     }
 
@@ -200,7 +208,8 @@ impl Protocol {
             Input::Membership {
                 incarnation,
                 voters,
-            } => self.on_membership(incarnation, voters, &mut out),
+                learners,
+            } => self.on_membership(incarnation, voters, learners, &mut out),
             Input::Message(env) => self.inbox.push_back(env),
             Input::CreateResult(r) => self.on_create_result(r, &mut out),
             Input::SeedCompleted { incarnation } => {
@@ -302,10 +311,11 @@ impl Protocol {
         if self.state.incarnation == 0 {
             return self.bootstrap_verdict();
         }
+        let n = self.state.incarnation;
         detector::lost(
             &self.me,
-            self.state.incarnation,
-            &self.state.voters,
+            n,
+            &self.known_voters(n),
             &self.window,
             self.now,
             &self.cfg,
@@ -332,10 +342,17 @@ impl Protocol {
         }
     }
 
-    fn on_membership(&mut self, n: Incarnation, voters: Vec<InstanceId>, out: &mut Vec<Effect>) {
+    fn on_membership(
+        &mut self,
+        n: Incarnation,
+        voters: Vec<InstanceId>,
+        learners: Vec<InstanceId>,
+        out: &mut Vec<Effect>,
+    ) {
         if self.state.frozen || n < self.state.incarnation {
             return;
         }
+        self.learners = learners;
         if n == self.state.incarnation && voters == self.state.voters {
             return;
         }
@@ -440,6 +457,7 @@ impl Protocol {
         self.max_seen = None;
         self.window.clear();
         self.last_problem = None;
+        self.learners.clear();
         self.persist(
             out,
             format!("incarnation {k} exists ({how}): {}", record.value),
@@ -605,26 +623,38 @@ impl Protocol {
             }
         }
         if promised.as_ref() != Some(&ballot) {
-            // A new promise needs this instance's own detector to agree.
-            let verdict = if current {
-                self.evaluate()
-            } else if n == 0 {
-                self.bootstrap_verdict()
+            // A new promise needs this instance's own detector to agree —
+            // with the standing of `views.rs`: only a data-holding voter of
+            // `V_n` refuses on anything but a loss; any other instance only
+            // on positive evidence of health.
+            let (verdict, refused) = if n == 0 {
+                // Bootstrap: every instance judges the evidence of
+                // emptiness itself.
+                let v = self.bootstrap_verdict();
+                let refused = !v.is_lost();
+                (v, refused)
+            } else if current {
+                let v = self.evaluate();
+                let refused = self.refuses(n, &v);
+                (v, refused)
             } else if !self.store_holds_record_of(n) {
                 // A prepare for an incarnation this instance has never
                 // heard of is a claim: only the store says `n` exists.
-                Verdict::Undecided {
+                let v = Verdict::Undecided {
                     reason: format!(
                         "the store's last listing holds no record of incarnation {n}: not promising for an incarnation it does not confirm"
                     ),
-                }
+                };
+                (v, true)
             } else {
                 // This instance is behind (a lost disk, or it missed an
                 // incarnation): it holds no data of `n`; judge with the
                 // coordinator's `V_n`.
-                detector::lost(&self.me, n, &voters, &self.window, self.now, &self.cfg)
+                let v = detector::lost(&self.me, n, &voters, &self.window, self.now, &self.cfg);
+                let refused = self.refuses(n, &v);
+                (v, refused)
             };
-            if !verdict.is_lost() {
+            if refused {
                 self.maybe_unfreeze(&verdict, out);
                 let evidence = verdict.text().to_string();
                 return self.reject(env, target, ballot, Rejection::NotLost { evidence }, out);
@@ -729,7 +759,7 @@ impl Protocol {
         if !already {
             if self.state.promised.as_ref() != Some(&ballot) {
                 let verdict = self.evaluate();
-                if !verdict.is_lost() {
+                if self.refuses(self.state.incarnation, &verdict) {
                     let evidence = verdict.text().to_string();
                     return self.reject(env, target, ballot, Rejection::NotLost { evidence }, out);
                 }

@@ -44,7 +44,12 @@ fn every_kind_of_scenario_is_covered() {
     let kinds: Vec<Kind> = (0..SEEDS)
         .map(|seed| harness::Scenario::generate(seed).kind)
         .collect();
-    for k in [Kind::QuorumLoss, Kind::Bootstrap, Kind::WipedCluster] {
+    for k in [
+        Kind::QuorumLoss,
+        Kind::Bootstrap,
+        Kind::WipedCluster,
+        Kind::Aftermath,
+    ] {
         assert!(kinds.contains(&k), "no {k:?} scenario among the seeds");
     }
 }
@@ -176,6 +181,7 @@ mod scenario {
         Input::Store(StoreFacts {
             records: RecordListing::Complete(records),
             snapshots: SnapshotListing::Complete(newest_snapshot),
+            learners: Default::default(),
         })
     }
 
@@ -460,6 +466,7 @@ fn a_failed_snapshot_listing_is_waited_out_never_read_as_no_snapshot() {
         Input::Store(StoreFacts {
             records: RecordListing::Complete(vec![record_1(old.clone())]),
             snapshots: SnapshotListing::Failed("a page failed".into()),
+            learners: Default::default(),
         }),
     );
     let own = wal(11, 400);

@@ -83,6 +83,21 @@ pub struct Targeted {
     pub restart_after: Millis,
 }
 
+/// A second quorum loss in the aftermath of the first recovery: once the
+/// first record above incarnation 1 is seeded, `after` later (before,
+/// during or after the joins' promotions and the record's update), the
+/// leader's instance and enough other voters of the newest incarnation to
+/// lose its quorum crash — and the learner, if one is joining, with
+/// `learner_too` — each losing its disk with probability `wipe` per mille;
+/// they restart `restart_after` later.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecondLoss {
+    pub after: Millis,
+    pub wipe: u64,
+    pub learner_too: bool,
+    pub restart_after: Millis,
+}
+
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// Instances of incarnation 1.
@@ -96,6 +111,8 @@ pub struct Plan {
     /// recovery messages from this seed on: under group members' ids and
     /// its own. `None`: no forger.
     pub forger: Option<u64>,
+    /// A second loss right after the first recovery (`None`: none).
+    pub second_loss: Option<SecondLoss>,
 }
 
 impl Plan {
@@ -238,6 +255,27 @@ impl Plan {
                 t += cut + flap.range(300, 2_500);
             }
         }
+        // A second loss in the first recovery's aftermath (a stream of its
+        // own): half the seeds plan one, and those also get a first loss
+        // to recover from (a majority crashes, some disks lost), so that
+        // the second one comes.
+        let mut second = Rng::new(seed ^ 0x02d1_1055 ^ ((nodes as u64) << 16));
+        let second_loss = second.chance(500).then(|| {
+            let at = second.range(WARMUP, FAULTS_UNTIL / 2);
+            let mut hosts: Vec<usize> = (0..nodes).collect();
+            shuffle(&mut second, &mut hosts);
+            for h in hosts.into_iter().take(nodes / 2 + 1) {
+                let wipe = second.chance(600);
+                events.push((at + second.below(300), Fault::Crash { host: h, wipe }));
+                events.push((at + second.range(3_000, 12_000), Fault::Restart(h)));
+            }
+            SecondLoss {
+                after: second.below(8_000),
+                wipe: [1_000, 700, 300][second.below(3) as usize],
+                learner_too: second.chance(300),
+                restart_after: second.range(1_000, 10_000),
+            }
+        });
         events.sort_by_key(|(t, _)| *t);
         let mut other = Rng::new(seed ^ 0x150_1a7e);
         let targeted = rng.chance(350).then(|| {
@@ -261,6 +299,7 @@ impl Plan {
                 let mut f = Rng::new(seed ^ 0xf0_46e5 ^ nodes as u64);
                 f.chance(250).then(|| f.next_u64())
             },
+            second_loss,
         }
     }
 }

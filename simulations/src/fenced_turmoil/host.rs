@@ -53,6 +53,8 @@ fn peer_state(w: &World, i: usize, frozen: bool) -> PeerState {
             present: s.etcd.has_data,
             incarnation: has_state.then_some(s.etcd.incarnation),
             revision: None,
+            voters: s.etcd.voters.clone(),
+            learners: s.etcd.learners.clone(),
         },
         phase: if frozen { "frozen" } else { "running" }.into(),
         frozen,
@@ -91,10 +93,10 @@ impl QuorumLossHost for SimIo {
         self.world().group()
     }
 
-    fn membership(&self) -> Option<(Incarnation, Vec<InstanceId>)> {
+    fn membership(&self) -> Option<(Incarnation, Vec<InstanceId>, Vec<InstanceId>)> {
         let w = self.world();
         let e = &w.slots[self.i].etcd;
-        (e.incarnation > 0).then(|| (e.incarnation, e.voters.clone()))
+        (e.incarnation > 0).then(|| (e.incarnation, e.voters.clone(), e.learners.clone()))
     }
 
     fn probe(&self) -> Probe {

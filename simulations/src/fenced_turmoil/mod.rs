@@ -137,6 +137,8 @@ pub struct Outcome {
     /// Per record the protocol created: ms from the newest incarnation
     /// losing its leader to the record's creation.
     pub decision_ms: Vec<Millis>,
+    /// The plan's second loss struck (in the first recovery's aftermath).
+    pub second_loss: bool,
 }
 
 /// Which traffic a partition cuts.
@@ -161,6 +163,9 @@ struct Driver<'a> {
     /// The targeted crash: done, and the pending restart `(host, at)`.
     targeted_done: bool,
     targeted_restart: Option<(usize, Millis)>,
+    /// The second loss: struck, and its pending restarts `(hosts, at)`.
+    second_struck: bool,
+    second_restart: Option<(Vec<usize>, Millis)>,
 }
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, World> {
@@ -204,6 +209,8 @@ impl Driver<'_> {
             steps: 0,
             targeted_done: false,
             targeted_restart: None,
+            second_struck: false,
+            second_restart: None,
         }
     }
 
@@ -362,6 +369,94 @@ impl Driver<'_> {
         }
     }
 
+    /// The plan's second loss: strikes `after` the first recovery's
+    /// seeding, then restarts its victims.
+    fn second_loss(&mut self, now: Millis) {
+        if let Some((hosts, at)) = self.second_restart.clone() {
+            if now >= at {
+                self.second_restart = None;
+                lock(&self.shared)
+                    .log
+                    .push(format!("t={now} ms: the second loss's instances restart"));
+                for h in hosts {
+                    self.restart(h);
+                }
+            }
+            return;
+        }
+        let Some(sl) = self.plan.second_loss.clone() else {
+            return;
+        };
+        if self.second_struck || now > FAULTS_UNTIL + LIVENESS_BOUND / 2 {
+            return;
+        }
+        let victims = {
+            let mut w = lock(&self.shared);
+            // The first recovery's seeding, and the cluster it started.
+            let Some((k, seeded_at)) = w
+                .inv
+                .seeds
+                .iter()
+                .find(|(k, _)| **k > 1)
+                .map(|(k, (_, at))| (*k, *at))
+            else {
+                return;
+            };
+            if now < seeded_at + sl.after {
+                return;
+            }
+            let newest = w.records.keys().max().copied().unwrap_or(k);
+            let Some(c) = w.clusters.get(&newest).cloned() else {
+                return;
+            };
+            let mut voters: Vec<usize> = c
+                .voters
+                .iter()
+                .filter_map(|id| w.index.get(id).copied())
+                .collect();
+            // The leader first, then the others in id order: enough voters
+            // that fewer than a quorum remain.
+            if let Some(l) = c.leader {
+                voters.retain(|v| *v != l);
+                voters.insert(0, l);
+            }
+            let count = voters.len() - recovery::fenced::ids::majority(voters.len()) + 1;
+            let mut victims: Vec<(usize, bool)> = Vec::new();
+            for h in voters.into_iter().take(count) {
+                victims.push((h, w.rng.below(1_000) < sl.wipe));
+            }
+            if sl.learner_too {
+                for id in c.learners.keys() {
+                    if let Some(h) = w.index.get(id).copied() {
+                        victims.push((h, w.rng.below(1_000) < sl.wipe));
+                    }
+                }
+            }
+            let text = format!(
+                "t={now} ms: second loss in incarnation {newest}'s aftermath ({} ms after the seeding of {k}): voters {:?}, learners {:?}, striking {:?}",
+                now - seeded_at,
+                c.voters,
+                c.learner_ids(),
+                victims
+                    .iter()
+                    .map(|(h, wipe)| format!(
+                        "{}{}",
+                        w.slots[*h].id,
+                        if *wipe { " (wiped)" } else { "" }
+                    ))
+                    .collect::<Vec<_>>()
+            );
+            w.log.push(text);
+            victims
+        };
+        self.second_struck = true;
+        let hosts: Vec<usize> = victims.iter().map(|(h, _)| *h).collect();
+        for (h, wipe) in victims {
+            self.crash(h, wipe);
+        }
+        self.second_restart = Some((hosts, now + sl.restart_after));
+    }
+
     /// The faults stop: heal, no loss, the store back, crashed hosts
     /// restart.
     fn heal_all(&mut self) {
@@ -414,10 +509,16 @@ impl Driver<'_> {
             let now = self.now();
             lock(&self.shared).tick_clusters(now);
             self.targeted(now);
+            self.second_loss(now);
             if lock(&self.shared).inv.violations.len() >= 5 {
                 return false;
             }
-            if self.healed && self.targeted_restart.is_none() {
+            let second_pending = self.second_restart.is_some()
+                || (self.plan.second_loss.is_some()
+                    && !self.second_struck
+                    && now <= FAULTS_UNTIL + LIVENESS_BOUND / 2
+                    && lock(&self.shared).inv.seeds.keys().any(|k| *k > 1));
+            if self.healed && self.targeted_restart.is_none() && !second_pending {
                 if self.live() {
                     let since = *live_since.get_or_insert(now);
                     if now >= since + SETTLE {
@@ -495,6 +596,7 @@ pub fn replay(seed: u64, nodes: usize, faults: &Faults) -> (Outcome, String) {
         lost_writes: w.lost_writes,
         residual_writes: w.residual_writes,
         decision_ms: w.decisions.clone(),
+        second_loss: d.second_struck,
     };
     let mut text = String::new();
     let _ = writeln!(
@@ -503,6 +605,11 @@ pub fn replay(seed: u64, nodes: usize, faults: &Faults) -> (Outcome, String) {
         d.steps, w.writes, w.lost_writes, w.residual_writes
     );
     let _ = writeln!(text, "targeted crash: {:?}", d.plan.targeted);
+    let _ = writeln!(
+        text,
+        "second loss: {:?} (struck: {})",
+        d.plan.second_loss, d.second_struck
+    );
     for r in w.records.values() {
         let _ = writeln!(
             text,
@@ -550,6 +657,8 @@ pub struct Summary {
     pub first_violation: Option<String>,
     /// Runs in which the protocol created at least one incarnation.
     pub recovered: u64,
+    /// Runs in which a second loss struck the first recovery's aftermath.
+    pub second_losses: u64,
     /// Runs that ended correctly waiting instead of live.
     pub waiting: u64,
     /// Runs that lost acknowledged writes no surviving instance held.
@@ -576,6 +685,7 @@ pub fn run_many(
         failing: Vec::new(),
         first_violation: None,
         recovered: 0,
+        second_losses: 0,
         waiting: 0,
         runs_with_lost_writes: 0,
         runs_with_residual: 0,
@@ -594,6 +704,9 @@ pub fn run_many(
             s.steps += o.steps;
             if !o.recoveries.is_empty() {
                 s.recovered += 1;
+            }
+            if o.second_loss {
+                s.second_losses += 1;
             }
             if o.lost_writes > 0 {
                 s.runs_with_lost_writes += 1;

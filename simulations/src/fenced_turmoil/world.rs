@@ -36,6 +36,13 @@ pub const BACKEND_EVERY: Millis = 100;
 pub const SLOW_APPLY_EVERY: Millis = 200;
 /// Records per page of the store's listing.
 pub const LISTING_PAGE: usize = 2;
+/// A learner is promoted once it has been one this long (catching up).
+pub const PROMOTE_AFTER: Millis = 1_500;
+/// The daemon's pass as far as membership views go: every member records
+/// the member list in its state file, and the leader's instance rewrites
+/// the store's record of the membership, this often — so each view lags
+/// the membership by up to one pass.
+pub const VIEW_EVERY: Millis = 1_000;
 
 pub type Shared = Arc<Mutex<World>>;
 
@@ -60,8 +67,11 @@ pub struct SimEtcd {
     pub has_data: bool,
     /// Stopped by a freeze (a promise or an acceptance).
     pub frozen: bool,
-    /// `V_n` as this instance last learned it from its cluster.
+    /// `V_n` as this instance last learned it from its cluster (its state
+    /// file's view).
     pub voters: Vec<InstanceId>,
+    /// The started learners in the same view.
+    pub learners: Vec<InstanceId>,
 }
 
 impl SimEtcd {
@@ -93,6 +103,7 @@ impl SimEtcd {
             has_data: true,
             frozen: false,
             voters,
+            learners: Vec::new(),
         }
     }
 }
@@ -131,10 +142,38 @@ pub struct Slot {
 #[derive(Clone, Debug)]
 pub struct Cluster {
     pub voters: Vec<InstanceId>,
+    /// Members that replicate but do not vote (one at a time, as etcd
+    /// allows), with when each became one.
+    pub learners: BTreeMap<InstanceId, Millis>,
     pub leader: Option<usize>,
     /// Highest acknowledged index.
     pub commit: u64,
     pub cluster_id: u64,
+    /// The membership the store's record lists: rewritten by the leader's
+    /// instance every [`VIEW_EVERY`], and a promotion written before it
+    /// takes effect (`recovery::voters::before_promotion`) — so it lags
+    /// every change but a promotion by up to a pass, and stays as it was
+    /// while the cluster has no leader.
+    pub recorded_voters: Vec<InstanceId>,
+    pub recorded_learners: Vec<InstanceId>,
+}
+
+impl Cluster {
+    fn new(voters: Vec<InstanceId>, commit: u64, cluster_id: u64) -> Cluster {
+        Cluster {
+            recorded_voters: voters.clone(),
+            recorded_learners: Vec::new(),
+            voters,
+            learners: BTreeMap::new(),
+            leader: None,
+            commit,
+            cluster_id,
+        }
+    }
+
+    pub fn learner_ids(&self) -> Vec<InstanceId> {
+        self.learners.keys().cloned().collect()
+    }
 }
 
 pub struct World {
@@ -184,6 +223,7 @@ pub struct World {
     last_snapshot: Millis,
     last_backend: Millis,
     last_slow_apply: Millis,
+    last_view: Millis,
 }
 
 impl World {
@@ -244,15 +284,7 @@ impl World {
             },
         );
         let mut clusters = BTreeMap::new();
-        clusters.insert(
-            FIRST,
-            Cluster {
-                voters,
-                leader: None,
-                commit: 0,
-                cluster_id: cluster_id(FIRST),
-            },
-        );
+        clusters.insert(FIRST, Cluster::new(voters, 0, cluster_id(FIRST)));
         World {
             cfg,
             rng: Rng::new(seed ^ 0x00fe_0ced),
@@ -282,6 +314,7 @@ impl World {
             last_snapshot: 0,
             last_backend: 0,
             last_slow_apply: 0,
+            last_view: 0,
         }
     }
 
@@ -303,6 +336,16 @@ impl World {
 
     /// Instance `i` runs etcd of incarnation `k` as one of its voters.
     pub fn runs(&self, i: usize, k: Incarnation) -> bool {
+        self.runs_member(i, k)
+            && self
+                .clusters
+                .get(&k)
+                .is_some_and(|c| c.voters.contains(&self.slots[i].id))
+    }
+
+    /// Instance `i` runs etcd of incarnation `k` as a member, voter or
+    /// learner.
+    pub fn runs_member(&self, i: usize, k: Incarnation) -> bool {
         let s = &self.slots[i];
         s.up && !s.etcd.frozen
             && s.etcd.has_data
@@ -310,13 +353,13 @@ impl World {
             && self
                 .clusters
                 .get(&k)
-                .is_some_and(|c| c.voters.contains(&s.id))
+                .is_some_and(|c| c.voters.contains(&s.id) || c.learners.contains_key(&s.id))
     }
 
-    /// The own etcd probe of instance `i`.
+    /// The own etcd probe of instance `i` (a learner knows the leader too).
     pub fn probe(&self, i: usize) -> Probe {
         let k = self.slots[i].etcd.incarnation;
-        if !self.runs(i, k) {
+        if !self.runs_member(i, k) {
             return Probe::Failed;
         }
         match self.clusters.get(&k).and_then(|c| c.leader) {
@@ -359,7 +402,7 @@ impl World {
             .map(|r| {
                 let mut r = r.clone();
                 if let Some(c) = self.clusters.get(&r.incarnation) {
-                    r.voters = c.voters.clone();
+                    r.voters = c.recorded_voters.clone();
                 }
                 r
             })
@@ -389,6 +432,7 @@ impl World {
                     return StoreFacts {
                         records: RecordListing::Failed(e.clone()),
                         snapshots: SnapshotListing::Failed(e),
+                        learners: BTreeMap::new(),
                     };
                 }
             }
@@ -396,6 +440,11 @@ impl World {
         StoreFacts {
             records: RecordListing::Complete(records),
             snapshots: SnapshotListing::Complete(self.snapshot.as_ref().map(|s| s.facts.clone())),
+            learners: self
+                .clusters
+                .iter()
+                .map(|(k, c)| (*k, c.recorded_learners.clone()))
+                .collect(),
         }
     }
 
@@ -413,7 +462,7 @@ impl World {
         if let Some(held) = self.records.get(&r.incarnation) {
             let mut held = held.clone();
             if let Some(c) = self.clusters.get(&held.incarnation) {
-                held.voters = c.voters.clone();
+                held.voters = c.recorded_voters.clone();
             }
             return CreateResult::AlreadyExists(held);
         }
@@ -478,15 +527,8 @@ impl World {
         self.base.insert(k, commit);
         let id = self.slots[i].id.clone();
         self.slots[i].etcd = SimEtcd::at(cluster_id(k), k, commit, vec![id.clone()]);
-        self.clusters.insert(
-            k,
-            Cluster {
-                voters: vec![id],
-                leader: None,
-                commit,
-                cluster_id: cluster_id(k),
-            },
-        );
+        self.clusters
+            .insert(k, Cluster::new(vec![id], commit, cluster_id(k)));
         self.acked.entry(k).or_insert(commit);
         Some(k)
     }
@@ -518,10 +560,11 @@ impl World {
         if e.incarnation >= r.incarnation {
             return;
         }
+        // The record it read: the membership as the store lists it.
         let voters = self
             .clusters
             .get(&r.incarnation)
-            .map_or_else(|| r.voters.clone(), |c| c.voters.clone());
+            .map_or_else(|| r.voters.clone(), |c| c.recorded_voters.clone());
         *e = SimEtcd {
             incarnation: r.incarnation,
             voters,
@@ -585,6 +628,9 @@ impl World {
         for k in &ks {
             self.tick_cluster(*k, write, heartbeat);
         }
+        if now_of_view(now, self.last_view) {
+            self.last_view = now;
+        }
         let apply_one = now >= self.last_slow_apply + SLOW_APPLY_EVERY;
         if apply_one {
             self.last_slow_apply = now;
@@ -631,7 +677,7 @@ impl World {
     /// one entry per [`SLOW_APPLY_EVERY`] while applying is slow.
     fn apply(&mut self, apply_one: bool) {
         for i in 0..self.slots.len() {
-            if !self.runs(i, self.slots[i].etcd.incarnation) {
+            if !self.runs_member(i, self.slots[i].etcd.incarnation) {
                 continue;
             }
             let slow = self.slow_apply;
@@ -719,7 +765,8 @@ impl World {
             return;
         };
         let elected = c.leader != Some(l);
-        if !(write || heartbeat || elected) {
+        let view = now_of_view(self.now, self.last_view);
+        if !(write || heartbeat || elected || view) {
             return;
         }
         // The commit index followers learn with this message.
@@ -728,13 +775,16 @@ impl World {
         if write {
             last += 1;
         }
-        // The planner: certified-gone members out, joined instances in.
+        // The planner: certified-gone members out; an instance that joined
+        // is added as a learner (one at a time, as etcd allows), gets the
+        // leader's snapshot, and is promoted once it has been a learner for
+        // PROMOTE_AFTER — its promotion recorded in the store first.
         let mut voters = c.voters.clone();
-        voters.retain(|v| {
-            self.index
-                .get(v)
-                .is_some_and(|j| !self.slots[*j].terminated)
-        });
+        let mut learners = c.learners.clone();
+        let gone = |id: &InstanceId| self.index.get(id).is_none_or(|j| self.slots[*j].terminated);
+        voters.retain(|v| !gone(v));
+        learners.retain(|v, _| !gone(v));
+        let mut recorded_voters = c.recorded_voters.clone();
         for j in 0..self.slots.len() {
             let s = &self.slots[j];
             let joins = s.up
@@ -743,18 +793,36 @@ impl World {
                 && !s.etcd.frozen
                 && s.etcd.incarnation == k
                 && self.connected(l, j);
-            if !joins {
+            if !joins || voters.contains(&s.id) || learners.contains_key(&s.id) {
                 continue;
             }
-            if !voters.contains(&s.id) {
-                voters.push(s.id.clone());
+            if learners.is_empty() {
+                learners.insert(s.id.clone(), self.now);
             }
+        }
+        let ready: Option<InstanceId> = learners
+            .iter()
+            .find(|(id, since)| {
+                self.now >= **since + PROMOTE_AFTER
+                    && self.index.get(*id).is_some_and(|j| {
+                        let s = &self.slots[*j];
+                        s.up && !s.etcd.frozen && s.etcd.has_data && self.connected(l, *j)
+                    })
+            })
+            .map(|(id, _)| id.clone());
+        if let Some(p) = ready {
+            if !recorded_voters.contains(&p) {
+                recorded_voters.push(p.clone());
+                recorded_voters.sort();
+            }
+            learners.remove(&p);
+            voters.push(p);
         }
         voters.sort();
         let cid = c.cluster_id;
         for j in 0..self.slots.len() {
             let s = &self.slots[j];
-            let member = voters.contains(&s.id);
+            let member = voters.contains(&s.id) || learners.contains_key(&s.id);
             let reached =
                 s.up && !s.etcd.frozen && s.etcd.incarnation == k && member && self.connected(l, j);
             if !reached {
@@ -767,7 +835,9 @@ impl World {
                 e.commit_index = last;
             } else if !e.has_data {
                 // A joiner: the leader's snapshot, then its log.
-                *e = SimEtcd::at(cid, k, known, voters.clone());
+                let keep = (e.voters.clone(), e.learners.clone());
+                *e = SimEtcd::at(cid, k, known, keep.0);
+                e.learners = keep.1;
                 e.last_index = last;
             } else {
                 // Raft truncates a follower's uncommitted tail to the
@@ -775,7 +845,11 @@ impl World {
                 e.last_index = last;
                 e.commit_index = e.commit_index.max(known).min(last);
             }
-            e.voters = voters.clone();
+            // Its instance records the member list at its next pass.
+            if view {
+                e.voters = voters.clone();
+                e.learners = learners.keys().cloned().collect();
+            }
         }
         if elected {
             let text = format!(
@@ -788,6 +862,25 @@ impl World {
             c.leader = Some(l);
             c.commit = last;
             c.voters = voters;
+            c.learners = learners;
+            c.recorded_voters = recorded_voters;
+            // The leader's instance rewrites the record at its pass: the
+            // voters (and a promotion recorded first, while it is still a
+            // learner: `recovery::voters::covers`), the learners.
+            if view {
+                let learner_ids = c.learner_ids();
+                let mut rv: Vec<InstanceId> = c
+                    .recorded_voters
+                    .iter()
+                    .filter(|v| learner_ids.contains(v))
+                    .cloned()
+                    .collect();
+                rv.extend(c.voters.iter().cloned());
+                rv.sort();
+                rv.dedup();
+                c.recorded_voters = rv;
+                c.recorded_learners = learner_ids;
+            }
         }
     }
 
@@ -802,6 +895,12 @@ impl World {
     pub fn random(&mut self) -> u64 {
         self.rng.next_u64()
     }
+}
+
+/// Whether the membership views are refreshed at `now` (every
+/// [`VIEW_EVERY`] since `last`).
+fn now_of_view(now: Millis, last: Millis) -> bool {
+    now >= last + VIEW_EVERY
 }
 
 pub fn cluster_id(k: Incarnation) -> u64 {

@@ -921,6 +921,25 @@ impl Cluster {
         Some(v)
     }
 
+    /// The instance whose etcd leads (its own Status says so), if one
+    /// does.
+    pub fn leader(&self) -> Option<String> {
+        self.nodes
+            .values()
+            .filter(|n| n.process.is_some())
+            .find_map(|n| {
+                block_on(async {
+                    let mut c = client(&n.endpoint()).await?;
+                    let s = tokio::time::timeout(Duration::from_secs(2), c.status())
+                        .await
+                        .ok()?
+                        .ok()?;
+                    let me = s.header()?.member_id();
+                    (s.leader() != 0 && s.leader() == me).then(|| n.id.clone())
+                })
+            })
+    }
+
     /// Each started member's name and peer URLs, sorted by name.
     pub fn peer_urls(&self) -> Option<Vec<(String, Vec<String>)>> {
         let r = self.member_list()?;

@@ -14,6 +14,42 @@ pub enum Kind {
     /// Every disk was lost: the store holds records (and maybe a snapshot);
     /// the listing fails at first.
     WipedCluster,
+    /// Incarnation 3 was just seeded by a recovery and is loses its quorum
+    /// again in the aftermath: some of the joins are voters, one may still
+    /// be a learner, and the views of `V_3` lag behind each other — the
+    /// store's record and every member's state file stopped at some
+    /// promotion ([`Aftermath`]).
+    Aftermath,
+}
+
+/// Where in a recovery's aftermath the second loss strikes: the seeder
+/// (instance 0) and `promoted` joins (instances `1..=promoted`) are
+/// voters; instance `promoted + 1` is a learner holding data when
+/// `learner`; the rest joined the new incarnation but are not members yet
+/// (their data moved aside). Each view lists the seeder and a prefix of
+/// the promotions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Aftermath {
+    pub promoted: usize,
+    pub learner: bool,
+    /// Promotions the store's record lists (never fewer than `promoted`;
+    /// one more while a promotion recorded first has not happened yet).
+    pub record_promoted: usize,
+    /// The store's record lists the learner.
+    pub record_learner: bool,
+    /// Promotions each member's state file lists (instances `0..=promoted`,
+    /// then the learner's).
+    pub view_promoted: Vec<usize>,
+    /// The instances that joined but are not members yet hold a state
+    /// file of the new incarnation (else: none, a fresh start).
+    pub joiners_have_state: bool,
+}
+
+impl Aftermath {
+    /// The learner's instance index, if there is one.
+    pub fn learner_index(&self) -> Option<usize> {
+        self.learner.then_some(self.promoted + 1)
+    }
 }
 
 /// What happens to one member at the quorum loss.
@@ -59,6 +95,8 @@ pub struct Scenario {
     pub coordinator_crash: Option<Millis>,
     /// A decision (or a healed cluster) is expected.
     pub expect_live: bool,
+    /// [`Kind::Aftermath`]: where the second loss strikes.
+    pub aftermath: Option<Aftermath>,
 }
 
 pub const FAULTS_UNTIL: Millis = 120_000;
@@ -71,6 +109,15 @@ impl Scenario {
             0 => Kind::Bootstrap,
             1 => Kind::WipedCluster,
             _ => Kind::QuorumLoss,
+        };
+        // From a stream of its own (every other draw of a seed stays what
+        // it was before this kind existed): a third of the quorum-loss
+        // seeds strike in a recovery's aftermath instead.
+        let mut after = Rng::new(seed.wrapping_mul(7919).wrapping_add(29));
+        let kind = if kind == Kind::QuorumLoss && after.chance(333) {
+            Kind::Aftermath
+        } else {
+            kind
         };
         let base = 1_000;
         let commits: Vec<u64> = (0..nodes).map(|_| base + rng.below(6)).collect();
@@ -90,6 +137,7 @@ impl Scenario {
         let mut boot_at = vec![0; nodes];
         let mut accept_loss_after = None;
         let mut expect_live = true;
+        let mut aftermath = None;
         match kind {
             Kind::QuorumLoss => {
                 let quorum = nodes / 2 + 1;
@@ -122,6 +170,66 @@ impl Scenario {
                 outages.push((0, rng.range(10_000, 90_000)));
                 expect_live = snapshot.is_some();
             }
+            Kind::Aftermath => {
+                let promoted = after.below(nodes as u64) as usize;
+                let learner = promoted + 1 < nodes && after.chance(600);
+                // The store's record is never behind a promotion or a
+                // join (recovery::voters: a promotion is recorded before it
+                // takes effect, a learner records itself before its etcd
+                // starts); it may be ahead: a promotion recorded whose call
+                // has not happened yet.
+                let record_promoted = promoted + usize::from(learner && after.chance(300));
+                let record_learner = learner;
+                let holders = promoted + 1 + usize::from(learner);
+                let view_promoted = (0..holders)
+                    .map(|i| {
+                        let lo = i.saturating_sub(1).min(promoted);
+                        lo + after.below((promoted - lo) as u64 + 1) as usize
+                    })
+                    .collect();
+                // The loss: a majority of the voters, the seeder (the
+                // usual leader) among them in most seeds; the learner
+                // may go too.
+                let voters = promoted + 1;
+                let quorum = voters / 2 + 1;
+                let down = after.range((voters - quorum + 1) as u64, voters as u64) as usize;
+                let mut order: Vec<usize> = (0..voters).collect();
+                for i in (1..voters).rev() {
+                    let j = after.below(i as u64 + 1) as usize;
+                    order.swap(i, j);
+                }
+                if after.chance(700) {
+                    if let Some(p) = order.iter().position(|i| *i == 0) {
+                        order.swap(0, p);
+                    }
+                }
+                let fate = |after: &mut Rng| match after.below(100) {
+                    0..=59 => Fate::Wiped(after.range(2_000, 60_000)),
+                    60..=84 => Fate::Restarts(after.range(2_000, 150_000)),
+                    _ => Fate::Terminated(after.range(0, 60_000)),
+                };
+                for &i in order.iter().take(down) {
+                    fates[i] = fate(&mut after);
+                }
+                if learner && after.chance(400) {
+                    fates[promoted + 1] = fate(&mut after);
+                }
+                accept_loss_after = None;
+                // Live only if some holder of the data keeps its disk (or
+                // the store holds a snapshot of it): else the protocol
+                // pages a human, as it must.
+                let holder_survives =
+                    (0..holders).any(|i| matches!(fates[i], Fate::Stays | Fate::Restarts(_)));
+                expect_live = holder_survives || snapshot.is_some();
+                aftermath = Some(Aftermath {
+                    promoted,
+                    learner,
+                    record_promoted,
+                    record_learner,
+                    view_promoted,
+                    joiners_have_state: after.chance(700),
+                });
+            }
         }
         let coordinator_crash = rng.chance(300).then(|| rng.range(1_000, 60_000));
         // From a stream of its own, so every other choice of a seed stays
@@ -153,6 +261,7 @@ impl Scenario {
             accept_loss_after,
             coordinator_crash,
             expect_live,
+            aftermath,
         }
     }
 

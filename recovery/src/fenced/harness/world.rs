@@ -74,6 +74,8 @@ pub struct Node {
     pub next_wake: Option<Millis>,
     /// Gossip view of this instance: facts about the others.
     pub view: BTreeMap<InstanceId, PeerFact>,
+    /// The started learners its state file lists beside `V_n`.
+    pub learners: Vec<InstanceId>,
 }
 
 pub struct World {
@@ -86,8 +88,11 @@ pub struct World {
     events: BTreeMap<u64, Ev>,
     pub nodes: Vec<Node>,
     pub index: BTreeMap<InstanceId, usize>,
+    /// `V_n` of the old incarnation as it truly is (etcd's member list).
     pub voters: Vec<InstanceId>,
     pub records: BTreeMap<Incarnation, SeedRecord>,
+    /// The learners the store's record of the old incarnation lists.
+    pub record_learners: BTreeMap<Incarnation, Vec<InstanceId>>,
     pub snapshot: Option<SnapshotFacts>,
     /// The invariants (one set, shared with the turmoil simulation), with
     /// the seeds executed and the violations found.
@@ -114,11 +119,29 @@ impl World {
         let n = sc.nodes;
         let voters: Vec<InstanceId> = (0..n).map(|i| format!("i-{i:02}")).collect();
         let mut nodes = Vec::new();
-        let wiped = sc.kind != Kind::QuorumLoss;
+        let wiped = !matches!(sc.kind, Kind::QuorumLoss | Kind::Aftermath);
+        // The aftermath of a recovery: who votes, who learns, what each
+        // view lists (scenario.rs, `Aftermath`).
+        let after = sc.aftermath.clone();
+        let view = |promoted: usize| -> Vec<InstanceId> {
+            let mut v: Vec<InstanceId> = voters[..=promoted].to_vec();
+            v.sort();
+            v
+        };
+        let true_voters: Vec<InstanceId> = match &after {
+            Some(a) => view(a.promoted),
+            None => voters.clone(),
+        };
+        let learner_id = after
+            .as_ref()
+            .and_then(|a| a.learner_index())
+            .map(|i| voters[i].clone());
         for (i, id) in voters.iter().enumerate() {
-            let data = if wiped {
-                LocalData::empty()
-            } else {
+            let holds = match &after {
+                Some(a) => i <= a.promoted || a.learner_index() == Some(i),
+                None => !wiped,
+            };
+            let data = if holds {
                 LocalData {
                     cluster_id: Some(CLUSTER),
                     incarnation: OLD,
@@ -126,17 +149,35 @@ impl World {
                     applied_revision: sc.commits[i] * 2,
                     has_data: true,
                 }
-            };
-            let disk = if wiped {
-                None
             } else {
+                LocalData::empty()
+            };
+            let (state_voters, learners) = match &after {
+                Some(a) if holds => {
+                    let seen = a.view_promoted[i];
+                    // A view that saw every promotion sees the learner.
+                    let learners = learner_id
+                        .clone()
+                        .filter(|_| seen == a.promoted)
+                        .into_iter()
+                        .collect();
+                    (Some(view(seen)), learners)
+                }
+                // Joined the new incarnation, not a member yet: the record
+                // it read when it joined.
+                Some(a) if a.joiners_have_state => (Some(view(a.record_promoted)), Vec::new()),
+                Some(_) => (None, Vec::new()),
+                None if wiped => (None, Vec::new()),
+                None => (Some(voters.clone()), Vec::new()),
+            };
+            let disk = state_voters.and_then(|v| {
                 encode(&crate::fenced::PersistedState {
                     incarnation: OLD,
-                    voters: voters.clone(),
+                    voters: v,
                     ..Default::default()
                 })
                 .ok()
-            };
+            });
             nodes.push(Node {
                 id: id.clone(),
                 proto: None,
@@ -145,11 +186,12 @@ impl World {
                 life: 0,
                 terminated: false,
                 certified_gone: false,
-                wiped_ever: wiped,
-                voter: sc.kind != Kind::Bootstrap,
+                wiped_ever: !holds,
+                voter: sc.kind != Kind::Bootstrap && true_voters.contains(id),
                 present: true,
                 next_wake: None,
                 view: BTreeMap::new(),
+                learners,
             });
         }
         // Replacements for terminated members.
@@ -168,6 +210,7 @@ impl World {
                     present: false,
                     next_wake: None,
                     view: BTreeMap::new(),
+                    learners: Vec::new(),
                 });
             }
         }
@@ -188,10 +231,10 @@ impl World {
                             seeder: voters[0].clone(),
                         },
                         ballot: Ballot::new(0, ""),
-                        voters: if k == OLD {
-                            voters.clone()
-                        } else {
-                            vec![voters[0].clone()]
+                        voters: match (&after, k == OLD) {
+                            (Some(a), true) => view(a.record_promoted),
+                            (None, true) => voters.clone(),
+                            (_, false) => vec![voters[0].clone()],
                         },
                         token_suffix: k,
                         data_loss: false,
@@ -209,6 +252,13 @@ impl World {
                 revision: commit * 2,
             }),
         };
+        let record_learners: BTreeMap<Incarnation, Vec<InstanceId>> = match &after {
+            Some(a) if a.record_learner => learner_id
+                .clone()
+                .map(|l| BTreeMap::from([(OLD, vec![l])]))
+                .unwrap_or_default(),
+            _ => BTreeMap::new(),
+        };
         let mut w = World {
             rng: Rng::new(rng.next_u64()),
             sc,
@@ -219,8 +269,9 @@ impl World {
             events: BTreeMap::new(),
             nodes,
             index,
-            voters,
+            voters: true_voters,
             records,
+            record_learners,
             snapshot,
             inv: Invariants::default(),
             alerts: Vec::new(),
@@ -320,7 +371,8 @@ impl World {
     }
 
     pub fn old_has_leader(&self) -> bool {
-        self.sc.kind == Kind::QuorumLoss && self.runners(OLD) >= majority(self.voters.len())
+        matches!(self.sc.kind, Kind::QuorumLoss | Kind::Aftermath)
+            && self.runners(OLD) >= majority(self.voters.len())
     }
 
     pub fn decided(&self) -> bool {
@@ -369,7 +421,8 @@ impl World {
             );
             self.inv.violation(self.now, text);
         }
-        if self.sc.kind == Kind::WipedCluster
+        if !self.sc.expect_live
+            && matches!(self.sc.kind, Kind::WipedCluster | Kind::Aftermath)
             && self.snapshot.is_none()
             && !self.alerts.contains(&AlertKind::NoDataAnywhere)
             && self.inv.violations.is_empty()
@@ -495,6 +548,7 @@ impl World {
             return StoreFacts {
                 records: RecordListing::Failed("store outage".into()),
                 snapshots: SnapshotListing::Failed("store outage".into()),
+                learners: Default::default(),
             };
         }
         StoreFacts {
@@ -504,6 +558,7 @@ impl World {
             } else {
                 SnapshotListing::Complete(self.snapshot.clone())
             },
+            learners: self.record_learners.clone(),
         }
     }
 
@@ -608,6 +663,16 @@ impl World {
                     previous
                 },
                 last_heard: self.now,
+                voters: if n.data.has_data {
+                    p.state().voters.clone()
+                } else {
+                    Vec::new()
+                },
+                learners: if n.data.has_data {
+                    n.learners.clone()
+                } else {
+                    Vec::new()
+                },
             };
             let id = n.id.clone();
             self.nodes[i].view.insert(id, fact);
@@ -840,7 +905,7 @@ impl World {
         let mut best = self
             .nodes
             .iter()
-            .filter(|n| n.voter && n.data.has_data && n.data.incarnation == OLD)
+            .filter(|n| n.data.has_data && n.data.incarnation == OLD)
             .map(|n| (OLD, n.data.commit_index))
             .max()
             .unwrap_or((0, 0));
@@ -854,7 +919,7 @@ impl World {
     /// record exists.
     fn check_step(&mut self) {
         let newest = self.records.keys().max().copied().unwrap_or(OLD);
-        if self.sc.kind == Kind::QuorumLoss && self.old_has_leader() {
+        if matches!(self.sc.kind, Kind::QuorumLoss | Kind::Aftermath) && self.old_has_leader() {
             self.inv
                 .stale_leader(self.now, OLD, "a quorum of V_n", newest);
         }
@@ -898,8 +963,10 @@ impl World {
                 if bootstrap {
                     n.voter || n.present
                 } else {
-                    // Gone: terminated or its disk lost.
-                    n.voter && n.data.has_data && n.data.incarnation == OLD
+                    // Every holder of the old incarnation's data — voter
+                    // or learner — that is not gone (terminated or its
+                    // disk lost).
+                    n.data.has_data && n.data.incarnation == OLD
                 }
             })
             .map(|n| (n.id.clone(), n.data.clone()))
