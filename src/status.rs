@@ -187,6 +187,10 @@ pub struct SnapshotStatus {
     /// instance), absent before the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<crate::snapshot::verify::VerificationRecord>,
+    /// What is wrong with the verification record, when its times are
+    /// not believed (dated in the future: `recovery::restore_check`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification_problem: Option<String>,
 }
 
 impl InstanceStatus {

@@ -310,6 +310,13 @@ pub fn render(s: &InstanceStatus) -> String {
             ),
         );
     }
+    if let Some(problem) = s
+        .snapshots
+        .as_ref()
+        .and_then(|sn| sn.verification_problem.as_ref())
+    {
+        line("VERIFICATION RECORD", format!("dated in the future: {problem}"));
+    }
     if !s.gossip.is_empty() {
         let peers: Vec<String> = s
             .gossip

@@ -279,9 +279,14 @@ impl ClusterMetrics {
                 .set(snap.newest_taken_unix_ms.map_or(0, |ms| (ms / 1000) as i64));
             self.snapshot_store_alert.set(snap.alert.is_some() as i64);
             let v = snap.verification.as_ref();
+            // A success dated in the future is not counted: it would hide
+            // that none is recent.
             self.snapshot_last_verified.set(
-                v.and_then(|v| v.last_ok_unix_ms)
-                    .map_or(0, |ms| (ms / 1000) as i64),
+                recovery::restore_check::believed_last_ok(
+                    crate::wall_clock::unix_ms(),
+                    v.and_then(|v| v.last_ok_unix_ms),
+                )
+                .map_or(0, |ms| (ms / 1000) as i64),
             );
             self.snapshot_verification_failed
                 .set(v.is_some_and(|v| !v.ok) as i64);
