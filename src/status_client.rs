@@ -5,6 +5,7 @@
 //! `[api.tls]` and as the instance's address or DNS name.
 
 use crate::api_tls::ApiClientTls;
+use crate::printable::printable;
 use crate::status::InstanceStatus;
 use anyhow::Context;
 use http_body_util::{BodyExt, Empty};
@@ -132,6 +133,12 @@ pub fn render(s: &InstanceStatus) -> String {
     line("because", s.next.reason.clone());
     if let Some(p) = &s.paused {
         line("PAUSED", p.describe());
+    }
+    if let Some(why) = &s.paused_unreadable {
+        line("PAUSED", printable(why).into_owned());
+    }
+    if let Some(problem) = &s.pause_problem {
+        line("pause switch", printable(problem).into_owned());
     }
     if let Some(u) = &s.upgrade {
         line(
@@ -304,9 +311,10 @@ pub fn render(s: &InstanceStatus) -> String {
                 "{} at {} by {}: {} — {}",
                 if v.ok { "ok" } else { "FAILED" },
                 humantime::format_rfc3339_seconds(at),
-                v.instance,
-                v.snapshot,
-                v.detail
+                // The store's record: something else may have written it.
+                printable(&v.instance),
+                printable(&v.snapshot),
+                printable(&v.detail)
             ),
         );
     }
@@ -315,7 +323,10 @@ pub fn render(s: &InstanceStatus) -> String {
         .as_ref()
         .and_then(|sn| sn.verification_problem.as_ref())
     {
-        line("VERIFICATION RECORD", format!("dated in the future: {problem}"));
+        line(
+            "VERIFICATION RECORD",
+            format!("dated in the future: {problem}"),
+        );
     }
     if !s.gossip.is_empty() {
         let peers: Vec<String> = s

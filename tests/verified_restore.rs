@@ -173,19 +173,20 @@ fn a_record_dated_in_the_future_does_not_stop_verification() {
     // 2100-01-01: "verified restore ok at 2100-01-01", a day's interval.
     let future_ms: u64 = 4_102_444_800_000;
     let store = eco::store::dir::DirStore::new(c.store());
-    testkit::etcd::rt().block_on(eco::snapshot::verify::write_record(
-        &store,
-        "it",
-        &eco::snapshot::verify::VerificationRecord {
-            snapshot: "it/snapshots/i0000000001-r00000000000000000001-it-1-0.db".into(),
-            at_unix_ms: future_ms,
-            ok: true,
-            detail: "written by hand".into(),
-            instance: "elsewhere".into(),
-            last_ok_unix_ms: Some(future_ms),
-        },
-    ))
-    .expect("a record in the store");
+    testkit::etcd::rt()
+        .block_on(eco::snapshot::verify::write_record(
+            &store,
+            "it",
+            &eco::snapshot::verify::VerificationRecord {
+                snapshot: "it/snapshots/i0000000001-r00000000000000000001-it-1-0.db".into(),
+                at_unix_ms: future_ms,
+                ok: true,
+                detail: "written by hand".into(),
+                instance: "elsewhere".into(),
+                last_ok_unix_ms: Some(future_ms),
+            },
+        ))
+        .expect("a record in the store");
     c.add("eco-1", "127.0.99.2").unwrap();
     c.set_group(&["eco-1"]).unwrap();
     c.start("eco-1").unwrap();

@@ -238,9 +238,24 @@ mod tests {
                 Some(last("s2", now + CLOCK_SKEW_ALLOWANCE_MS + 1, true)),
                 true,
             ),
-            (DAY, Some("s2"), Some(last("s2", 4_102_444_800_000, true)), true),
-            (DAY, Some("s2"), Some(last("s2", 4_102_444_800_000, false)), true),
-            (0, Some("s2"), Some(last("s2", 4_102_444_800_000, true)), false),
+            (
+                DAY,
+                Some("s2"),
+                Some(last("s2", 4_102_444_800_000, true)),
+                true,
+            ),
+            (
+                DAY,
+                Some("s2"),
+                Some(last("s2", 4_102_444_800_000, false)),
+                true,
+            ),
+            (
+                0,
+                Some("s2"),
+                Some(last("s2", 4_102_444_800_000, true)),
+                false,
+            ),
         ];
         for (interval, newest, last, due) in table {
             assert_eq!(

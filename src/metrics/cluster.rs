@@ -217,7 +217,8 @@ impl ClusterMetrics {
                 .set((r == role) as i64);
         }
 
-        self.paused.set(s.paused.is_some() as i64);
+        self.paused
+            .set((s.paused.is_some() || s.paused_unreadable.is_some()) as i64);
         let upgrade = s.upgrade.as_ref().map_or("none", |u| u.state.as_str());
         for state in UPGRADE_STATES {
             self.upgrade

@@ -375,6 +375,32 @@ impl ObjectStore for DirStore {
         self.read_info(name).await
     }
 
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError> {
+        check_name(name)?;
+        // Records are read without an info file.
+        if is_record_name(name) {
+            return Ok(None);
+        }
+        let meta = self.meta_path(name);
+        match tokio::fs::symlink_metadata(&meta).await {
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(format!("info of {name}"))(e)),
+        }
+        let path = self.path(name);
+        match tokio::fs::metadata(&path).await {
+            Ok(m) if m.is_file() => Ok(Some(format!(
+                "{} ({} bytes) has no info file ({}); the directory store commits an object by its info file, so it is not read (a crash leftover, or a file put there by hand)",
+                path.display(),
+                m.len(),
+                meta.display()
+            ))),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(name)(e)),
+        }
+    }
+
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
         let names = self.walk(prefix).await?;
         let mut objects = Vec::new();

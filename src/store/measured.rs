@@ -85,6 +85,13 @@ impl ObjectStore for MeasuredStore {
         self.record("create_if_absent", since, result)
     }
 
+    /// Counted as a `head`: it is one (or a `stat`).
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let since = Instant::now();
+        let result = self.inner.uncommitted(name).await;
+        self.record("head", since, result)
+    }
+
     async fn check_at_start(&self) -> Result<ConditionalCreate, StoreError> {
         self.inner.check_at_start().await
     }

@@ -119,6 +119,13 @@ impl ObjectStore for MemoryStore {
         Ok(self.objects().get(name).map(|(info, _)| info.clone()))
     }
 
+    /// Every object here is committed.
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError> {
+        check_name(name)?;
+        self.check()?;
+        Ok(None)
+    }
+
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
         self.check()?;
         let objects = self.objects();

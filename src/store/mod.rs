@@ -133,6 +133,16 @@ pub trait ObjectStore: Send + Sync {
         content: &[u8],
     ) -> Result<CreateOutcome, StoreError>;
 
+    /// Why `name` is not an object although something of that name is in
+    /// the store, uncommitted (the directory store: a file without its
+    /// info file; S3: an object without eco's sha256 or its marker);
+    /// `None` when nothing is there or the object is committed. Such a
+    /// thing is never read or listed (a crash leftover, or put there by
+    /// something else); a caller that expects an object there asks, to
+    /// say so instead of silently finding nothing. Stores that cannot hold
+    /// one (memory) answer `None`.
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError>;
+
     /// Checks, once at start, that the store is usable and whether its
     /// conditional create is honoured. Stores whose conditional create
     /// cannot be ignored (directory, memory) answer `Honoured` without

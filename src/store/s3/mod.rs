@@ -291,6 +291,10 @@ impl ObjectStore for S3Store {
         read::list(self, prefix, after).await
     }
 
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError> {
+        read::uncommitted(self.conn.clone(), self.layout.locate(name)?).await
+    }
+
     /// The marker first: once it is gone, a multipart object is no longer
     /// an object of the store, whatever happens to the delete of its
     /// content (a leftover the sweep removes).

@@ -169,6 +169,33 @@ pub(super) async fn head(
     .await
 }
 
+/// Why the object is there but not committed by eco (no sha256 of eco's,
+/// or no marker naming its ETag); `None` when absent or committed.
+pub(super) async fn uncommitted(
+    conn: Arc<Conn>,
+    object: Located,
+) -> Result<Option<String>, StoreError> {
+    let Some(out) = conn.head_object(&object.key, "reading the info of").await? else {
+        return Ok(None);
+    };
+    let committed = info_of(
+        &conn,
+        &object,
+        out.content_length,
+        out.e_tag.as_deref(),
+        out.metadata.as_ref(),
+    )
+    .await?;
+    Ok(committed.is_none().then(|| {
+        format!(
+            "s3://{}/{} ({} bytes) has no sha256 of eco's or no commit marker: eco did not commit it, so it is not read (a crash leftover, or put there by another tool)",
+            conn.bucket,
+            object.key,
+            out.content_length.unwrap_or(0)
+        )
+    }))
+}
+
 pub(super) async fn list(
     store: &S3Store,
     prefix: &str,
