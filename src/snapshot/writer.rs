@@ -19,7 +19,7 @@ use crate::etcd::binaries::RunningBinaries;
 use crate::events::Event;
 use crate::metrics::snapshots::SnapshotMetrics;
 use crate::status::{InstanceStatus, SnapshotStatus};
-use crate::store::{ObjectInfo, ObjectStore, list_all};
+use crate::store::{ObjectInfo, ObjectStore};
 use crate::wall_clock::unix_ms;
 use recovery::restore_check::{self, Verdict, verification_due};
 use recovery::retention::{self, RetentionPolicy, SnapshotEntry};
@@ -117,11 +117,9 @@ fn taken_ms(o: &ObjectInfo) -> u64 {
 impl SnapshotWriter {
     /// The cluster's snapshots in the store (every page), oldest first.
     async fn snapshots(&self) -> Result<Vec<ObjectInfo>, crate::store::StoreError> {
-        let all = list_all(&*self.store, &SnapshotName::prefix(&self.cluster)).await?;
-        Ok(all
-            .into_iter()
-            .filter(|o| SnapshotName::parse(&o.name).is_some())
-            .collect())
+        Ok(super::listing::list(&*self.store, &self.cluster)
+            .await?
+            .snapshots)
     }
 
     /// Lists the store and records what it found in `s`; an empty listing

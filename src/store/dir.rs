@@ -31,8 +31,8 @@
 //! symlink loop is an error naming where, never an endless walk.
 
 use super::{
-    CreateOutcome, ListPage, ObjectInfo, ObjectReader, ObjectStore, StoreError, check_name,
-    is_record_name,
+    CreateOutcome, ListPage, NameFilter, ObjectInfo, ObjectReader, ObjectStore, StoreError,
+    check_name, is_record_name,
 };
 use crate::atomic_file::{TEMP_PREFIX, sync_dir};
 use sha2::{Digest, Sha256};
@@ -402,12 +402,21 @@ impl ObjectStore for DirStore {
     }
 
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
+        self.list_matching(prefix, after, &|_| true).await
+    }
+
+    async fn list_matching(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        wanted: &NameFilter,
+    ) -> Result<ListPage, StoreError> {
         let names = self.walk(prefix).await?;
         let mut objects = Vec::new();
         let mut last = None;
         for name in names
             .into_iter()
-            .filter(|n| after.is_none_or(|a| n.as_str() > a))
+            .filter(|n| after.is_none_or(|a| n.as_str() > a) && wanted(n))
         {
             if objects.len() == self.page_size {
                 return Ok(ListPage {

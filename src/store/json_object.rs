@@ -173,6 +173,14 @@ mod tests {
         async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
             self.inner.list(prefix, after).await
         }
+        async fn list_matching(
+            &self,
+            prefix: &str,
+            after: Option<&str>,
+            wanted: &crate::store::NameFilter,
+        ) -> Result<ListPage, StoreError> {
+            self.inner.list_matching(prefix, after, wanted).await
+        }
         async fn delete(&self, name: &str) -> Result<(), StoreError> {
             self.inner.delete(name).await
         }

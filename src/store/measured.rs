@@ -4,7 +4,8 @@
 //! the config chose in it, so every caller is measured alike.
 
 use super::{
-    ConditionalCreate, CreateOutcome, ListPage, ObjectInfo, ObjectReader, ObjectStore, StoreError,
+    ConditionalCreate, CreateOutcome, ListPage, NameFilter, ObjectInfo, ObjectReader, ObjectStore,
+    StoreError,
 };
 use crate::metrics::store::StoreMetrics;
 use std::collections::BTreeMap;
@@ -66,6 +67,17 @@ impl ObjectStore for MeasuredStore {
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
         let since = Instant::now();
         let result = self.inner.list(prefix, after).await;
+        self.record("list", since, result)
+    }
+
+    async fn list_matching(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        wanted: &NameFilter,
+    ) -> Result<ListPage, StoreError> {
+        let since = Instant::now();
+        let result = self.inner.list_matching(prefix, after, wanted).await;
         self.record("list", since, result)
     }
 

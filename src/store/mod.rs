@@ -123,6 +123,19 @@ pub trait ObjectStore: Send + Sync {
     /// One page of the objects whose name starts with `prefix`, in name order.
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError>;
 
+    /// [`list`](Self::list), keeping only the objects whose names `wanted`
+    /// accepts, and reading the info of no other: a store whose listing
+    /// reads each object's info with a request of its own (S3: a
+    /// `HeadObject`) makes none for names the caller would drop, so junk
+    /// under a prefix costs nothing. A page may hold fewer objects than
+    /// the page size (even none) while `next` says more follow.
+    async fn list_matching(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        wanted: &NameFilter,
+    ) -> Result<ListPage, StoreError>;
+
     /// Deletes an object; deleting a missing object is not an error.
     async fn delete(&self, name: &str) -> Result<(), StoreError>;
 
@@ -180,15 +193,30 @@ pub async fn from_config(config: &Config) -> Result<Option<Arc<dyn ObjectStore>>
     }
 }
 
+/// Which names a listing keeps ([`ObjectStore::list_matching`]).
+pub type NameFilter = dyn Fn(&str) -> bool + Send + Sync;
+
 /// Every object under `prefix`, following all pages.
 pub async fn list_all(
     store: &dyn ObjectStore,
     prefix: &str,
 ) -> Result<Vec<ObjectInfo>, StoreError> {
+    list_all_matching(store, prefix, &|_| true).await
+}
+
+/// Every object under `prefix` whose name `wanted` accepts, following all
+/// pages; no other object's info is read.
+pub async fn list_all_matching(
+    store: &dyn ObjectStore,
+    prefix: &str,
+    wanted: &NameFilter,
+) -> Result<Vec<ObjectInfo>, StoreError> {
     let mut all = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let page = store.list(prefix, after.as_deref()).await?;
+        let page = store
+            .list_matching(prefix, after.as_deref(), wanted)
+            .await?;
         all.extend(page.objects);
         match page.next {
             Some(next) => after = Some(next),
