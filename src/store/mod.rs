@@ -157,11 +157,12 @@ pub trait ObjectStore: Send + Sync {
     async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError>;
 
     /// Checks, once at start, that the store is usable and whether its
-    /// conditional create is honoured. Stores whose conditional create
-    /// cannot be ignored (directory, memory) answer `Honoured` without
-    /// I/O; the S3 store proves the bucket reachable and writable, writes
-    /// a probe object twice and makes bursts of concurrent creates (see
-    /// [`s3`]). An error means the store is unusable (missing bucket,
+    /// conditional create is honoured, and sweeps what interrupted writes
+    /// left a day ago. Stores whose conditional create cannot be ignored
+    /// (directory, memory) answer `Honoured` (the directory store after
+    /// its sweep of `.tmp-*` files); the S3 store proves the bucket
+    /// reachable and writable, writes a probe object twice, makes bursts
+    /// of concurrent creates and sweeps (see [`s3`]). An error means the store is unusable (missing bucket,
     /// access denied, unreachable endpoint), with the cause in its message.
     async fn check_at_start(&self) -> Result<ConditionalCreate, StoreError> {
         Ok(ConditionalCreate::Honoured)
