@@ -368,3 +368,57 @@ pub fn render(s: &InstanceStatus) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pause::Pause;
+    use crate::snapshot::verify::VerificationRecord;
+    use crate::status::{SnapshotStatus, example};
+
+    /// What the store holds is shown with control characters escaped, and
+    /// a verification record dated in the future is said to be.
+    #[test]
+    fn store_text_is_escaped_and_a_future_record_is_said() {
+        let mut s = example("eco-1", "it");
+        s.paused = Some(Pause {
+            by: "eve\u{1b}[2J".into(),
+            at_unix_ms: 1,
+            reason: "disk\nnext action    none".into(),
+        });
+        s.pause_problem = Some("odd\r\u{1b}[31m".into());
+        let future = 4_102_444_800_000;
+        let record = VerificationRecord {
+            snapshot: "it/snapshots/x.db".into(),
+            at_unix_ms: future,
+            ok: true,
+            detail: "ok\u{1b}]0;title\u{7}".into(),
+            instance: "elsewhere".into(),
+            last_ok_unix_ms: Some(future),
+        };
+        s.snapshots = Some(SnapshotStatus {
+            verification_problem: recovery::restore_check::record_in_future(
+                crate::wall_clock::unix_ms(),
+                record.at_unix_ms,
+                record.last_ok_unix_ms,
+            ),
+            verification: Some(record),
+            ..Default::default()
+        });
+        let text = render(&s);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(
+            !text.lines().any(|l| l.starts_with("next action    none")),
+            "a line injected: {text}"
+        );
+        assert!(text.contains("eve\\u{1b}[2J"), "{text}");
+        let future_line = text
+            .lines()
+            .find(|l| l.starts_with("VERIFICATION RECORD"))
+            .unwrap_or_else(|| panic!("the future record is not said: {text}"));
+        assert!(future_line.contains("in the future"), "{future_line}");
+    }
+}
