@@ -239,7 +239,7 @@ impl PauseView {
                 self.read = Some((now, Instant::now()));
             }
             if problem.is_some() && self.problem != problem {
-                tracing::warn!(error = %problem.as_deref().map(printable).unwrap_or_default(), "the pause switch");
+                tracing::warn!(error = %problem.as_deref().map(printable).unwrap_or_default(), "a problem with the pause switch (eco pause / eco resume)");
             }
             self.problem = problem;
         }

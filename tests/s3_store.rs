@@ -1066,3 +1066,53 @@ async fn junk_beside_the_snapshots_costs_no_head_requests() {
         "junk has no eco metadata: not an object of the store"
     );
 }
+
+/// A pause object put in the bucket by another tool (no eco metadata) is
+/// not an object of the store, and reading it says so instead of finding
+/// nothing; `eco resume`'s clear removes it. One too large is refused
+/// unread.
+#[tokio::test]
+async fn a_pause_object_eco_did_not_commit_is_said_and_removed() {
+    let server = S3Server::start(Kind::Moto);
+    create_bucket(&server, BUCKET).await;
+    let store = store_on(&server, "eco", "").await;
+    let name = eco::pause::object_name(CLUSTER);
+    raw(&server)
+        .put_object()
+        .bucket(BUCKET)
+        .key(format!("eco/{name}"))
+        .body(ByteStream::from_static(
+            br#"{"by":"ann","at_unix_ms":1,"reason":"aws s3 cp"}"#,
+        ))
+        .send()
+        .await
+        .unwrap();
+    let e = eco::pause::read(&store, CLUSTER).await.unwrap_err();
+    assert!(
+        matches!(e, eco::pause::PauseError::Uncommitted { .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains(&name), "{e}");
+    assert!(matches!(
+        eco::pause::clear(&store, CLUSTER).await.unwrap(),
+        eco::pause::Cleared::Removed(_)
+    ));
+    assert!(
+        raw_keys(&server, "eco/")
+            .await
+            .iter()
+            .all(|k| !k.ends_with("pause.json"))
+    );
+    // Committed by eco but too large: refused unread, naming it.
+    let mut big = vec![b' '; 1 << 20];
+    big[..2].copy_from_slice(b"{}");
+    store
+        .put(&name, &mut &big[..], BTreeMap::new())
+        .await
+        .unwrap();
+    let e = eco::pause::read(&store, CLUSTER)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&name) && e.contains("more than"), "{e}");
+}
