@@ -79,7 +79,7 @@ impl ClusterMetrics {
     pub(super) fn register(&self, registry: &mut Registry) {
         registry.register(
             "paused",
-            "1 while a human has paused eco cluster-wide (eco pause): no membership or recovery action",
+            "1 while a human has paused eco cluster-wide (eco pause, or a pause object eco cannot read): no membership or recovery action",
             self.paused.clone(),
         );
         registry.register(
@@ -169,7 +169,7 @@ impl ClusterMetrics {
         );
         registry.register(
             "snapshot_last_verified_timestamp_seconds",
-            "When a stored snapshot last restored and matched its record (the store's verification record, the verifying machine's clock), in seconds since the epoch; 0 before the first",
+            "When a stored snapshot last restored and matched its record (the store's verification record, the verifying machine's clock), in seconds since the epoch; 0 before the first, or when the record's time is in the future",
             self.snapshot_last_verified.clone(),
         );
         registry.register(
