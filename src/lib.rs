@@ -55,6 +55,7 @@ pub mod metrics;
 pub mod pause;
 pub mod pki;
 pub mod preflight;
+pub mod printable;
 pub mod provider;
 pub mod quorum_loss;
 pub mod record;

@@ -381,7 +381,9 @@ fn snapshot(command: SnapshotCommand) -> ExitCode {
             one_shot(async move {
                 let list = eco::commands::snapshot::list(&config).await?;
                 if json {
-                    Ok(serde_json::to_string_pretty(&list)?)
+                    // The objects that are not this cluster's, on stderr.
+                    eprint!("{}", eco::commands::snapshot::foreign(&list));
+                    Ok(serde_json::to_string_pretty(&list.snapshots)?)
                 } else {
                     Ok(eco::commands::snapshot::render(&list))
                 }

@@ -57,6 +57,14 @@ pub struct InstanceStatus {
     /// A human paused eco cluster-wide (`eco pause`): who, when, why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<crate::pause::Pause>,
+    /// The pause object is there but cannot be read: the instance treats
+    /// the cluster as paused, and this says why (`eco resume` removes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_unreadable: Option<String>,
+    /// What is wrong with the pause object (unreadable, not committed by
+    /// the store, or the store does not answer), when something is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_problem: Option<String>,
     /// A rolling etcd upgrade as this instance sees it: absent while its
     /// member runs the version of the binary its config names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -187,6 +195,10 @@ pub struct SnapshotStatus {
     /// instance), absent before the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<crate::snapshot::verify::VerificationRecord>,
+    /// What is wrong with the verification record, when its times are
+    /// not believed (dated in the future: `recovery::restore_check`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification_problem: Option<String>,
 }
 
 impl InstanceStatus {
@@ -241,6 +253,8 @@ pub(crate) fn example(id: &str, cluster: &str) -> InstanceStatus {
         gossip: Vec::new(),
         members: Vec::new(),
         paused: None,
+        paused_unreadable: None,
+        pause_problem: None,
         upgrade: None,
         recovery: None,
         auth: None,

@@ -5,6 +5,7 @@
 //! `[api.tls]` and as the instance's address or DNS name.
 
 use crate::api_tls::ApiClientTls;
+use crate::printable::printable;
 use crate::status::InstanceStatus;
 use anyhow::Context;
 use http_body_util::{BodyExt, Empty};
@@ -132,6 +133,12 @@ pub fn render(s: &InstanceStatus) -> String {
     line("because", s.next.reason.clone());
     if let Some(p) = &s.paused {
         line("PAUSED", p.describe());
+    }
+    if let Some(why) = &s.paused_unreadable {
+        line("PAUSED", printable(why).into_owned());
+    }
+    if let Some(problem) = &s.pause_problem {
+        line("pause switch", printable(problem).into_owned());
     }
     if let Some(u) = &s.upgrade {
         line(
@@ -304,10 +311,21 @@ pub fn render(s: &InstanceStatus) -> String {
                 "{} at {} by {}: {} — {}",
                 if v.ok { "ok" } else { "FAILED" },
                 humantime::format_rfc3339_seconds(at),
-                v.instance,
-                v.snapshot,
-                v.detail
+                // The store's record: something else may have written it.
+                printable(&v.instance),
+                printable(&v.snapshot),
+                printable(&v.detail)
             ),
+        );
+    }
+    if let Some(problem) = s
+        .snapshots
+        .as_ref()
+        .and_then(|sn| sn.verification_problem.as_ref())
+    {
+        line(
+            "VERIFICATION RECORD",
+            format!("dated in the future: {problem}"),
         );
     }
     if !s.gossip.is_empty() {
@@ -349,4 +367,58 @@ pub fn render(s: &InstanceStatus) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pause::Pause;
+    use crate::snapshot::verify::VerificationRecord;
+    use crate::status::{SnapshotStatus, example};
+
+    /// What the store holds is shown with control characters escaped, and
+    /// a verification record dated in the future is said to be.
+    #[test]
+    fn store_text_is_escaped_and_a_future_record_is_said() {
+        let mut s = example("eco-1", "it");
+        s.paused = Some(Pause {
+            by: "eve\u{1b}[2J".into(),
+            at_unix_ms: 1,
+            reason: "disk\nnext action    none".into(),
+        });
+        s.pause_problem = Some("odd\r\u{1b}[31m".into());
+        let future = 4_102_444_800_000;
+        let record = VerificationRecord {
+            snapshot: "it/snapshots/x.db".into(),
+            at_unix_ms: future,
+            ok: true,
+            detail: "ok\u{1b}]0;title\u{7}".into(),
+            instance: "elsewhere".into(),
+            last_ok_unix_ms: Some(future),
+        };
+        s.snapshots = Some(SnapshotStatus {
+            verification_problem: recovery::restore_check::record_in_future(
+                crate::wall_clock::unix_ms(),
+                record.at_unix_ms,
+                record.last_ok_unix_ms,
+            ),
+            verification: Some(record),
+            ..Default::default()
+        });
+        let text = render(&s);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(
+            !text.lines().any(|l| l.starts_with("next action    none")),
+            "a line injected: {text}"
+        );
+        assert!(text.contains("eve\\u{1b}[2J"), "{text}");
+        let future_line = text
+            .lines()
+            .find(|l| l.starts_with("VERIFICATION RECORD"))
+            .unwrap_or_else(|| panic!("the future record is not said: {text}"));
+        assert!(future_line.contains("in the future"), "{future_line}");
+    }
 }

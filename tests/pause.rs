@@ -3,6 +3,11 @@
 //! `/status`, `eco_paused 1`); while paused, an instance removed from the
 //! group keeps its member and etcd is still supervised (a killed etcd is
 //! restarted); `eco resume` lets the leader remove the departed member.
+//! Then the bad inputs: `--by`/`--reason` with control characters or too
+//! long are refused; a corrupt or oversized pause object is treated as a
+//! pause (said in `/status` and `eco status`), replaced by `eco pause` and
+//! removed by `eco resume`; a `pause.json` the directory store did not
+//! commit (no info file) is no pause, but `/status` says so.
 
 use std::process::Command;
 use std::time::Duration;
@@ -108,4 +113,123 @@ fn paused_instances_take_no_membership_action_until_resumed() {
         assert!(log.contains("event=\"maintenance.paused\""), "{id}");
         assert!(log.contains("event=\"maintenance.resumed\""), "{id}");
     }
+    bad_pause_input_and_objects(&c, &config);
+}
+
+fn bad_pause_input_and_objects(c: &Cluster, config: &str) {
+    // Terminal escapes, line injection, unbounded text: refused.
+    for (by, reason, named) in [
+        ("ann", "disk\nmaintenance.resumed", "--reason"),
+        ("ann\u{1b}[2J", "disk", "--by"),
+        (
+            "ann",
+            &"x".repeat(eco::pause::MAX_REASON + 1) as &str,
+            "--reason",
+        ),
+    ] {
+        let (ok, said) = eco(&["pause", "--config", config, "--by", by, "--reason", reason]);
+        assert!(!ok && said.contains(named), "{said}");
+    }
+    let (_, said) = eco(&["resume", "--config", config]);
+    assert!(
+        said.contains("was not paused"),
+        "nothing was written: {said}"
+    );
+
+    // A corrupt pause object, then one too large: paused, said so.
+    let store = eco::store::dir::DirStore::new(c.store());
+    let name = eco::pause::object_name("it");
+    let put = |content: &[u8]| {
+        use eco::store::ObjectStore;
+        testkit::etcd::rt()
+            .block_on(store.put(&name, &mut &content[..], Default::default()))
+            .expect("put");
+    };
+    let unreadable_seen = |id: &str| {
+        wait_until(Duration::from_secs(20), || {
+            let s = status(c, id)?;
+            (s["phase"] == "paused" && s["paused_unreadable"].is_string()).then_some(s)
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{id} not paused by an unreadable object:\n{}",
+                c.log_tail(id, 30)
+            )
+        })
+    };
+    put(b"{\"by\": \"ann\", \"reas");
+    let s = unreadable_seen("eco-1");
+    assert!(
+        s["paused_unreadable"]
+            .as_str()
+            .unwrap()
+            .contains("pause.json"),
+        "{s}"
+    );
+    let (ok, said) = eco(&["status", "--config", config]);
+    assert!(ok && said.contains("treated as paused"), "{said}");
+    let (ok, said) = eco(&[
+        "pause",
+        "--config",
+        config,
+        "--by",
+        "bob",
+        "--reason",
+        "fixing it",
+    ]);
+    assert!(
+        ok && said.contains("it replaces") && said.contains("unreadable"),
+        "{said}"
+    );
+    wait_until(Duration::from_secs(20), || {
+        let s = status(c, "eco-2")?;
+        (s["paused"]["by"] == "bob").then_some(())
+    })
+    .expect("the replacing pause is read");
+    let mut big = vec![b' '; 1 << 20];
+    big[..2].copy_from_slice(b"{}");
+    put(&big);
+    let s = unreadable_seen("eco-3");
+    assert!(
+        s["paused_unreadable"]
+            .as_str()
+            .unwrap()
+            .contains("more than"),
+        "{s}"
+    );
+    let (ok, said) = eco(&["resume", "--config", config]);
+    assert!(
+        ok && said.contains("removed") && said.contains("pause.json"),
+        "{said}"
+    );
+    for id in ["eco-1", "eco-2"] {
+        wait_until(Duration::from_secs(20), || {
+            let s = status(c, id)?;
+            (s["phase"] != "paused" && s["paused_unreadable"].is_null()).then_some(())
+        })
+        .unwrap_or_else(|| panic!("{id} still paused:\n{}", c.log_tail(id, 30)));
+    }
+
+    // A pause.json without its info file: no pause, but said.
+    std::fs::write(
+        c.store().join(&name),
+        br#"{"by":"ann","at_unix_ms":1,"reason":"copied by hand"}"#,
+    )
+    .unwrap();
+    let s = wait_until(Duration::from_secs(20), || {
+        let s = status(c, "eco-1")?;
+        s["pause_problem"].is_string().then_some(s)
+    })
+    .unwrap_or_else(|| panic!("not said:\n{}", c.log_tail("eco-1", 30)));
+    assert!(
+        s["pause_problem"]
+            .as_str()
+            .unwrap()
+            .contains("no info file"),
+        "{s}"
+    );
+    assert_ne!(s["phase"], "paused", "{s}");
+    let (ok, said) = eco(&["resume", "--config", config]);
+    assert!(ok && said.contains("removed"), "{said}");
+    assert!(!c.store().join(&name).exists());
 }

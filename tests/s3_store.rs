@@ -971,3 +971,148 @@ fn eco_refuses_quorum_loss_recovery_on_an_endpoint_that_overwrites() {
         eco.log()
     );
 }
+
+/// `HeadObject` requests for keys under `prefix` in the server's request
+/// log (moto logs each request it serves).
+fn heads_logged(server: &S3Server, key_prefix: &str) -> usize {
+    let path = format!("\"HEAD /{BUCKET}/{key_prefix}");
+    server.log().lines().filter(|l| l.contains(&path)).count()
+}
+
+/// Junk beside the snapshots (10,000 keys made a listing take 75 s, one
+/// `HeadObject` each): a snapshot listing reads the info of snapshot names
+/// only, whatever else is under the prefix, and a snapshot whose metadata
+/// names another cluster is reported, not listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn junk_beside_the_snapshots_costs_no_head_requests() {
+    let server = S3Server::start(Kind::Moto);
+    create_bucket(&server, BUCKET).await;
+    let store = store_on(&server, "eco", "").await.with_tuning(|t| {
+        t.page_size = Some(100);
+    });
+    let client = raw(&server);
+    let own = |incarnation: u64, token: &str| {
+        BTreeMap::from([
+            ("cluster".to_string(), CLUSTER.to_string()),
+            ("incarnation".to_string(), incarnation.to_string()),
+            ("token".to_string(), token.to_string()),
+        ])
+    };
+    let snapshot = |incarnation: u64, revision: u64, token: &str| {
+        format!("{CLUSTER}/snapshots/i{incarnation:010}-r{revision:020}-{token}.db")
+    };
+    let names = [snapshot(1, 5, "c-1-aa"), snapshot(1, 9, "c-1-aa")];
+    for name in &names {
+        store
+            .put(name, &mut &b"db"[..], own(1, "c-1-aa"))
+            .await
+            .unwrap();
+    }
+    // Another cluster's snapshot, renamed into this one's folder.
+    let foreign = snapshot(3, 1, "c-3-bb");
+    store
+        .put(&foreign, &mut &b"db"[..], {
+            let mut m = own(7, "prod-7-ff");
+            m.insert("cluster".into(), "prod".into());
+            m
+        })
+        .await
+        .unwrap();
+    let junk = 500;
+    let mut planted = tokio::task::JoinSet::new();
+    for i in 0..junk {
+        let client = client.clone();
+        planted.spawn(async move {
+            client
+                .put_object()
+                .bucket(BUCKET)
+                .key(format!("eco/{CLUSTER}/snapshots/junk-{i:05}.bin"))
+                .body(ByteStream::from_static(b"junk"))
+                .send()
+                .await
+                .unwrap();
+        });
+        while planted.len() >= 16 {
+            planted.join_next().await.unwrap().unwrap();
+        }
+    }
+    while let Some(done) = planted.join_next().await {
+        done.unwrap();
+    }
+    let key_prefix = format!("eco/{CLUSTER}/snapshots/");
+    let before = heads_logged(&server, &key_prefix);
+    let listing = eco::snapshot::listing::list(&store, CLUSTER).await.unwrap();
+    let listed: Vec<&str> = listing.snapshots.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(listed, names.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(listing.foreign.len(), 1, "{:?}", listing.foreign);
+    assert_eq!(listing.foreign[0].name, foreign);
+    assert!(
+        listing.foreign[0].why.contains("prod"),
+        "{:?}",
+        listing.foreign
+    );
+    let heads = heads_logged(&server, &key_prefix) - before;
+    assert_eq!(
+        heads, 3,
+        "one HeadObject per snapshot name, none for {junk} junk keys"
+    );
+    // Every object is still listed by a plain listing (nothing is lost).
+    assert_eq!(
+        list_all(&store, &format!("{CLUSTER}/snapshots/"))
+            .await
+            .unwrap()
+            .len(),
+        3,
+        "junk has no eco metadata: not an object of the store"
+    );
+}
+
+/// A pause object put in the bucket by another tool (no eco metadata) is
+/// not an object of the store, and reading it says so instead of finding
+/// nothing; `eco resume`'s clear removes it. One too large is refused
+/// unread.
+#[tokio::test]
+async fn a_pause_object_eco_did_not_commit_is_said_and_removed() {
+    let server = S3Server::start(Kind::Moto);
+    create_bucket(&server, BUCKET).await;
+    let store = store_on(&server, "eco", "").await;
+    let name = eco::pause::object_name(CLUSTER);
+    raw(&server)
+        .put_object()
+        .bucket(BUCKET)
+        .key(format!("eco/{name}"))
+        .body(ByteStream::from_static(
+            br#"{"by":"ann","at_unix_ms":1,"reason":"aws s3 cp"}"#,
+        ))
+        .send()
+        .await
+        .unwrap();
+    let e = eco::pause::read(&store, CLUSTER).await.unwrap_err();
+    assert!(
+        matches!(e, eco::pause::PauseError::Uncommitted { .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains(&name), "{e}");
+    assert!(matches!(
+        eco::pause::clear(&store, CLUSTER).await.unwrap(),
+        eco::pause::Cleared::Removed(_)
+    ));
+    assert!(
+        raw_keys(&server, "eco/")
+            .await
+            .iter()
+            .all(|k| !k.ends_with("pause.json"))
+    );
+    // Committed by eco but too large: refused unread, naming it.
+    let mut big = vec![b' '; 1 << 20];
+    big[..2].copy_from_slice(b"{}");
+    store
+        .put(&name, &mut &big[..], BTreeMap::new())
+        .await
+        .unwrap();
+    let e = eco::pause::read(&store, CLUSTER)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&name) && e.contains("more than"), "{e}");
+}

@@ -494,6 +494,34 @@ fn an_odd_store_is_read_as_it_is_and_a_failing_listing_is_never_empty() {
     leftover.set_len(1 << 30).unwrap();
     std::fs::write(elsewhere.join("snapshots/junk.db"), b"x").unwrap();
     std::fs::write(elsewhere.join("snapshots/.junk.db.meta.json"), b"{junk").unwrap();
+    // Named as a snapshot, with junk info: skipped, and named in the log
+    // (junk.db is not even read: a snapshot listing reads snapshot names).
+    let junk = "i0000000001-r00000000000000000000-junk.db";
+    std::fs::write(elsewhere.join("snapshots").join(junk), b"x").unwrap();
+    std::fs::write(
+        elsewhere
+            .join("snapshots")
+            .join(format!(".{junk}.meta.json")),
+        b"{junk",
+    )
+    .unwrap();
+    // Another cluster's snapshot renamed in, its info naming its cluster:
+    // never listed, used or deleted by retention; named by the listing.
+    let foreign = "i0000000009-r00000000000000000001-prod-7-ff.db";
+    std::fs::write(elsewhere.join("snapshots").join(foreign), b"x").unwrap();
+    std::fs::write(
+        elsewhere
+            .join("snapshots")
+            .join(format!(".{foreign}.meta.json")),
+        serde_json::json!({
+            "name": format!("it/snapshots/{foreign}"),
+            "size": 1,
+            "sha256": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881",
+            "metadata": {"cluster": "prod", "incarnation": "7", "token": "prod-7-ff"},
+        })
+        .to_string(),
+    )
+    .unwrap();
     i.configure(|c| {
         c.snapshot_interval(Duration::from_secs(10))
             .retention(1, 0, 0)
@@ -537,7 +565,17 @@ fn an_odd_store_is_read_as_it_is_and_a_failing_listing_is_never_empty() {
             ),
         "the snapshot is on the other volume"
     );
-    assert!(i.log().contains("junk.db"), "the junk info is named once");
+    assert!(i.log().contains(junk), "the junk info is named once");
+    assert!(
+        elsewhere.join("snapshots").join(foreign).exists(),
+        "another cluster's snapshot is not deleted by retention"
+    );
+    let (code, out, _) = i.eco(&["snapshot", "list", "--config", &cfg]);
+    assert!(
+        code == 0 && out.contains("not this cluster's") && out.contains(foreign),
+        "{out}"
+    );
+    assert!(i.log().contains(foreign), "the daemon names it");
     // A symlink loop: the listing fails, naming why — never "no snapshot".
     std::os::unix::fs::symlink(&elsewhere, elsewhere.join("snapshots/loop")).unwrap();
     let (code, out, err) = i.eco(&["snapshot", "list", "--config", &cfg]);

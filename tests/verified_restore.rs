@@ -154,3 +154,72 @@ fn the_newest_snapshot_is_restored_and_checked_and_a_bad_one_is_reported() {
     assert!(left.is_empty(), "left behind: {left:?}");
     let _ = c.stop("eco-1", libc::SIGTERM);
 }
+
+/// A verification record dated in the future (a wrong clock, or written
+/// by hand) counts as no recent verification: the newest snapshot is
+/// verified anyway and the record replaced, and its future success is not
+/// reported as the last one.
+#[test]
+fn a_record_dated_in_the_future_does_not_stop_verification() {
+    let base = Options::integration(eco_bin!());
+    let mut c = Cluster::new(Options {
+        config: base
+            .config
+            .clone()
+            .snapshot_verify_interval(Duration::from_secs(3600)),
+        ..base
+    })
+    .expect("cluster");
+    // 2100-01-01: "verified restore ok at 2100-01-01", a day's interval.
+    let future_ms: u64 = 4_102_444_800_000;
+    let store = eco::store::dir::DirStore::new(c.store());
+    testkit::etcd::rt()
+        .block_on(eco::snapshot::verify::write_record(
+            &store,
+            "it",
+            &eco::snapshot::verify::VerificationRecord {
+                snapshot: "it/snapshots/i0000000001-r00000000000000000001-it-1-0.db".into(),
+                at_unix_ms: future_ms,
+                ok: true,
+                detail: "written by hand".into(),
+                instance: "elsewhere".into(),
+                last_ok_unix_ms: Some(future_ms),
+            },
+        ))
+        .expect("a record in the store");
+    c.add("eco-1", "127.0.99.2").unwrap();
+    c.set_group(&["eco-1"]).unwrap();
+    c.start("eco-1").unwrap();
+    c.wait_voters(&["eco-1"], Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("no cluster\n{}", c.log_tail("eco-1", 40)));
+    let verified = wait_until(Duration::from_secs(60), || {
+        let r = record(&c.store())?;
+        (r["at_unix_ms"].as_u64()? < future_ms).then_some(r)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the future record stopped verification\n{}",
+            c.log_tail("eco-1", 40)
+        )
+    });
+    assert_eq!(verified["ok"], true, "{verified}");
+    let log = c.nodes["eco-1"].log();
+    assert!(
+        log.contains("ahead of this clock"),
+        "the reason names the future record:\n{}",
+        c.log_tail("eco-1", 40)
+    );
+    let api = c.nodes["eco-1"].api();
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as f64;
+    let last = wait_until(Duration::from_secs(70), || {
+        let m = get(&api, "/metrics")?;
+        let v = metric(&m, "eco_snapshot_last_verified_timestamp_seconds")?;
+        (v > 0.0).then_some(v)
+    })
+    .expect("eco_snapshot_last_verified_timestamp_seconds stays 0");
+    assert!(last <= now_s + 600.0, "a future success reported: {last}");
+    let _ = c.stop("eco-1", libc::SIGTERM);
+}

@@ -27,9 +27,50 @@ pub struct LastVerification {
     pub ok: bool,
 }
 
+/// How far ahead of this machine's clock a record's time may be and still
+/// be believed: two machines' clocks differ a little.
+pub const CLOCK_SKEW_ALLOWANCE_MS: u64 = 5 * 60 * 1000;
+
+/// How far `at_unix_ms` is ahead of `now_unix_ms`, when it is further than
+/// [`CLOCK_SKEW_ALLOWANCE_MS`]: a time in the future, which is not believed
+/// (a record written by a machine whose clock was wrong, or by hand). `None`
+/// for a believable time.
+pub fn ahead_of_clock(now_unix_ms: u64, at_unix_ms: u64) -> Option<u64> {
+    let ahead = at_unix_ms.saturating_sub(now_unix_ms);
+    (ahead > CLOCK_SKEW_ALLOWANCE_MS).then_some(ahead)
+}
+
+/// The last success a record claims, when believable: a time in the future
+/// is no success to count (it would hide that none is recent).
+pub fn believed_last_ok(now_unix_ms: u64, last_ok_unix_ms: Option<u64>) -> Option<u64> {
+    last_ok_unix_ms.filter(|at| ahead_of_clock(now_unix_ms, *at).is_none())
+}
+
+/// What is wrong with the times of a verification record, for humans;
+/// `None` when they are believable.
+pub fn record_in_future(
+    now_unix_ms: u64,
+    at_unix_ms: u64,
+    last_ok_unix_ms: Option<u64>,
+) -> Option<String> {
+    let what = |ahead: u64, which: &str| {
+        format!(
+            "{which} is {} s ahead of this machine's clock: not believed (a wrong clock, or a record not written by eco); a verification is due",
+            ahead / 1000
+        )
+    };
+    if let Some(ahead) = ahead_of_clock(now_unix_ms, at_unix_ms) {
+        return Some(what(ahead, "the record's time"));
+    }
+    last_ok_unix_ms
+        .and_then(|at| ahead_of_clock(now_unix_ms, at))
+        .map(|ahead| what(ahead, "its last success's time"))
+}
+
 /// Why a verification is due now, if one is: the newest snapshot was never
-/// verified, the last one failed and a newer snapshot exists, or the last
-/// one is `interval_ms` old. `interval_ms == 0`: never.
+/// verified, the last record's time is in the future (not believed, see
+/// [`ahead_of_clock`]), the last one failed and a newer snapshot exists,
+/// or the last one is `interval_ms` old. `interval_ms == 0`: never.
 pub fn verification_due(
     now_unix_ms: u64,
     interval_ms: u64,
@@ -43,6 +84,12 @@ pub fn verification_due(
     let Some(last) = last else {
         return Some("no snapshot of this cluster was verified yet".into());
     };
+    if let Some(ahead) = ahead_of_clock(now_unix_ms, last.at_unix_ms) {
+        return Some(format!(
+            "the last verification's record is dated {} s ahead of this clock: its time is not believed",
+            ahead / 1000
+        ));
+    }
     if !last.ok && last.snapshot != newest {
         return Some(format!(
             "the last verification ({}) failed; a newer snapshot is stored",
@@ -175,8 +222,40 @@ mod tests {
             (DAY, Some("s2"), Some(last("s1", now - 1, true)), false),
             (DAY, Some("s2"), Some(last("s1", now - 1, false)), true),
             (DAY, Some("s2"), Some(last("s2", now - 1, false)), false),
-            // A clock behind the record's: not due before the interval.
+            // A clock a little behind the record's: not due before the interval.
             (DAY, Some("s2"), Some(last("s2", now + 5, true)), false),
+            (
+                DAY,
+                Some("s2"),
+                Some(last("s2", now + CLOCK_SKEW_ALLOWANCE_MS, true)),
+                false,
+            ),
+            // A record dated in the future (beyond the allowance) is not
+            // believed: due, ok or failed, whatever the interval.
+            (
+                DAY,
+                Some("s2"),
+                Some(last("s2", now + CLOCK_SKEW_ALLOWANCE_MS + 1, true)),
+                true,
+            ),
+            (
+                DAY,
+                Some("s2"),
+                Some(last("s2", 4_102_444_800_000, true)),
+                true,
+            ),
+            (
+                DAY,
+                Some("s2"),
+                Some(last("s2", 4_102_444_800_000, false)),
+                true,
+            ),
+            (
+                0,
+                Some("s2"),
+                Some(last("s2", 4_102_444_800_000, true)),
+                false,
+            ),
         ];
         for (interval, newest, last, due) in table {
             assert_eq!(
@@ -184,6 +263,29 @@ mod tests {
                 *due,
                 "{interval} {newest:?} {last:?}"
             );
+        }
+    }
+
+    #[test]
+    fn which_record_times_are_believed() {
+        let now = 10 * DAY;
+        let future = now + CLOCK_SKEW_ALLOWANCE_MS + 1;
+        let table: &[(u64, Option<u64>, bool, Option<u64>)] = &[
+            // (at, last ok, believed, last ok counted)
+            (now - DAY, Some(now - DAY), true, Some(now - DAY)),
+            (now + 1000, Some(now + 1000), true, Some(now + 1000)),
+            (now + CLOCK_SKEW_ALLOWANCE_MS, None, true, None),
+            (future, Some(future), false, None),
+            (now - 1, Some(future), false, None),
+            (4_102_444_800_000, Some(now - DAY), false, Some(now - DAY)),
+        ];
+        for (at, last_ok, believed, counted) in table {
+            let said = record_in_future(now, *at, *last_ok);
+            assert_eq!(said.is_none(), *believed, "{at} {last_ok:?}: {said:?}");
+            if let Some(said) = said {
+                assert!(said.contains("ahead of this machine's clock"), "{said}");
+            }
+            assert_eq!(believed_last_ok(now, *last_ok), *counted, "{last_ok:?}");
         }
     }
 

@@ -1,19 +1,26 @@
 //! `eco pause` and `eco resume`: the cluster-wide maintenance switch in
 //! the configured store (`crate::pause`). Every instance sees it within
-//! `pause::PAUSE_FRESH` plus one pass.
+//! `pause::PAUSE_FRESH` plus one pass. A pause object that cannot be read
+//! (corrupt, too large, or not committed by the store) is replaced by
+//! `eco pause` and removed by `eco resume`, each saying so.
 
 use crate::config::Config;
-use crate::pause::{self, Pause};
+use crate::pause::{self, Cleared, Pause, PauseError};
+use crate::printable::printable;
 
 /// Pauses the cluster of `config`; what `eco pause` prints.
 pub async fn pause(config: &Config, by: &str, reason: &str) -> anyhow::Result<String> {
-    anyhow::ensure!(
-        !reason.trim().is_empty(),
-        "say why (--reason): the other operators read it in eco status"
-    );
+    pause::check_input(by, reason).map_err(anyhow::Error::msg)?;
     let store = super::store(config).await?;
     let cluster = &config.cluster.name;
-    let before = pause::read(&*store, cluster).await?;
+    let before = match pause::read(&*store, cluster).await {
+        Ok(p) => p.map(|p| p.describe()),
+        // Replaced below: say what is replaced.
+        Err(e @ (PauseError::Unreadable { .. } | PauseError::Uncommitted { .. })) => {
+            Some(printable(&e.to_string()).into_owned())
+        }
+        Err(e @ PauseError::Store(_)) => return Err(e.into()),
+    };
     let p = Pause {
         by: by.to_string(),
         at_unix_ms: crate::wall_clock::unix_ms(),
@@ -26,7 +33,7 @@ pub async fn pause(config: &Config, by: &str, reason: &str) -> anyhow::Result<St
         pause::PAUSE_FRESH.as_secs() + 1
     );
     if let Some(old) = before {
-        out.push_str(&format!("\nit replaces: {}", old.describe()));
+        out.push_str(&format!("\nit replaces: {old}"));
     }
     Ok(out)
 }
@@ -35,13 +42,18 @@ pub async fn pause(config: &Config, by: &str, reason: &str) -> anyhow::Result<St
 pub async fn resume(config: &Config) -> anyhow::Result<String> {
     let store = super::store(config).await?;
     let cluster = &config.cluster.name;
+    let again = pause::PAUSE_FRESH.as_secs() + 1;
     Ok(match pause::clear(&*store, cluster).await? {
-        Some(p) => format!(
-            "cluster {cluster}: resumed (it was {}); eco acts again within {} s",
+        Cleared::Lifted(p) => format!(
+            "cluster {cluster}: resumed (it was {}); eco acts again within {again} s",
             p.describe(),
-            pause::PAUSE_FRESH.as_secs() + 1
         ),
-        None => format!("cluster {cluster} was not paused; nothing to do"),
+        Cleared::Removed(why) => format!(
+            "cluster {cluster}: resumed: removed {} ({}); eco acts again within {again} s",
+            pause::object_name(cluster),
+            printable(&why)
+        ),
+        Cleared::NotPaused => format!("cluster {cluster} was not paused; nothing to do"),
     })
 }
 

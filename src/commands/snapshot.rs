@@ -2,10 +2,10 @@
 
 use crate::config::Config;
 use crate::etcd::access::EtcdAccess;
-use crate::snapshot::name::SnapshotName;
+use crate::printable::printable;
+use crate::snapshot::listing::{self, Listing};
 use crate::snapshot::take::{self, SnapshotRequest, meta};
 use crate::state_file::StateFile;
-use crate::store::{ObjectInfo, list_all};
 use anyhow::Context;
 
 /// Takes a snapshot of this instance's etcd into the configured store.
@@ -40,18 +40,16 @@ pub async fn now(config: &Config, instance_id: Option<&str>) -> anyhow::Result<S
     ))
 }
 
-/// The cluster's snapshots, oldest first (every page of the listing).
-pub async fn list(config: &Config) -> anyhow::Result<Vec<ObjectInfo>> {
+/// The cluster's snapshots, oldest first (every page of the listing), and
+/// the snapshot-named objects that are not this cluster's.
+pub async fn list(config: &Config) -> anyhow::Result<Listing> {
     let store = super::store(config).await?;
-    let all = list_all(&*store, &SnapshotName::prefix(&config.cluster.name)).await?;
-    Ok(all
-        .into_iter()
-        .filter(|o| SnapshotName::parse(&o.name).is_some())
-        .collect())
+    Ok(listing::list(&*store, &config.cluster.name).await?)
 }
 
-/// A table for humans.
-pub fn render(objects: &[ObjectInfo]) -> String {
+/// A table for humans; then the objects that are not this cluster's.
+pub fn render(listing: &Listing) -> String {
+    let objects = &listing.snapshots;
     let mut out = format!(
         "{:<80} {:>12} {:>12} {:>10}\n",
         "NAME", "REVISION", "SIZE", "INSTANCE"
@@ -67,5 +65,22 @@ pub fn render(objects: &[ObjectInfo]) -> String {
         ));
     }
     out.push_str(&format!("{} snapshot(s)\n", objects.len()));
+    out.push_str(&foreign(listing));
     out
+}
+
+/// The snapshot-named objects that are not this cluster's, one line each
+/// (empty when none).
+pub fn foreign(listing: &Listing) -> String {
+    listing
+        .foreign
+        .iter()
+        .map(|f| {
+            format!(
+                "not this cluster's, not listed or used: {} ({})\n",
+                printable(&f.name),
+                printable(&f.why)
+            )
+        })
+        .collect()
 }

@@ -26,9 +26,7 @@ use crate::etcd::flags;
 use crate::events::Event;
 use crate::quorum_loss::facts;
 use crate::record::{self, IncarnationRecord};
-use crate::snapshot::name::SnapshotName;
 use crate::state_file::LocalState;
-use crate::store::list_all;
 use crate::wall_clock::unix_ms;
 use anyhow::Context;
 use recovery::formation::{self, Formation, PeerFacts, RecordListing};
@@ -56,9 +54,10 @@ impl Daemon {
         let Some(store) = self.ctx.store.as_deref() else {
             return Ok(InitialSource::Empty);
         };
-        let objects = list_all(store, &SnapshotName::prefix(self.ctx.cluster()))
+        let objects = crate::snapshot::listing::list(store, self.ctx.cluster())
             .await
-            .context("listing the store's snapshots before seeding")?;
+            .context("listing the store's snapshots before seeding")?
+            .snapshots;
         let newest = facts::newest_snapshot(&objects).map(|s| s.name);
         let configured = self.ctx.config.recovery.bootstrap_from.as_deref();
         let source = startup::initial_source(configured, newest.as_deref());

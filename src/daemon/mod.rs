@@ -263,6 +263,8 @@ async fn run_as(
         gossip: Vec::new(),
         members: Vec::new(),
         paused: None,
+        paused_unreadable: None,
+        pause_problem: None,
         upgrade: None,
         recovery: None,
         auth: None,

@@ -33,8 +33,11 @@ pub(super) struct Observed {
     pub data: DataState,
     /// The newest incarnation the store records, `None` when unknown.
     pub newest_recorded: Option<u64>,
-    /// The cluster is paused (`eco pause`), as the store last said.
-    pub paused: Option<crate::pause::Pause>,
+    /// The cluster is paused (`eco pause`, or a pause object that cannot
+    /// be read), as the store last said.
+    pub paused: Option<crate::pause::PauseSeen>,
+    /// What is wrong with the pause object, if anything (`/status`).
+    pub pause_problem: Option<String>,
 }
 
 /// The provider's last answers.
@@ -106,6 +109,7 @@ impl Daemon {
                 .pause
                 .get(self.ctx.store.as_deref(), self.ctx.cluster())
                 .await,
+            pause_problem: self.pause.problem().map(str::to_string),
         })
     }
 

@@ -80,7 +80,12 @@ impl Daemon {
             s.group = Some(group);
             s.group_problem = group_problem;
             s.termination = termination;
-            s.paused = seen.paused.clone();
+            s.paused = seen.paused.as_ref().and_then(|p| p.pause().cloned());
+            s.paused_unreadable = match &seen.paused {
+                Some(p @ crate::pause::PauseSeen::Unreadable(_)) => Some(p.describe()),
+                _ => None,
+            };
+            s.pause_problem = seen.pause_problem.clone();
             s.state = state;
             if recovery.is_some() {
                 s.recovery = recovery;

@@ -79,7 +79,7 @@ impl ClusterMetrics {
     pub(super) fn register(&self, registry: &mut Registry) {
         registry.register(
             "paused",
-            "1 while a human has paused eco cluster-wide (eco pause): no membership or recovery action",
+            "1 while a human has paused eco cluster-wide (eco pause, or a pause object eco cannot read): no membership or recovery action",
             self.paused.clone(),
         );
         registry.register(
@@ -169,7 +169,7 @@ impl ClusterMetrics {
         );
         registry.register(
             "snapshot_last_verified_timestamp_seconds",
-            "When a stored snapshot last restored and matched its record (the store's verification record, the verifying machine's clock), in seconds since the epoch; 0 before the first",
+            "When a stored snapshot last restored and matched its record (the store's verification record, the verifying machine's clock), in seconds since the epoch; 0 before the first, or when the record's time is in the future",
             self.snapshot_last_verified.clone(),
         );
         registry.register(
@@ -217,7 +217,8 @@ impl ClusterMetrics {
                 .set((r == role) as i64);
         }
 
-        self.paused.set(s.paused.is_some() as i64);
+        self.paused
+            .set((s.paused.is_some() || s.paused_unreadable.is_some()) as i64);
         let upgrade = s.upgrade.as_ref().map_or("none", |u| u.state.as_str());
         for state in UPGRADE_STATES {
             self.upgrade
@@ -279,9 +280,14 @@ impl ClusterMetrics {
                 .set(snap.newest_taken_unix_ms.map_or(0, |ms| (ms / 1000) as i64));
             self.snapshot_store_alert.set(snap.alert.is_some() as i64);
             let v = snap.verification.as_ref();
+            // A success dated in the future is not counted: it would hide
+            // that none is recent.
             self.snapshot_last_verified.set(
-                v.and_then(|v| v.last_ok_unix_ms)
-                    .map_or(0, |ms| (ms / 1000) as i64),
+                recovery::restore_check::believed_last_ok(
+                    crate::wall_clock::unix_ms(),
+                    v.and_then(|v| v.last_ok_unix_ms),
+                )
+                .map_or(0, |ms| (ms / 1000) as i64),
             );
             self.snapshot_verification_failed
                 .set(v.is_some_and(|v| !v.ok) as i64);

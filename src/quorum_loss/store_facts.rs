@@ -5,8 +5,7 @@
 
 use super::facts;
 use crate::record;
-use crate::snapshot::name::SnapshotName;
-use crate::store::{ObjectStore, list_all};
+use crate::store::ObjectStore;
 use recovery::fenced::{RecordListing, SnapshotListing, StoreFacts};
 
 pub async fn read(store: &dyn ObjectStore, cluster: &str) -> StoreFacts {
@@ -33,8 +32,8 @@ pub async fn read(store: &dyn ObjectStore, cluster: &str) -> StoreFacts {
         }
         Err(e) => RecordListing::Failed(e.to_string()),
     };
-    let snapshots = match list_all(store, &SnapshotName::prefix(cluster)).await {
-        Ok(objects) => SnapshotListing::Complete(facts::newest_snapshot(&objects)),
+    let snapshots = match crate::snapshot::listing::list(store, cluster).await {
+        Ok(listing) => SnapshotListing::Complete(facts::newest_snapshot(&listing.snapshots)),
         Err(e) => SnapshotListing::Failed(e.to_string()),
     };
     if !matches!(records, RecordListing::Complete(_)) {

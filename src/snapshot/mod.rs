@@ -11,9 +11,13 @@
 //! - [`name`] gives objects names that carry cluster, incarnation, revision
 //!   and token, and parses them defensively: what does not parse is not a
 //!   snapshot (and is never deleted by retention).
+//! - [`listing`] lists a cluster's snapshots: only snapshot names are
+//!   read, and one whose metadata names another cluster is reported, not
+//!   listed.
 //! - [`restore`] verifies the sha256 first, then restores into a fresh data
 //!   directory with `etcdutl` (or `etcdctl` on etcd 3.4).
 
+pub mod listing;
 pub mod name;
 pub mod recorded;
 pub mod restore;

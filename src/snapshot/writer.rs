@@ -19,9 +19,9 @@ use crate::etcd::binaries::RunningBinaries;
 use crate::events::Event;
 use crate::metrics::snapshots::SnapshotMetrics;
 use crate::status::{InstanceStatus, SnapshotStatus};
-use crate::store::{ObjectInfo, ObjectStore, list_all};
+use crate::store::{ObjectInfo, ObjectStore};
 use crate::wall_clock::unix_ms;
-use recovery::restore_check::{Verdict, verification_due};
+use recovery::restore_check::{self, Verdict, verification_due};
 use recovery::retention::{self, RetentionPolicy, SnapshotEntry};
 use recovery::snapshot_schedule::{LastSnapshot, SnapshotSchedule, WriterFacts, snapshot_due};
 use std::collections::HashSet;
@@ -117,11 +117,9 @@ fn taken_ms(o: &ObjectInfo) -> u64 {
 impl SnapshotWriter {
     /// The cluster's snapshots in the store (every page), oldest first.
     async fn snapshots(&self) -> Result<Vec<ObjectInfo>, crate::store::StoreError> {
-        let all = list_all(&*self.store, &SnapshotName::prefix(&self.cluster)).await?;
-        Ok(all
-            .into_iter()
-            .filter(|o| SnapshotName::parse(&o.name).is_some())
-            .collect())
+        Ok(super::listing::list(&*self.store, &self.cluster)
+            .await?
+            .snapshots)
     }
 
     /// Lists the store and records what it found in `s`; an empty listing
@@ -234,6 +232,9 @@ impl SnapshotWriter {
             }
         }
         s.verification = known.record.clone();
+        s.verification_problem = known.record.as_ref().and_then(|r| {
+            restore_check::record_in_future(unix_ms(), r.at_unix_ms, r.last_ok_unix_ms)
+        });
         if !writes {
             return;
         }
@@ -279,10 +280,14 @@ impl SnapshotWriter {
             ok,
             detail,
             instance: self.instance.clone(),
+            // A last success dated in the future is not carried on.
             last_ok_unix_ms: if ok {
                 Some(now)
             } else {
-                known.record.as_ref().and_then(|r| r.last_ok_unix_ms)
+                restore_check::believed_last_ok(
+                    now,
+                    known.record.as_ref().and_then(|r| r.last_ok_unix_ms),
+                )
             },
         };
         if let Err(e) = verify::write_record(&*self.store, &self.cluster, &record).await {
@@ -291,6 +296,7 @@ impl SnapshotWriter {
         known.record = Some(record);
         known.read_at = Some(std::time::Instant::now());
         s.verification = known.record.clone();
+        s.verification_problem = None;
     }
 
     async fn apply_retention(&self, s: &mut SnapshotStatus) {

@@ -18,7 +18,7 @@
 //! Every name is under [`CLUSTER`]`/`: a store built for one cluster (S3)
 //! refuses anything else.
 
-use super::{CreateOutcome, ObjectStore, StoreError, check_name, list_all};
+use super::{CreateOutcome, ObjectStore, StoreError, check_name, list_all, list_all_matching};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -270,6 +270,20 @@ async fn listing_is_paginated_complete_and_ordered(s: &dyn ObjectStore) {
     assert_eq!(record.size, 1);
     assert_eq!(record.sha256, hex::encode(Sha256::digest(b"r")));
     assert!(list_all(s, &n("none/")).await.unwrap().is_empty());
+    // Filtered by name: only the kept names, over every page.
+    let odd = list_all_matching(s, &n("p/"), &|name: &str| name.ends_with(['1', '3', '5']))
+        .await
+        .unwrap();
+    let names: Vec<&str> = odd.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            n("p/01"),
+            n("p/03"),
+            n("p/05"),
+            n("p/incarnations/0000000001")
+        ]
+    );
 }
 
 async fn a_second_create_reads_the_first(s: &dyn ObjectStore) {

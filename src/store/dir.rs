@@ -9,7 +9,13 @@
 //! fsync the directory. **The info file is the commit point**: an object is
 //! listed and readable only when its info exists, so a crash never exposes
 //! a half-written object. Temporary files start with `.tmp-` and are never
-//! listed.
+//! listed; what an interrupted put leaves (as large as the snapshot it was
+//! writing) is removed by the sweep at start (`check_at_start`,
+//! [`DirStore::sweep_leftovers`]) once [`LEFTOVER_AGE`] old by its
+//! modification time: a file being written is younger (it changes as it is
+//! written), and no put lasts a day. Only `.tmp-` files are swept; an
+//! object's content without its info file is never removed (it may be the
+//! only copy of something).
 //!
 //! `create_if_absent` writes a temporary file and `link`s it to the name:
 //! `link` fails if the name exists, atomically, on local filesystems and
@@ -31,8 +37,8 @@
 //! symlink loop is an error naming where, never an endless walk.
 
 use super::{
-    CreateOutcome, ListPage, ObjectInfo, ObjectReader, ObjectStore, StoreError, check_name,
-    is_record_name,
+    CreateOutcome, ListPage, NameFilter, ObjectInfo, ObjectReader, ObjectStore, StoreError,
+    check_name, is_record_name,
 };
 use crate::atomic_file::{TEMP_PREFIX, sync_dir};
 use sha2::{Digest, Sha256};
@@ -56,6 +62,10 @@ pub const MAX_DEPTH: usize = 16;
 /// The largest record (a conditionally created object without an info
 /// file) read to compute its info; records are small JSON documents.
 const MAX_RECORD: u64 = 1 << 20;
+
+/// How old a temporary file must be before the start-time sweep removes it
+/// (the S3 store's sweep waits as long).
+pub const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// The mode of every file the store writes: readable by eco's user only.
 pub const OBJECT_MODE: u32 = 0o600;
@@ -235,6 +245,62 @@ impl DirStore {
 }
 
 impl DirStore {
+    /// Removes the temporary files (`.tmp-*`) that interrupted puts and
+    /// creates left anywhere under the root, once older than `older_than`
+    /// by their modification time; returns how many. Directories are
+    /// walked as listings walk them (symlinks followed, at most
+    /// [`MAX_DEPTH`] deep); only regular files are removed.
+    pub async fn sweep_leftovers(
+        &self,
+        older_than: std::time::Duration,
+    ) -> Result<usize, StoreError> {
+        let cutoff = std::time::SystemTime::now()
+            .checked_sub(older_than)
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let mut removed = 0;
+        let mut stack = vec![(self.root.clone(), 0usize)];
+        while let Some((dir, depth)) = stack.pop() {
+            let mut entries = match tokio::fs::read_dir(&dir).await {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir != self.root => continue,
+                Err(e) => return Err(io(format!("sweeping {}", dir.display()))(e)),
+            };
+            while let Some(entry) = entries
+                .next_entry()
+                .await
+                .map_err(io(format!("sweeping {}", dir.display())))?
+            {
+                let path = entry.path();
+                let temporary = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX);
+                let Ok(kind) = entry.file_type().await else {
+                    continue;
+                };
+                if temporary && kind.is_file() {
+                    let old = entry
+                        .metadata()
+                        .await
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|at| at <= cutoff);
+                    if old {
+                        match tokio::fs::remove_file(&path).await {
+                            Ok(()) => removed += 1,
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => return Err(io(format!("removing {}", path.display()))(e)),
+                        }
+                    }
+                    continue;
+                }
+                let is_dir = kind.is_dir()
+                    || (kind.is_symlink()
+                        && tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_dir()));
+                if is_dir && depth + 1 < MAX_DEPTH {
+                    stack.push((path, depth + 1));
+                }
+            }
+        }
+        Ok(removed)
+    }
+
     /// Creates `dir` below the root, never the root itself: a missing root
     /// (an unmounted shared filesystem) is an error, or snapshots and
     /// records would land on the local disk under the mount point.
@@ -375,13 +441,48 @@ impl ObjectStore for DirStore {
         self.read_info(name).await
     }
 
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError> {
+        check_name(name)?;
+        // Records are read without an info file.
+        if is_record_name(name) {
+            return Ok(None);
+        }
+        let meta = self.meta_path(name);
+        match tokio::fs::symlink_metadata(&meta).await {
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(format!("info of {name}"))(e)),
+        }
+        let path = self.path(name);
+        match tokio::fs::metadata(&path).await {
+            Ok(m) if m.is_file() => Ok(Some(format!(
+                "{} ({} bytes) has no info file ({}); the directory store commits an object by its info file, so it is not read (a crash leftover, or a file put there by hand)",
+                path.display(),
+                m.len(),
+                meta.display()
+            ))),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(name)(e)),
+        }
+    }
+
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
+        self.list_matching(prefix, after, &|_| true).await
+    }
+
+    async fn list_matching(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        wanted: &NameFilter,
+    ) -> Result<ListPage, StoreError> {
         let names = self.walk(prefix).await?;
         let mut objects = Vec::new();
         let mut last = None;
         for name in names
             .into_iter()
-            .filter(|n| after.is_none_or(|a| n.as_str() > a))
+            .filter(|n| after.is_none_or(|a| n.as_str() > a) && wanted(n))
         {
             if objects.len() == self.page_size {
                 return Ok(ListPage {
@@ -422,6 +523,21 @@ impl ObjectStore for DirStore {
             }
         }
         Ok(())
+    }
+
+    /// No I/O to prove (a link is atomic); sweeps what interrupted puts
+    /// left, a day old (a failure is logged: the store stays usable).
+    async fn check_at_start(&self) -> Result<super::ConditionalCreate, StoreError> {
+        match self.sweep_leftovers(LEFTOVER_AGE).await {
+            Ok(0) => {}
+            Ok(removed) => {
+                tracing::info!(store = %self.describe(), removed, "removed the temporary files interrupted writes left behind")
+            }
+            Err(e) => {
+                tracing::warn!(store = %self.describe(), error = %e, "cannot sweep the temporary files interrupted writes left behind")
+            }
+        }
+        Ok(super::ConditionalCreate::Honoured)
     }
 
     async fn create_if_absent(
@@ -534,6 +650,51 @@ mod tests {
             ["snapshots/done.db"]
         );
         assert_eq!(s.head("snapshots/no-info.db").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn the_start_sweeps_day_old_temporary_files_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let s = DirStore::new(d.path().into());
+        s.put("c/snapshots/done.db", &mut &b"x"[..], BTreeMap::new())
+            .await
+            .unwrap();
+        let two_days_ago = std::time::SystemTime::now() - 2 * LEFTOVER_AGE;
+        let plant = |rel: &str, old: bool| {
+            let path = d.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let f = std::fs::File::create(&path).unwrap();
+            // Sparse: as large as a database, no disk used.
+            f.set_len(1 << 30).unwrap();
+            if old {
+                f.set_modified(two_days_ago).unwrap();
+            }
+            path
+        };
+        // An interrupted `eco snapshot now`: its content and info temporaries.
+        let swept = [
+            plant("c/snapshots/.tmp-i1-r2-t.db.77.123", true),
+            plant("c/snapshots/.tmp-i1-r2-t.db.77.meta", true),
+            plant("other/incarnations/.tmp-0000000003.8.9", true),
+        ];
+        // Being written now, or not temporary: kept.
+        let kept = [
+            plant("c/snapshots/.tmp-i1-r3-t.db.78.456", false),
+            plant("c/snapshots/no-info.db", true),
+            plant("c/snapshots/.notes", true),
+        ];
+        assert_eq!(
+            s.check_at_start().await.unwrap(),
+            crate::store::ConditionalCreate::Honoured
+        );
+        for p in &swept {
+            assert!(!p.exists(), "{} not swept", p.display());
+        }
+        for p in &kept {
+            assert!(p.exists(), "{} swept", p.display());
+        }
+        assert_eq!(list_all(&s, "c/").await.unwrap().len(), 1);
+        assert_eq!(s.sweep_leftovers(LEFTOVER_AGE).await.unwrap(), 0);
     }
 
     #[tokio::test]

@@ -4,7 +4,8 @@
 //! the config chose in it, so every caller is measured alike.
 
 use super::{
-    ConditionalCreate, CreateOutcome, ListPage, ObjectInfo, ObjectReader, ObjectStore, StoreError,
+    ConditionalCreate, CreateOutcome, ListPage, NameFilter, ObjectInfo, ObjectReader, ObjectStore,
+    StoreError,
 };
 use crate::metrics::store::StoreMetrics;
 use std::collections::BTreeMap;
@@ -69,6 +70,17 @@ impl ObjectStore for MeasuredStore {
         self.record("list", since, result)
     }
 
+    async fn list_matching(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        wanted: &NameFilter,
+    ) -> Result<ListPage, StoreError> {
+        let since = Instant::now();
+        let result = self.inner.list_matching(prefix, after, wanted).await;
+        self.record("list", since, result)
+    }
+
     async fn delete(&self, name: &str) -> Result<(), StoreError> {
         let since = Instant::now();
         let result = self.inner.delete(name).await;
@@ -83,6 +95,13 @@ impl ObjectStore for MeasuredStore {
         let since = Instant::now();
         let result = self.inner.create_if_absent(name, content).await;
         self.record("create_if_absent", since, result)
+    }
+
+    /// Counted as a `head`: it is one (or a `stat`).
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let since = Instant::now();
+        let result = self.inner.uncommitted(name).await;
+        self.record("head", since, result)
     }
 
     async fn check_at_start(&self) -> Result<ConditionalCreate, StoreError> {

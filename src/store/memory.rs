@@ -8,7 +8,8 @@
 //! content is buffered; tests store small objects).
 
 use super::{
-    CreateOutcome, ListPage, ObjectInfo, ObjectReader, ObjectStore, StoreError, check_name,
+    CreateOutcome, ListPage, NameFilter, ObjectInfo, ObjectReader, ObjectStore, StoreError,
+    check_name,
 };
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -119,7 +120,23 @@ impl ObjectStore for MemoryStore {
         Ok(self.objects().get(name).map(|(info, _)| info.clone()))
     }
 
+    /// Every object here is committed.
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError> {
+        check_name(name)?;
+        self.check()?;
+        Ok(None)
+    }
+
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
+        self.list_matching(prefix, after, &|_| true).await
+    }
+
+    async fn list_matching(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        wanted: &NameFilter,
+    ) -> Result<ListPage, StoreError> {
         self.check()?;
         let objects = self.objects();
         let mut page: Vec<ObjectInfo> = objects
@@ -127,7 +144,7 @@ impl ObjectStore for MemoryStore {
                 after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
                 std::ops::Bound::Unbounded,
             ))
-            .filter(|(name, _)| name.starts_with(prefix))
+            .filter(|(name, _)| name.starts_with(prefix) && wanted(name))
             .take(self.page_size + 1)
             .map(|(_, (info, _))| info.clone())
             .collect();

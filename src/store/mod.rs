@@ -123,6 +123,19 @@ pub trait ObjectStore: Send + Sync {
     /// One page of the objects whose name starts with `prefix`, in name order.
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError>;
 
+    /// [`list`](Self::list), keeping only the objects whose names `wanted`
+    /// accepts, and reading the info of no other: a store whose listing
+    /// reads each object's info with a request of its own (S3: a
+    /// `HeadObject`) makes none for names the caller would drop, so junk
+    /// under a prefix costs nothing. A page may hold fewer objects than
+    /// the page size (even none) while `next` says more follow.
+    async fn list_matching(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        wanted: &NameFilter,
+    ) -> Result<ListPage, StoreError>;
+
     /// Deletes an object; deleting a missing object is not an error.
     async fn delete(&self, name: &str) -> Result<(), StoreError>;
 
@@ -133,12 +146,23 @@ pub trait ObjectStore: Send + Sync {
         content: &[u8],
     ) -> Result<CreateOutcome, StoreError>;
 
+    /// Why `name` is not an object although something of that name is in
+    /// the store, uncommitted (the directory store: a file without its
+    /// info file; S3: an object without eco's sha256 or its marker);
+    /// `None` when nothing is there or the object is committed. Such a
+    /// thing is never read or listed (a crash leftover, or put there by
+    /// something else); a caller that expects an object there asks, to
+    /// say so instead of silently finding nothing. Stores that cannot hold
+    /// one (memory) answer `None`.
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError>;
+
     /// Checks, once at start, that the store is usable and whether its
-    /// conditional create is honoured. Stores whose conditional create
-    /// cannot be ignored (directory, memory) answer `Honoured` without
-    /// I/O; the S3 store proves the bucket reachable and writable, writes
-    /// a probe object twice and makes bursts of concurrent creates (see
-    /// [`s3`]). An error means the store is unusable (missing bucket,
+    /// conditional create is honoured, and sweeps what interrupted writes
+    /// left a day ago. Stores whose conditional create cannot be ignored
+    /// (directory, memory) answer `Honoured` (the directory store after
+    /// its sweep of `.tmp-*` files); the S3 store proves the bucket
+    /// reachable and writable, writes a probe object twice, makes bursts
+    /// of concurrent creates and sweeps (see [`s3`]). An error means the store is unusable (missing bucket,
     /// access denied, unreachable endpoint), with the cause in its message.
     async fn check_at_start(&self) -> Result<ConditionalCreate, StoreError> {
         Ok(ConditionalCreate::Honoured)
@@ -170,15 +194,30 @@ pub async fn from_config(config: &Config) -> Result<Option<Arc<dyn ObjectStore>>
     }
 }
 
+/// Which names a listing keeps ([`ObjectStore::list_matching`]).
+pub type NameFilter = dyn Fn(&str) -> bool + Send + Sync;
+
 /// Every object under `prefix`, following all pages.
 pub async fn list_all(
     store: &dyn ObjectStore,
     prefix: &str,
 ) -> Result<Vec<ObjectInfo>, StoreError> {
+    list_all_matching(store, prefix, &|_| true).await
+}
+
+/// Every object under `prefix` whose name `wanted` accepts, following all
+/// pages; no other object's info is read.
+pub async fn list_all_matching(
+    store: &dyn ObjectStore,
+    prefix: &str,
+    wanted: &NameFilter,
+) -> Result<Vec<ObjectInfo>, StoreError> {
     let mut all = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let page = store.list(prefix, after.as_deref()).await?;
+        let page = store
+            .list_matching(prefix, after.as_deref(), wanted)
+            .await?;
         all.extend(page.objects);
         match page.next {
             Some(next) => after = Some(next),

@@ -27,7 +27,9 @@
 //! - **listings**: `ListObjectsV2` under the prefix, one page per call
 //!   (`StartAfter` is the trait's cursor), then a `HeadObject` per object
 //!   (the listing has no user metadata) and one more per multipart object
-//!   (its marker), [`Tuning::heads_in_flight`] objects at a time. Objects
+//!   (its marker), [`Tuning::heads_in_flight`] objects at a time; with
+//!   `list_matching`, only for the names the caller keeps (a snapshot
+//!   listing: snapshot names), so junk under a prefix costs no request. Objects
 //!   eco did not commit — hidden keys, keys that are not object names,
 //!   objects without eco's sha256 metadata or without their marker — are
 //!   skipped (logged at debug) and never deleted; records are never
@@ -288,7 +290,20 @@ impl ObjectStore for S3Store {
     }
 
     async fn list(&self, prefix: &str, after: Option<&str>) -> Result<ListPage, StoreError> {
-        read::list(self, prefix, after).await
+        read::list(self, prefix, after, &|_| true).await
+    }
+
+    async fn list_matching(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        wanted: &crate::store::NameFilter,
+    ) -> Result<ListPage, StoreError> {
+        read::list(self, prefix, after, wanted).await
+    }
+
+    async fn uncommitted(&self, name: &str) -> Result<Option<String>, StoreError> {
+        read::uncommitted(self.conn.clone(), self.layout.locate(name)?).await
     }
 
     /// The marker first: once it is gone, a multipart object is no longer

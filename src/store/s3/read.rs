@@ -8,7 +8,7 @@
 use super::errors::store_error;
 use super::keys::{self, Located, Sha256Of, is_record_name};
 use super::{Conn, S3Store, commit};
-use crate::store::{ListPage, ObjectInfo, ObjectReader, StoreError};
+use crate::store::{ListPage, NameFilter, ObjectInfo, ObjectReader, StoreError};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -169,10 +169,39 @@ pub(super) async fn head(
     .await
 }
 
+/// Why the object is there but not committed by eco (no sha256 of eco's,
+/// or no marker naming its ETag); `None` when absent or committed.
+pub(super) async fn uncommitted(
+    conn: Arc<Conn>,
+    object: Located,
+) -> Result<Option<String>, StoreError> {
+    let Some(out) = conn.head_object(&object.key, "reading the info of").await? else {
+        return Ok(None);
+    };
+    let committed = info_of(
+        &conn,
+        &object,
+        out.content_length,
+        out.e_tag.as_deref(),
+        out.metadata.as_ref(),
+    )
+    .await?;
+    Ok(committed.is_none().then(|| {
+        format!(
+            "s3://{}/{} ({} bytes) has no sha256 of eco's or no commit marker: eco did not commit it, so it is not read (a crash leftover, or put there by another tool)",
+            conn.bucket,
+            object.key,
+            out.content_length.unwrap_or(0)
+        )
+    }))
+}
+
+/// One page; only the names `wanted` accepts get a `HeadObject`.
 pub(super) async fn list(
     store: &S3Store,
     prefix: &str,
     after: Option<&str>,
+    wanted: &NameFilter,
 ) -> Result<ListPage, StoreError> {
     let key_prefix = store.layout.list_prefix(prefix)?;
     let conn = &store.conn;
@@ -187,7 +216,8 @@ pub(super) async fn list(
         .await
         .map_err(store_error("listing", &conn.bucket, Some(&key_prefix)))?;
     let mut last = None;
-    let mut wanted = Vec::new();
+    let mut unwanted = 0usize;
+    let mut heads_for = Vec::new();
     for key in out
         .contents
         .unwrap_or_default()
@@ -198,8 +228,14 @@ pub(super) async fn list(
             continue;
         };
         last = Some(name.to_string());
+        if !wanted(name) {
+            // Not a name the caller keeps (junk beside the snapshots):
+            // no request for it.
+            unwanted += 1;
+            continue;
+        }
         if let Ok(object) = store.layout.locate(name) {
-            wanted.push(object);
+            heads_for.push(object);
         } else {
             // Hidden keys (.sha256/, .probe/) and keys no object has.
             tracing::debug!(key = %key, "skipping a key that names no object of the store");
@@ -215,8 +251,11 @@ pub(super) async fn list(
             )));
         }
     };
-    let mut objects = Vec::with_capacity(wanted.len());
-    for result in heads(conn, wanted, store.tuning.heads_in_flight).await? {
+    if unwanted > 0 {
+        tracing::debug!(prefix = %key_prefix, keys = unwanted, "skipped keys whose names the listing does not keep, without reading them");
+    }
+    let mut objects = Vec::with_capacity(heads_for.len());
+    for result in heads(conn, heads_for, store.tuning.heads_in_flight).await? {
         match result {
             Ok(Some(info)) => objects.push(info),
             // Deleted since the page was read, or not committed by eco.
