@@ -200,3 +200,40 @@ fn data_of_an_older_incarnation_is_moved_aside_never_started() {
         "{moved:?}"
     );
 }
+
+#[test]
+fn etcd_does_not_inherit_ecos_secrets() {
+    // Generated TLS with a store: the gossip key opens the cluster's CA.
+    let mut i = Instance::new(eco_bin!(), "127.0.2.6").with_dir_store();
+    i.env.push((
+        "ECO_GOSSIP_KEYS".into(),
+        "5f0b2c4e6a8d1f3b5c7e9a0b2d4f6a8c1e3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f".into(),
+    ));
+    i.env
+        .push(("AWS_SECRET_ACCESS_KEY".into(), "not-for-etcd".into()));
+    i.configure(|b| {
+        b.etcd_tls(eco::config::EtcdTlsConfig {
+            generated: Some(Default::default()),
+            ..Default::default()
+        })
+    });
+    i.start();
+    let environ = wait_until(Duration::from_secs(30), || {
+        let pid = *i.etcd_pids().first()?;
+        std::fs::read(format!("/proc/{pid}/environ")).ok()
+    })
+    .expect("etcd started");
+    let names: Vec<String> = environ
+        .split(|b| *b == 0)
+        .filter_map(|v| std::str::from_utf8(v).ok())
+        .filter_map(|v| v.split('=').next())
+        .map(String::from)
+        .collect();
+    assert!(names.iter().any(|n| n == "PATH"), "{names:?}");
+    for secret in ["ECO_GOSSIP_KEYS", "AWS_SECRET_ACCESS_KEY"] {
+        assert!(
+            !names.iter().any(|n| n == secret),
+            "{secret} in etcd's environment: {names:?}"
+        );
+    }
+}
