@@ -88,6 +88,18 @@ pub struct Serving {
     pub status: Option<SocketAddr>,
     /// `[api.tls]` in force: every listener serves HTTPS with these files.
     pub tls: Option<ApiTlsFiles>,
+    /// The instance's host, which a renewed certificate must keep naming
+    /// (see `crate::api_tls`).
+    pub host: String,
+}
+
+/// The API, serving.
+pub struct Served {
+    /// Ends once the API stopped.
+    pub task: tokio::task::JoinHandle<()>,
+    /// With TLS: why the certificate files on disk are not the pair served
+    /// (`None` while they are), for `/status`.
+    pub tls_problem: Option<watch::Receiver<Option<String>>>,
 }
 
 /// Why the API cannot start.
@@ -115,7 +127,7 @@ pub async fn serve(
     status: watch::Receiver<InstanceStatus>,
     metrics: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<tokio::task::JoinHandle<()>, ServeError> {
+) -> Result<Served, ServeError> {
     let state = ApiState { status, metrics };
     let common = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
@@ -130,9 +142,11 @@ pub async fn serve(
         ),
     }
     .with_state(state.clone());
+    let mut tls_problem = None;
     let acceptor = match serving.tls {
         Some(files) => {
-            let certificate = Arc::new(ReloadingCertificate::new(files)?);
+            let certificate = Arc::new(ReloadingCertificate::new(files, Some(serving.host))?);
+            tls_problem = Some(certificate.problem());
             Some(TlsAcceptor::from(crate::api_tls::server_config(
                 certificate,
             )?))
@@ -168,7 +182,7 @@ pub async fn serve(
             LIMITS,
         ));
     }
-    Ok(tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         tokio::select! {
             _ = shutdown => {}
             // A loop that ended by itself: stop the others too.
@@ -176,7 +190,8 @@ pub async fn serve(
         }
         let _ = stop.send(true);
         while loops.join_next().await.is_some() {}
-    }))
+    });
+    Ok(Served { task, tls_problem })
 }
 
 async fn wait_stop(mut stopped: watch::Receiver<bool>) {
@@ -431,7 +446,7 @@ mod tests {
     async fn tls_handshakes_hold_a_slot_of_the_budget_and_fail_alone() {
         let dir = tempfile::tempdir().unwrap();
         let files = material(dir.path());
-        let certificate = Arc::new(ReloadingCertificate::new(files.clone()).unwrap());
+        let certificate = Arc::new(ReloadingCertificate::new(files.clone(), None).unwrap());
         let acceptor = TlsAcceptor::from(crate::api_tls::server_config(certificate).unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
