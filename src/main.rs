@@ -19,7 +19,8 @@ struct Cli {
 enum Command {
     /// Run the daemon: start (or resume) the local etcd, keep it running, and
     /// serve health, metrics and status over HTTP. Stops etcd cleanly on
-    /// SIGTERM or SIGINT.
+    /// SIGTERM or SIGINT; SIGHUP never stops it (the group is read again and
+    /// a pass made at once).
     Run {
         /// Path of the configuration file (see config.example.toml); may
         /// also come from the ECO_CONFIG environment variable (the

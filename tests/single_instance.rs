@@ -237,3 +237,40 @@ fn etcd_does_not_inherit_ecos_secrets() {
         );
     }
 }
+
+#[test]
+fn sighup_reloads_and_never_stops_eco_or_etcd() {
+    let mut i = Instance::new(eco_bin!(), "127.0.2.7").with_dir_store();
+    i.start();
+    let cluster = wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    assert!(write(&i.endpoint(), "k", "before the hangup"));
+    let etcd = i.etcd_pids();
+    assert_eq!(etcd.len(), 1, "one etcd");
+
+    i.signal(libc::SIGHUP);
+    let logged = wait_until(Duration::from_secs(10), || {
+        i.log().contains("SIGHUP received").then_some(())
+    });
+    assert!(logged.is_some(), "the hangup is logged:\n{}", i.log());
+    assert!(
+        i.process.as_mut().unwrap().try_wait().unwrap().is_none(),
+        "eco still runs after SIGHUP"
+    );
+    assert_eq!(i.etcd_pids(), etcd, "the same etcd still runs");
+    assert!(write(&i.endpoint(), "k", "after the hangup"));
+
+    // A stop afterwards is still the clean one: the final snapshot, exit 0.
+    i.signal(libc::SIGTERM);
+    assert_eq!(i.wait_exit(Duration::from_secs(15)), Some(0));
+    assert!(i.etcd_pids().is_empty(), "no etcd left after eco stopped");
+    assert!(
+        i.log().contains("final snapshot: eco is stopping"),
+        "a final snapshot on the clean stop:\n{}",
+        i.log()
+    );
+    i.start();
+    assert_eq!(
+        wait_serving(&i.endpoint(), Duration::from_secs(20)),
+        Some(cluster)
+    );
+}

@@ -9,7 +9,8 @@
 //! arrive, the group refreshed every `provider.static.refresh_interval`,
 //! the snapshot writer and the ACL reconciler (`crate::auth`, `[auth]`)
 //! beside it. SIGTERM/SIGINT: final snapshot (if this instance writes
-//! them), etcd stopped, exit 0.
+//! them), etcd stopped, exit 0. SIGHUP: the group read again and a pass
+//! at once; never a stop.
 //!
 //! One job per file:
 //! - `context.rs`: what this instance is and what it talks to;
@@ -27,7 +28,7 @@
 //! - `publish.rs`: `/status`, the gossip PeerState, the writer's facts;
 //! - `termination.rs`: a termination notice (the lifecycle hook) carried
 //!   out: final snapshot, heartbeats, completion;
-//! - `signals.rs`: SIGTERM and SIGINT.
+//! - `signals.rs`: SIGTERM and SIGINT (stop), SIGHUP (reload).
 
 mod certificates;
 mod context;
@@ -179,6 +180,8 @@ async fn run_as(
     config_file: Option<std::path::PathBuf>,
     provider: Arc<dyn Provider>,
 ) -> anyhow::Result<Exit> {
+    // A hangup never kills eco, from here on (see `signals.rs`).
+    let hangup = signals::Hangup::ignore()?;
     let me = provider.identity().clone();
     if let Some(limit) = crate::preflight::raise_open_file_limit() {
         tracing::debug!(limit, "open files limit");
@@ -336,7 +339,7 @@ async fn run_as(
     ) {
         tracing::warn!(error = %e, "cannot record the API address (eco status --config may not find this instance once it leaves its group)");
     }
-    let mut signals = Signals::new()?;
+    let mut signals = Signals::new(hangup)?;
     let gossip = GossipLink::start(&ctx, &group).await?;
     if let Some(g) = &gossip {
         metrics.watch_gossip(g.node.metrics());
@@ -502,7 +505,15 @@ impl Daemon {
             // then the process, then passes.
             tokio::select! {
                 biased;
-                _ = signals.recv() => return Ok(Exit::Signalled),
+                received = signals.next() => match received {
+                    signals::Received::Stop => return Ok(Exit::Signalled),
+                    signals::Received::Reload => {
+                        self.refresh_group().await;
+                        if let Err(e) = self.pass().await {
+                            tracing::warn!(error = %format!("{e:#}"), "this pass did not finish; planning again next tick");
+                        }
+                    }
+                },
                 Some(event) = async {
                     match events.as_mut() {
                         Some(rx) => rx.recv().await,
