@@ -12,7 +12,7 @@
 //! | certificate | presented to | verified with | use |
 //! |---|---|---|---|
 //! | `etcd.tls.client.cert_file` | eco and etcd's clients | `etcd.tls.eco.trusted_ca_file`, else `etcd.tls.client.trusted_ca_file` (what eco trusts) | server, names the host |
-//! | `etcd.tls.peer.cert_file` | the other members | `etcd.tls.peer.trusted_ca_file` | server and client, names the host |
+//! | `etcd.tls.peer.cert_file` | the other members | `etcd.tls.peer.trusted_ca_file` | server, and client with `client_cert_auth`; names the host |
 //! | `etcd.tls.eco.cert_file` | etcd's client surface | `etcd.tls.client.trusted_ca_file` (when it asks for client certificates) | client |
 
 use super::tls::{CertificateInfo, TlsFileError, certificates, certified_key, describe, valid_now};
@@ -91,7 +91,13 @@ pub fn check_files(
             cert: ("etcd.tls.peer.cert_file", &p.cert_file),
             key: ("etcd.tls.peer.key_file", &p.key_file),
             ca: Some(ca),
-            usage: Usage::Peer,
+            // Presented as a client to the other members too, where they
+            // ask for client certificates.
+            usage: if p.client_cert_auth {
+                Usage::Peer
+            } else {
+                Usage::Server
+            },
         });
         cas.push(ca);
     }
@@ -409,6 +415,7 @@ mod tests {
         let mut tls = given(d.path(), &ca, &["10.1.2.3"], now);
         // eco's client certificate as the peer certificate: no server use.
         let peer = tls.peer.as_mut().unwrap();
+        peer.client_cert_auth = false;
         peer.cert_file = d.path().join("eco.crt");
         peer.key_file = d.path().join("eco.key");
         let e = check_files(&tls, now, None).unwrap_err().to_string();
