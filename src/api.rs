@@ -17,18 +17,25 @@
 //! (DESIGN: the API must never starve the control loop). Each listener
 //! has:
 //!
-//! - **its own file-descriptor budget**: at most [`LIMITS`]`.max_connections`
-//!   connections at once, [`LIMITS`]`.per_peer` from one source address; a
-//!   connection beyond either is accepted and closed at once (so it does not
-//!   wait in the kernel's backlog ahead of a legitimate one). A TLS
-//!   handshake holds its connection's slot: a failed or stalled one costs
-//!   that slot only, for at most `header_read_timeout`;
+//! - **its own file-descriptor budget** ([`crate::api_budget`]): at most
+//!   [`LIMITS`]`.max_connections` connections at once,
+//!   [`LIMITS`]`.per_peer` from one source address. When either is used
+//!   up, a new connection takes the slot of the connection idle the
+//!   longest (handshaking, sending its headers, or between requests; of
+//!   its own source, for a source's share), which is closed: idle
+//!   connections from a few addresses cannot keep a health check out. When
+//!   every such connection serves a request, the new one is accepted and
+//!   closed at once (so it does not wait in the kernel's backlog ahead of
+//!   a legitimate one). A
+//!   TLS handshake holds its connection's slot: a failed or stalled one
+//!   costs that slot only, for at most `header_read_timeout`;
 //! - **timeouts**: the TLS handshake and then a request's headers must each
 //!   arrive within `header_read_timeout`, and a connection lives at most
 //!   `connection_lifetime` (clients reconnect; Prometheus does);
 //! - **bounded shutdown**: on shutdown the listener closes, connections
 //!   in flight get `shutdown_grace`, then are dropped.
 
+use crate::api_budget::{Budget, Refused, Slot};
 use crate::api_tls::{ApiTlsError, ReloadingCertificate};
 use crate::config::ApiTlsFiles;
 use crate::metrics::Metrics;
@@ -40,12 +47,11 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 #[derive(Clone)]
@@ -82,6 +88,18 @@ pub struct Serving {
     pub status: Option<SocketAddr>,
     /// `[api.tls]` in force: every listener serves HTTPS with these files.
     pub tls: Option<ApiTlsFiles>,
+    /// The instance's host, which a renewed certificate must keep naming
+    /// (see `crate::api_tls`).
+    pub host: String,
+}
+
+/// The API, serving.
+pub struct Served {
+    /// Ends once the API stopped.
+    pub task: tokio::task::JoinHandle<()>,
+    /// With TLS: why the certificate files on disk are not the pair served
+    /// (`None` while they are), for `/status`.
+    pub tls_problem: Option<watch::Receiver<Option<String>>>,
 }
 
 /// Why the API cannot start.
@@ -109,7 +127,7 @@ pub async fn serve(
     status: watch::Receiver<InstanceStatus>,
     metrics: Arc<Metrics>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<tokio::task::JoinHandle<()>, ServeError> {
+) -> Result<Served, ServeError> {
     let state = ApiState { status, metrics };
     let common = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
@@ -124,9 +142,11 @@ pub async fn serve(
         ),
     }
     .with_state(state.clone());
+    let mut tls_problem = None;
     let acceptor = match serving.tls {
         Some(files) => {
-            let certificate = Arc::new(ReloadingCertificate::new(files)?);
+            let certificate = Arc::new(ReloadingCertificate::new(files, Some(serving.host))?);
+            tls_problem = Some(certificate.problem());
             Some(TlsAcceptor::from(crate::api_tls::server_config(
                 certificate,
             )?))
@@ -162,7 +182,7 @@ pub async fn serve(
             LIMITS,
         ));
     }
-    Ok(tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         tokio::select! {
             _ = shutdown => {}
             // A loop that ended by itself: stop the others too.
@@ -170,56 +190,44 @@ pub async fn serve(
         }
         let _ = stop.send(true);
         while loops.join_next().await.is_some() {}
-    }))
+    });
+    Ok(Served { task, tls_problem })
 }
 
 async fn wait_stop(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|s| *s).await;
 }
 
-/// Connections open per source address.
-type PerPeer = Arc<Mutex<HashMap<IpAddr, usize>>>;
-
-/// One open connection's share of the budget, returned when dropped.
-struct Slot {
-    peer: IpAddr,
-    per_peer: PerPeer,
-    _permit: tokio::sync::OwnedSemaphorePermit,
+/// A connection's service: the router, marking the connection busy while a
+/// request is in progress (an idle one may be closed for a new
+/// connection: [`crate::api_budget`]).
+struct Tracked {
+    inner: TowerToHyperService<Router>,
+    slot: Arc<Slot>,
 }
 
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if let Ok(mut m) = self.per_peer.lock() {
-            if let Some(n) = m.get_mut(&self.peer) {
-                *n -= 1;
-                if *n == 0 {
-                    m.remove(&self.peer);
-                }
-            }
-        }
-    }
-}
+impl<R> hyper::service::Service<R> for Tracked
+where
+    TowerToHyperService<Router>: hyper::service::Service<R>,
+    <TowerToHyperService<Router> as hyper::service::Service<R>>::Future: Send + 'static,
+    <TowerToHyperService<Router> as hyper::service::Service<R>>::Response: 'static,
+    <TowerToHyperService<Router> as hyper::service::Service<R>>::Error: 'static,
+{
+    type Response = <TowerToHyperService<Router> as hyper::service::Service<R>>::Response;
+    type Error = <TowerToHyperService<Router> as hyper::service::Service<R>>::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
 
-/// A slot for a connection from `peer`, or `None` when the API's budget
-/// or the peer's share is used up.
-fn take_slot(
-    permits: &Arc<Semaphore>,
-    per_peer: &PerPeer,
-    peer: IpAddr,
-    limit: usize,
-) -> Option<Slot> {
-    let permit = permits.clone().try_acquire_owned().ok()?;
-    let mut m = per_peer.lock().ok()?;
-    let n = m.entry(peer).or_insert(0);
-    if *n >= limit {
-        return None;
+    fn call(&self, request: R) -> Self::Future {
+        let serving = self.slot.serving();
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let answered = response.await;
+            drop(serving);
+            answered
+        })
     }
-    *n += 1;
-    Some(Slot {
-        peer,
-        per_peer: per_peer.clone(),
-        _permit: permit,
-    })
 }
 
 async fn accept_loop(
@@ -229,12 +237,13 @@ async fn accept_loop(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     limits: ApiLimits,
 ) {
-    let permits = Arc::new(Semaphore::new(limits.max_connections));
-    let per_peer: PerPeer = Arc::default();
+    let budget = Budget::new(limits.max_connections, limits.per_peer);
     let handshakes = Arc::new(HandshakeFailures::default());
     let mut connections = tokio::task::JoinSet::new();
     let mut refused: u64 = 0;
+    let mut evicted: u64 = 0;
     let mut last_refusal_log: Option<tokio::time::Instant> = None;
+    let mut last_eviction_log: Option<tokio::time::Instant> = None;
     tokio::pin!(shutdown);
     loop {
         while connections.try_join_next().is_some() {}
@@ -252,27 +261,56 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Some(slot) = take_slot(&permits, &per_peer, peer.ip(), limits.per_peer) else {
-            drop(stream);
-            refused += 1;
-            let now = tokio::time::Instant::now();
-            if last_refusal_log.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(60)) {
-                last_refusal_log = Some(now);
-                tracing::warn!(
-                    %peer,
-                    refused,
-                    max = limits.max_connections,
-                    per_peer = limits.per_peer,
-                    "the HTTP API is at its connection limit; closing new connections"
-                );
+        let slot = match budget.admit(peer.ip()) {
+            Ok((slot, closed_idle)) => {
+                if closed_idle {
+                    evicted += 1;
+                    let now = tokio::time::Instant::now();
+                    if last_eviction_log
+                        .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(60))
+                    {
+                        last_eviction_log = Some(now);
+                        tracing::warn!(
+                            %peer,
+                            closed_since_start = evicted,
+                            max = limits.max_connections,
+                            "the HTTP API is at its connection limit; closing the connection idle the longest for each new one"
+                        );
+                    }
+                }
+                Arc::new(slot)
             }
-            continue;
+            Err(why) => {
+                drop(stream);
+                refused += 1;
+                let now = tokio::time::Instant::now();
+                if last_refusal_log.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(60))
+                {
+                    last_refusal_log = Some(now);
+                    let reason = match why {
+                        Refused::PeerShare => "this source address holds its share of connections",
+                        Refused::Busy => "every connection serves a request",
+                    };
+                    tracing::warn!(
+                        %peer,
+                        refused,
+                        max = limits.max_connections,
+                        per_peer = limits.per_peer,
+                        "the HTTP API closes new connections: {reason}"
+                    );
+                }
+                continue;
+            }
         };
-        let service = TowerToHyperService::new(app.clone());
+        let service = Tracked {
+            inner: TowerToHyperService::new(app.clone()),
+            slot: slot.clone(),
+        };
         let tls = tls.clone();
         let handshakes = handshakes.clone();
-        connections.spawn(async move {
-            let _slot = slot;
+        let held = slot.clone();
+        let task = connections.spawn(async move {
+            let _slot = held;
             let deadline = tokio::time::Instant::now() + limits.connection_lifetime;
             match tls {
                 None => serve_connection(stream, service, limits, deadline).await,
@@ -288,6 +326,8 @@ async fn accept_loop(
                 }
             }
         });
+        slot.served_by(task);
+        drop(slot);
     }
     drop(listener);
     let drained = tokio::time::timeout(limits.shutdown_grace, async {
@@ -306,7 +346,7 @@ async fn accept_loop(
 /// Serves HTTP/1.1 on one connection (plain or TLS) until `deadline`.
 async fn serve_connection<S>(
     io: S,
-    service: TowerToHyperService<Router>,
+    service: Tracked,
     limits: ApiLimits,
     deadline: tokio::time::Instant,
 ) where
@@ -406,7 +446,7 @@ mod tests {
     async fn tls_handshakes_hold_a_slot_of_the_budget_and_fail_alone() {
         let dir = tempfile::tempdir().unwrap();
         let files = material(dir.path());
-        let certificate = Arc::new(ReloadingCertificate::new(files.clone()).unwrap());
+        let certificate = Arc::new(ReloadingCertificate::new(files.clone(), None).unwrap());
         let acceptor = TlsAcceptor::from(crate::api_tls::server_config(certificate).unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -451,15 +491,22 @@ mod tests {
         drop(plain);
         assert_eq!(healthz().await.unwrap().0, 200);
 
-        // Handshakes that never start hold the whole budget: one more
-        // connection is closed at once, until they time out.
+        // Handshakes that never start fill the budget, but each new
+        // connection takes the slot of the one idle the longest: a client
+        // that speaks at once is served, and the oldest stalled one is
+        // closed for it.
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut stalled = Vec::new();
         for _ in 0..limits.max_connections {
             stalled.push(tokio::net::TcpStream::connect(addr).await.unwrap());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        assert!(healthz().await.is_err(), "beyond the budget");
+        assert_eq!(healthz().await.unwrap().0, 200, "served with a full budget");
+        let mut byte = [0u8; 1];
+        let closed = tokio::time::timeout(Duration::from_secs(2), stalled[0].read(&mut byte))
+            .await
+            .expect("the oldest stalled connection is closed at once");
+        assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
         tokio::time::sleep(limits.header_read_timeout + Duration::from_millis(100)).await;
         assert_eq!(healthz().await.unwrap().0, 200, "slots returned");
         drop(stalled);

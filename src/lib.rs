@@ -37,6 +37,7 @@
 
 pub mod api;
 pub mod api_address;
+pub mod api_budget;
 pub mod api_tls;
 pub mod atomic_file;
 pub mod auth;

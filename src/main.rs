@@ -19,7 +19,8 @@ struct Cli {
 enum Command {
     /// Run the daemon: start (or resume) the local etcd, keep it running, and
     /// serve health, metrics and status over HTTP. Stops etcd cleanly on
-    /// SIGTERM or SIGINT.
+    /// SIGTERM or SIGINT; SIGHUP never stops it (the group is read again and
+    /// a pass made at once).
     Run {
         /// Path of the configuration file (see config.example.toml); may
         /// also come from the ECO_CONFIG environment variable (the
@@ -235,32 +236,42 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Check { file },
         } => match config::load_file(&file) {
-            Ok(c) => match (
-                eco::commands::config_check::referenced_files(&c),
-                toml::to_string_pretty(&c),
-            ) {
-                (problems, _) if !problems.is_empty() => {
-                    for p in problems {
+            Ok(c) => {
+                let checked = eco::commands::config_check::referenced_files(&c);
+                if !checked.problems.is_empty() {
+                    for p in checked.problems {
                         eprintln!("eco: {}: {p}", file.display());
                     }
-                    ExitCode::from(2)
+                    for w in checked.warnings {
+                        eprintln!("eco: {}: warning: {w}", file.display());
+                    }
+                    return ExitCode::from(2);
                 }
-                (_, Ok(text)) => {
-                    let identity = eco::auth::describe_identity(&c)
-                        .map(|who| format!("# eco's identity inside etcd: {who}\n"))
-                        .unwrap_or_default();
-                    let api = eco::commands::config_check::describe_api(&c);
-                    print_out(&format!(
-                        "# {}: valid; effective configuration:\n{identity}{api}{text}",
-                        file.display()
-                    ));
-                    ExitCode::SUCCESS
+                match toml::to_string_pretty(&c) {
+                    Ok(text) => {
+                        let identity = eco::auth::describe_identity(&c)
+                            .map(|who| format!("# eco's identity inside etcd: {who}\n"))
+                            .unwrap_or_default();
+                        let api = eco::commands::config_check::describe_api(&c);
+                        let mut notes = String::new();
+                        for w in checked.warnings {
+                            notes.push_str(&format!("# warning: {w}\n"));
+                        }
+                        for n in checked.not_checked {
+                            notes.push_str(&format!("# not checked here: {n}\n"));
+                        }
+                        print_out(&format!(
+                            "# {}: valid; effective configuration:\n{notes}{identity}{api}{text}",
+                            file.display()
+                        ));
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => {
+                        eprintln!("eco: cannot print the configuration: {e}");
+                        ExitCode::from(1)
+                    }
                 }
-                (_, Err(e)) => {
-                    eprintln!("eco: cannot print the configuration: {e}");
-                    ExitCode::from(1)
-                }
-            },
+            }
             Err(e) => {
                 eprintln!("eco: {e}");
                 ExitCode::from(2)

@@ -58,17 +58,44 @@ pub fn check_mode(mode: u32) -> ModeVerdict {
     }
 }
 
+/// A secret file its group may read: accepted, and said in the same words
+/// by `eco run` (a warning in its log) and `eco config check` (a warning
+/// in its output).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {path} is readable by its group; 0600 keeps it to eco's user")]
+pub struct GroupReadable {
+    pub what: &'static str,
+    pub path: std::path::PathBuf,
+}
+
+impl GroupReadable {
+    /// The warning `verdict` calls for, if any.
+    pub fn of(verdict: ModeVerdict, what: &'static str, path: &Path) -> Option<Self> {
+        (verdict == ModeVerdict::GroupReadable).then(|| Self {
+            what,
+            path: path.to_path_buf(),
+        })
+    }
+}
+
 /// Reads `path` (named `what` in errors, e.g. "gossip.key_file") after
-/// checking its mode; a group-readable file is read with a warning.
+/// checking its mode; a group-readable file is read with a warning logged.
 pub fn read(path: &Path, what: &'static str) -> Result<String, SecretFileError> {
-    let (text, verdict) = read_checked(path, what)?;
-    if verdict == ModeVerdict::GroupReadable {
-        tracing::warn!(
-            file = %path.display(),
-            "{what} is readable by its group; 0600 keeps it to eco's user"
-        );
+    let (text, warning) = read_warning(path, what)?;
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
     }
     Ok(text)
+}
+
+/// [`read`], returning the warning a group-readable file calls for instead
+/// of logging it (`eco config check` prints it).
+pub fn read_warning(
+    path: &Path,
+    what: &'static str,
+) -> Result<(String, Option<GroupReadable>), SecretFileError> {
+    let (text, verdict) = read_checked(path, what)?;
+    Ok((text, GroupReadable::of(verdict, what, path)))
 }
 
 /// [`read`] without the warning, and the verdict on its mode (for files
@@ -156,6 +183,14 @@ mod tests {
         );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(read(&path, "gossip.key_file").unwrap(), "00");
+        assert_eq!(read_warning(&path, "gossip.key_file").unwrap().1, None);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let (_, warning) = read_warning(&path, "gossip.key_file").unwrap();
+        let warning = warning.expect("a group-readable key is said").to_string();
+        assert!(
+            warning.contains("gossip.key_file") && warning.contains("readable by its group"),
+            "{warning}"
+        );
     }
 
     #[test]

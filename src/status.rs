@@ -80,6 +80,18 @@ pub struct InstanceStatus {
     /// read from their files at every pass: empty without TLS.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub certificates: Vec<CertificateExpiry>,
+    /// `[etcd.tls]`'s files as they are on disk cannot be used (etcd reads
+    /// them on every new connection): which file and why; absent while
+    /// they can. Readiness follows etcd's answer (a broken file breaks new
+    /// connections, not the ones open), and names this when etcd does not
+    /// answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_problem: Option<String>,
+    /// `[api.tls]`: why the certificate files on disk are not the pair the
+    /// API serves (expired, not yet valid, not matching their key, no
+    /// longer naming the instance's host); absent while they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_tls_problem: Option<String>,
     /// Authentication inside etcd (`[auth]`; absent when eco neither
     /// manages it nor authenticates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,7 +229,10 @@ impl InstanceStatus {
             ));
         }
         match (&self.member, &self.probe_error) {
-            (_, Some(e)) => Some(format!("etcd does not answer: {e}")),
+            (_, Some(e)) => Some(match &self.tls_problem {
+                Some(tls) => format!("etcd does not answer: {e} (its TLS files: {tls})"),
+                None => format!("etcd does not answer: {e}"),
+            }),
             (Some(m), None) if !m.has_leader() => Some("etcd knows no leader".into()),
             _ => Some("etcd has not been probed yet".into()),
         }
@@ -259,5 +274,7 @@ pub(crate) fn example(id: &str, cluster: &str) -> InstanceStatus {
         recovery: None,
         auth: None,
         certificates: Vec::new(),
+        api_tls_problem: None,
+        tls_problem: None,
     }
 }

@@ -167,6 +167,12 @@ pub fn render(s: &InstanceStatus) -> String {
     if let Some(problem) = &s.store_problem {
         line("store", format!("REFUSED — {problem}"));
     }
+    if let Some(problem) = &s.tls_problem {
+        line("etcd tls", format!("BROKEN — {problem}"));
+    }
+    if let Some(problem) = &s.api_tls_problem {
+        line("api tls", format!("NOT SERVED — {problem}"));
+    }
     let now = crate::wall_clock::unix_ms() / 1000;
     for c in &s.certificates {
         line(

@@ -12,7 +12,10 @@
 //!   on `status_bind`; `eco status --config` finds it there over HTTPS,
 //!   with and without the instance id; `eco config check` says so;
 //! - eco's renewal of the certificate in place is served by the API
-//!   without a restart.
+//!   without a restart;
+//! - on an instance with its own `[api.tls]` files, a renewal in place to
+//!   an expired pair is not served: the previous one is, and `/status`
+//!   says why (`api_tls_problem`).
 
 use eco::api_tls::ApiClientTls;
 use eco::config::{ApiTlsConfig, KeyedPath};
@@ -230,4 +233,75 @@ fn the_api_serves_https_with_etcds_certificate_and_status_on_its_own_listener() 
     for line in log.lines().filter(|l| l.contains("HTTP API")).take(6) {
         eprintln!("{line}");
     }
+}
+
+#[test]
+fn an_api_certificate_renewed_in_place_to_an_expired_pair_is_not_served_and_status_says_so() {
+    use testkit::pki::{Pki, Usage, Validity};
+    const ADDRESS: &str = "127.0.61.3";
+    let mut i = testkit::instance::Instance::new(eco_bin!(), ADDRESS);
+    let pki = Pki::new(&i.dir.path().join("pki"), "api").expect("CA");
+    let good = pki
+        .issue(
+            "api",
+            "api",
+            &[ADDRESS],
+            Usage::ServerAndClient,
+            Validity::Current,
+        )
+        .expect("certificate");
+    let (cert, key) = (good.cert.clone(), good.key.clone());
+    i.configure(|b| {
+        b.api_tls(ApiTlsConfig {
+            enabled: true,
+            cert_file: Some(cert.clone()),
+            key_file: Some(key.clone()),
+            trusted_ca_file: Some(pki.ca_file()),
+        })
+    });
+    i.start();
+    let api: SocketAddr = format!("{ADDRESS}:2390").parse().unwrap();
+    let verified = https(api, &pki.ca_file(), ADDRESS);
+    wait_until(Duration::from_secs(20), || {
+        fetch(&verified, "/healthz").ok()
+    })
+    .unwrap_or_else(|| panic!("/healthz over https\n{}", i.log()));
+    let first = served_certificate(api, ADDRESS, &pki.ca_file(), None).expect("served");
+
+    // Renewed in place (renamed over, key first) to a pair that expired.
+    let expired = pki
+        .issue(
+            "expired",
+            "api",
+            &[ADDRESS],
+            Usage::ServerAndClient,
+            Validity::Expired,
+        )
+        .expect("expired certificate");
+    std::fs::rename(&expired.key, &key).unwrap();
+    std::fs::rename(&expired.cert, &cert).unwrap();
+    // Every handshake after it still gets the previous pair, and /status
+    // says why the files on disk are not served.
+    let said = wait_until(Duration::from_secs(20), || {
+        let (code, body) = fetch(&verified, "/status").ok()?;
+        let status: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let problem = status["api_tls_problem"].as_str()?.to_string();
+        (code == 200).then_some(problem)
+    })
+    .unwrap_or_else(|| panic!("never said in /status\n{}", i.log()));
+    assert!(
+        said.contains("api.tls.cert_file") && said.contains("expired"),
+        "{said}"
+    );
+    assert_eq!(
+        served_certificate(api, ADDRESS, &pki.ca_file(), None).expect("served"),
+        first,
+        "the previous certificate is still served"
+    );
+    assert!(
+        i.log()
+            .contains("the HTTP API cannot use its TLS certificate as it is now"),
+        "{}",
+        i.log()
+    );
 }

@@ -304,3 +304,34 @@ fn idle_connections_cannot_starve_the_api_or_the_control_loop_and_shutdown_is_bo
     );
     drop(half);
 }
+
+#[test]
+fn idle_connections_from_eight_addresses_leave_room_for_health_checks() {
+    let mut i = Instance::new(eco_bin!(), "127.0.3.20");
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    let api: std::net::SocketAddr = "127.0.3.20:2390".parse().unwrap();
+    // Every source's share (16) from eight addresses: the whole budget
+    // (128), held by connections that send nothing.
+    let mut held = Vec::new();
+    for n in 21..=28 {
+        held.extend(idle_connections(&format!("127.0.3.{n}"), api, 16));
+    }
+    assert_eq!(held.len(), 128, "the budget is full of idle connections");
+    std::thread::sleep(Duration::from_millis(200));
+    // A health check from elsewhere, as a probe or a load balancer sends
+    // it, is answered every time (ready or not, it gets an answer).
+    for attempt in 0..24 {
+        let answer = get("127.0.3.29", "/readyz", api).unwrap_or_default();
+        assert!(
+            answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.1 503"),
+            "health check {attempt} got {answer:?}"
+        );
+    }
+    assert!(
+        i.log().contains("closing the connection idle the longest"),
+        "{}",
+        i.log()
+    );
+    drop(held);
+}

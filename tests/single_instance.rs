@@ -200,3 +200,77 @@ fn data_of_an_older_incarnation_is_moved_aside_never_started() {
         "{moved:?}"
     );
 }
+
+#[test]
+fn etcd_does_not_inherit_ecos_secrets() {
+    // Generated TLS with a store: the gossip key opens the cluster's CA.
+    let mut i = Instance::new(eco_bin!(), "127.0.2.6").with_dir_store();
+    i.env.push((
+        "ECO_GOSSIP_KEYS".into(),
+        "5f0b2c4e6a8d1f3b5c7e9a0b2d4f6a8c1e3b5d7f9a0c2e4b6d8f1a3c5e7b9d0f".into(),
+    ));
+    i.env
+        .push(("AWS_SECRET_ACCESS_KEY".into(), "not-for-etcd".into()));
+    i.configure(|b| {
+        b.etcd_tls(eco::config::EtcdTlsConfig {
+            generated: Some(Default::default()),
+            ..Default::default()
+        })
+    });
+    i.start();
+    let environ = wait_until(Duration::from_secs(30), || {
+        let pid = *i.etcd_pids().first()?;
+        std::fs::read(format!("/proc/{pid}/environ")).ok()
+    })
+    .expect("etcd started");
+    let names: Vec<String> = environ
+        .split(|b| *b == 0)
+        .filter_map(|v| std::str::from_utf8(v).ok())
+        .filter_map(|v| v.split('=').next())
+        .map(String::from)
+        .collect();
+    assert!(names.iter().any(|n| n == "PATH"), "{names:?}");
+    for secret in ["ECO_GOSSIP_KEYS", "AWS_SECRET_ACCESS_KEY"] {
+        assert!(
+            !names.iter().any(|n| n == secret),
+            "{secret} in etcd's environment: {names:?}"
+        );
+    }
+}
+
+#[test]
+fn sighup_reloads_and_never_stops_eco_or_etcd() {
+    let mut i = Instance::new(eco_bin!(), "127.0.2.7").with_dir_store();
+    i.start();
+    let cluster = wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    assert!(write(&i.endpoint(), "k", "before the hangup"));
+    let etcd = i.etcd_pids();
+    assert_eq!(etcd.len(), 1, "one etcd");
+
+    i.signal(libc::SIGHUP);
+    let logged = wait_until(Duration::from_secs(10), || {
+        i.log().contains("SIGHUP received").then_some(())
+    });
+    assert!(logged.is_some(), "the hangup is logged:\n{}", i.log());
+    assert!(
+        i.process.as_mut().unwrap().try_wait().unwrap().is_none(),
+        "eco still runs after SIGHUP"
+    );
+    assert_eq!(i.etcd_pids(), etcd, "the same etcd still runs");
+    assert!(write(&i.endpoint(), "k", "after the hangup"));
+
+    // A stop afterwards is still the clean one: the final snapshot, exit 0.
+    i.signal(libc::SIGTERM);
+    assert_eq!(i.wait_exit(Duration::from_secs(15)), Some(0));
+    assert!(i.etcd_pids().is_empty(), "no etcd left after eco stopped");
+    assert!(
+        i.log().contains("final snapshot: eco is stopping"),
+        "a final snapshot on the clean stop:\n{}",
+        i.log()
+    );
+    i.start();
+    assert_eq!(
+        wait_serving(&i.endpoint(), Duration::from_secs(20)),
+        Some(cluster)
+    );
+}

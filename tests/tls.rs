@@ -11,7 +11,10 @@
 //!   without a certificate, one from another CA, an expired one, a server
 //!   whose certificate names another address; and what eco refuses at
 //!   start: an expired certificate, a key that is not its certificate's, a
-//!   private key others can read.
+//!   private key others can read, a certificate of another CA, one that
+//!   does not name the instance's address; what it says of a key its
+//!   group may read (the same at start and in `eco config check`), and of
+//!   a certificate rotated in place to one of another CA while it runs.
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
@@ -239,13 +242,58 @@ fn eco_refuses_tls_files_it_cannot_use_naming_them() {
         String::from_utf8_lossy(&out.stderr)
     );
 
+    // A private key its group may read: accepted, with a warning; the
+    // names are said not checked (only `eco run` knows the address).
+    std::fs::set_permissions(&client.key_file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let group_readable = format!(
+        "etcd.tls.client.key_file {} is readable by its group; 0600 keeps it to eco's user",
+        client.key_file.display()
+    );
+    let (ok, checked) = config_check(&config);
+    assert!(ok, "{checked}");
+    assert!(
+        checked.contains(&format!("# warning: {group_readable}")),
+        "{checked}"
+    );
+    assert!(
+        checked.contains(
+            "# not checked here: that etcd.tls.client.cert_file names this instance's address"
+        ),
+        "{checked}"
+    );
+    std::fs::set_permissions(&client.key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    // A certificate of another CA than the one that verifies it.
+    let pki = c.pki.as_ref().unwrap();
+    let own_cert = std::fs::read(&client.cert_file).unwrap();
+    let own_key = std::fs::read(&client.key_file).unwrap();
+    let stranger = testkit::pki::Pki::new(&c.root().join("stranger"), "stranger").unwrap();
+    let foreign = stranger
+        .issue(
+            "foreign",
+            "eco-1",
+            &["127.0.33.1", "127.0.0.1"],
+            Usage::ServerAndClient,
+            Validity::Current,
+        )
+        .unwrap();
+    std::fs::copy(&foreign.cert, &client.cert_file).unwrap();
+    std::fs::copy(&foreign.key, &client.key_file).unwrap();
+    config_check_fails(
+        &config,
+        "etcd.tls.client.cert_file",
+        "eco cluster CA stranger",
+    );
+    config_check_fails(&config, "etcd.tls.client.trusted_ca_file", "UnknownIssuer");
+    std::fs::write(&client.cert_file, &own_cert).unwrap();
+    std::fs::write(&client.key_file, &own_key).unwrap();
+
     // A private key others can read.
     std::fs::set_permissions(&client.key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
     config_check_fails(&config, "etcd.tls.client.key_file", "chmod 600");
     std::fs::set_permissions(&client.key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
 
     // An expired certificate.
-    let pki = c.pki.as_ref().unwrap();
     let expired = pki
         .issue("expired-eco", "eco", &[], Usage::Client, Validity::Expired)
         .unwrap();
@@ -259,6 +307,15 @@ fn eco_refuses_tls_files_it_cannot_use_naming_them() {
         .unwrap();
     std::fs::copy(&fresh.cert, &eco.cert_file).unwrap();
     config_check_fails(&config, "etcd.tls.eco.key_file", "does not match");
+    let elsewhere = pki
+        .issue(
+            "elsewhere",
+            "eco-1",
+            &["127.0.33.99"],
+            Usage::ServerAndClient,
+            Validity::Current,
+        )
+        .unwrap();
 
     // And `eco run` refuses to start with it, naming the file.
     c.start("eco-1").unwrap();
@@ -269,4 +326,103 @@ fn eco_refuses_tls_files_it_cannot_use_naming_them() {
     .expect("eco run names the file it cannot use");
     assert!(refused.contains("does not match"), "{refused}");
     assert!(c.etcd_pids("eco-1").is_empty(), "etcd was not started");
+    assert!(exited(&mut c, "eco-1"), "eco exits");
+
+    // A certificate of the right CA that does not name this instance's
+    // address: `eco config check` cannot know it, `eco run` refuses.
+    std::fs::copy(&fresh.key, &eco.key_file).unwrap();
+    std::fs::copy(&elsewhere.cert, &client.cert_file).unwrap();
+    std::fs::copy(&elsewhere.key, &client.key_file).unwrap();
+    let (ok, checked) = config_check(&config);
+    assert!(ok, "{checked}");
+    c.start("eco-1").unwrap();
+    let refused = wait_until(Duration::from_secs(20), || {
+        let log = c.nodes["eco-1"].log();
+        log.contains("does not name this instance's address")
+            .then_some(log)
+    })
+    .expect("eco run names the certificate without its address");
+    assert!(
+        refused.contains("etcd.tls.client.cert_file") && refused.contains("127.0.33.99"),
+        "{refused}"
+    );
+    assert!(c.etcd_pids("eco-1").is_empty(), "etcd was not started");
+    assert!(exited(&mut c, "eco-1"), "eco exits");
+
+    // The good certificate with its key group-readable: `eco run` starts
+    // and logs the warning `eco config check` printed, in the same words.
+    std::fs::write(&client.cert_file, &own_cert).unwrap();
+    std::fs::write(&client.key_file, &own_key).unwrap();
+    std::fs::set_permissions(&client.key_file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    c.start("eco-1").unwrap();
+    c.wait_voters(&["eco-1"], Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("not a voter:\n{}", tails(&c)));
+    assert!(
+        c.nodes["eco-1"].log().contains(&group_readable),
+        "{}",
+        tails(&c)
+    );
+
+    // eco's certificate rotated in place to one of another CA: etcd will
+    // refuse eco's new connections; `eco status` says which file and why.
+    let foreign_eco = stranger
+        .issue("foreign-eco", "eco", &[], Usage::Client, Validity::Current)
+        .unwrap();
+    let good_eco = (
+        std::fs::read(&eco.cert_file).unwrap(),
+        std::fs::read(&eco.key_file).unwrap(),
+    );
+    std::fs::copy(&foreign_eco.cert, &eco.cert_file).unwrap();
+    std::fs::copy(&foreign_eco.key, &eco.key_file).unwrap();
+    let status = || {
+        let out = std::process::Command::new(eco_bin!())
+            .args(["status", "--config"])
+            .arg(&config)
+            .args(["--instance-id", "eco-1"])
+            .output()
+            .expect("eco status");
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let broken = wait_until(Duration::from_secs(20), || {
+        Some(status()).filter(|s| s.contains("etcd tls"))
+    })
+    .unwrap_or_else(|| panic!("never said:\n{}\n{}", status(), tails(&c)));
+    assert!(
+        broken.contains("BROKEN")
+            && broken.contains("etcd.tls.eco.cert_file")
+            && broken.contains("eco cluster CA stranger"),
+        "{broken}"
+    );
+    // Put back: the problem goes.
+    std::fs::write(&eco.cert_file, &good_eco.0).unwrap();
+    std::fs::write(&eco.key_file, &good_eco.1).unwrap();
+    let fixed = wait_until(Duration::from_secs(20), || {
+        Some(status()).filter(|s| !s.contains("etcd tls") && s.contains("ready          yes"))
+    });
+    assert!(fixed.is_some(), "{}", status());
+}
+
+/// Whether the eco of `id` exits (bounded).
+fn exited(c: &mut Cluster, id: &str) -> bool {
+    match c.nodes.get_mut(id).and_then(|n| n.process.as_mut()) {
+        Some(p) => testkit::process::wait_exit(p, Duration::from_secs(10)),
+        None => true,
+    }
+}
+
+/// `eco config check` on `config`: whether it passed, and what it printed.
+fn config_check(config: &std::path::Path) -> (bool, String) {
+    let out = std::process::Command::new(eco_bin!())
+        .args(["config", "check"])
+        .arg(config)
+        .output()
+        .expect("eco config check");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
 }

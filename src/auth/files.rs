@@ -7,16 +7,20 @@
 
 use super::desired::certificate_cn;
 use crate::config::Config;
-use crate::secret_file::read_password;
+use crate::secret_file::{GroupReadable, read_password};
 
-/// Every problem with the files of `config.auth`; empty when each one can
-/// be used.
-pub fn check_files(config: &Config) -> Vec<String> {
+/// Every problem with the files of `config.auth` (empty when each one can
+/// be used), and the warnings: password files their group may read.
+pub fn check_files(config: &Config) -> (Vec<String>, Vec<String>) {
     let auth = &config.auth;
     let mut problems = Vec::new();
+    let mut warnings = Vec::new();
     for (key, path) in auth.password_files() {
-        if let Err(e) = read_password(path, "password file") {
-            problems.push(format!("{key}: {e}"));
+        match read_password(path, "password file") {
+            Ok((_, verdict)) => warnings.extend(
+                GroupReadable::of(verdict, "password file", path).map(|w| format!("{key}: {w}")),
+            ),
+            Err(e) => problems.push(format!("{key}: {e}")),
         }
     }
     problems.extend(super::jwt_keys::check(&auth.token));
@@ -34,7 +38,7 @@ pub fn check_files(config: &Config) -> Vec<String> {
             }
         }
     }
-    problems
+    (problems, warnings)
 }
 
 /// eco's identity as a line for humans: `root (auth.root_password_file)`
@@ -86,7 +90,8 @@ mod tests {
         );
         let config =
             crate::config::parse_str(&text, &dir.path().join("eco.toml"), dir.path()).unwrap();
-        let problems = check_files(&config);
+        let (problems, warnings) = check_files(&config);
+        assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(
             problems[0].starts_with("auth.users[app].password_file")

@@ -4,21 +4,39 @@
 //! the gossip key file (and its mode), the TLS files of `[etcd.tls]`
 //! (modes of the keys, PEM, keys matching certificates, validity), the
 //! `[api.tls]` files (the same checks; files of generated mode are made
-//! by `eco run`, so they are not looked at here), the
+//! by `eco run`, so they are not looked at here; `crate::etcd::tls_check`
+//! says what is checked: chains to the configured CAs included, the names
+//! only by `eco run`, which knows the instance's address), the
 //! `[auth]` files (password files: readable, not open to others, not
 //! empty; the JWT keys of the sign method's family; eco's certificate CN
 //! for a certificate identity), the store directory, and for an S3
 //! store the credential files the AWS environment variables name. Each
-//! problem names the key and the file. Nothing is contacted: whether the
+//! problem names the key and the file; the warnings (secret files their
+//! group may read) are the ones `eco run` logs, from the same checks.
+//! Nothing is contacted: whether the
 //! bucket is reachable, writable and honours conditional writes is proven
 //! by `eco run` at start (the S3 store's `check_at_start`).
 
 use crate::config::{Config, ProviderKind, SnapshotStoreKind};
 
-/// Every problem with the files `config` references; empty means each one
-/// opens and parses.
-pub fn referenced_files(config: &Config) -> Vec<String> {
+/// What the check of the files a config references found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FilesChecked {
+    /// Each one a reason `eco run` would refuse to start; empty means each
+    /// file opens and parses.
+    pub problems: Vec<String>,
+    /// Accepted, and said (as `eco run` logs them): secret files their
+    /// group may read.
+    pub warnings: Vec<String>,
+    /// What only `eco run` can check (it knows the instance's address).
+    pub not_checked: Vec<String>,
+}
+
+/// The files `config` references, checked.
+pub fn referenced_files(config: &Config) -> FilesChecked {
     let mut problems = Vec::new();
+    let mut warnings = Vec::new();
+    let mut not_checked = Vec::new();
     if config.provider.kind == ProviderKind::Static {
         if let Some(s) = &config.provider.static_group {
             let path = &s.group_file;
@@ -56,8 +74,9 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
         }
     }
     if let Some(path) = &config.gossip.key_file {
-        match crate::secret_file::read(path, "gossip.key_file") {
-            Ok(text) => {
+        match crate::secret_file::read_warning(path, "gossip.key_file") {
+            Ok((text, warning)) => {
+                warnings.extend(warning.map(|w| w.to_string()));
                 if let Err(e) = gossip::Keyring::parse(&text, &config.cluster.name) {
                     problems.push(format!(
                         "gossip.key_file: the keys in {}: {e}",
@@ -68,10 +87,18 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
             Err(e) => problems.push(e.to_string()),
         }
     }
-    if let Err(e) = crate::etcd::tls::check_files(&config.etcd.tls, std::time::SystemTime::now()) {
-        problems.push(e.to_string());
+    // The operator's files only: generated ones are made by `eco run`.
+    match crate::etcd::tls_check::check_files(&config.etcd.tls, std::time::SystemTime::now(), None)
+    {
+        Ok(checked) => {
+            warnings.extend(checked.warnings.iter().map(|w| w.to_string()));
+            not_checked.extend(checked.not_checked);
+        }
+        Err(e) => problems.push(e.to_string()),
     }
-    problems.extend(crate::auth::check_files(config));
+    let (auth_problems, auth_warnings) = crate::auth::check_files(config);
+    problems.extend(auth_problems);
+    warnings.extend(auth_warnings);
     if let Some(files) = config.api.tls.files(&config.etcd) {
         // Files of generated mode exist once `eco run` made them: only the
         // operator's are checked here.
@@ -80,9 +107,14 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
                 .iter()
                 .any(|f| !f.key.starts_with("api.tls."));
         if !generated {
-            if let Err(e) = crate::api_tls::check_files(&files, std::time::SystemTime::now()) {
-                problems.push(e.to_string());
+            match crate::api_tls::check_files(&files, std::time::SystemTime::now(), None) {
+                Ok(checked) => warnings.extend(checked.warnings),
+                Err(e) => problems.push(e.to_string()),
             }
+            not_checked.push(format!(
+                "that {} names this instance's host (eco run warns when it does not)",
+                files.cert.key
+            ));
         }
     }
     if config.snapshot.store == SnapshotStoreKind::Dir {
@@ -98,7 +130,11 @@ pub fn referenced_files(config: &Config) -> Vec<String> {
     if config.snapshot.store == SnapshotStoreKind::S3 {
         problems.extend(s3_credential_files(|var| std::env::var_os(var)));
     }
-    problems
+    FilesChecked {
+        problems,
+        warnings,
+        not_checked,
+    }
 }
 
 /// How the HTTP API serves, for the top of `eco config check`'s output:

@@ -9,7 +9,8 @@
 //! arrive, the group refreshed every `provider.static.refresh_interval`,
 //! the snapshot writer and the ACL reconciler (`crate::auth`, `[auth]`)
 //! beside it. SIGTERM/SIGINT: final snapshot (if this instance writes
-//! them), etcd stopped, exit 0.
+//! them), etcd stopped, exit 0. SIGHUP: the group read again and a pass
+//! at once; never a stop.
 //!
 //! One job per file:
 //! - `context.rs`: what this instance is and what it talks to;
@@ -27,7 +28,7 @@
 //! - `publish.rs`: `/status`, the gossip PeerState, the writer's facts;
 //! - `termination.rs`: a termination notice (the lifecycle hook) carried
 //!   out: final snapshot, heartbeats, completion;
-//! - `signals.rs`: SIGTERM and SIGINT.
+//! - `signals.rs`: SIGTERM and SIGINT (stop), SIGHUP (reload).
 
 mod certificates;
 mod context;
@@ -122,13 +123,18 @@ struct Daemon {
     certificates: crate::etcd::tls::CertificatesInForce,
 }
 
-/// Refuses to start with TLS files etcd or eco could not use; reports each
-/// certificate and warns when one expires within
+/// Refuses to start with TLS files etcd or eco could not use (for this
+/// instance's advertised host `host`); reports each certificate, the
+/// warnings of the check, and warns when a certificate expires within
 /// [`crate::etcd::tls::EXPIRY_WARNING`].
-fn check_tls_files(tls: &crate::config::EtcdTlsConfig) -> anyhow::Result<()> {
+fn check_tls_files(tls: &crate::config::EtcdTlsConfig, host: &str) -> anyhow::Result<()> {
     let now = std::time::SystemTime::now();
-    let infos = crate::etcd::tls::check_files(tls, now).context("cannot use the TLS files")?;
-    for info in infos {
+    let checked = crate::etcd::tls_check::check_files(tls, now, Some(host))
+        .context("cannot use the TLS files")?;
+    for warning in &checked.warnings {
+        tracing::warn!("{warning}");
+    }
+    for info in checked.certificates {
         let days_left = info.remaining(now).map(|d| d.as_secs() / 86_400);
         tracing::info!(key = info.key, file = %info.path.display(), subject = %info.subject, names = ?info.names, ?days_left, "TLS certificate");
         if info
@@ -142,14 +148,18 @@ fn check_tls_files(tls: &crate::config::EtcdTlsConfig) -> anyhow::Result<()> {
 }
 
 /// Refuses to start with `[api.tls]` files the API could not serve;
-/// reports the certificate it serves.
-fn check_api_tls_files(config: &Config) -> anyhow::Result<()> {
+/// reports the certificate it serves and the check's warnings.
+fn check_api_tls_files(config: &Config, host: &str) -> anyhow::Result<()> {
     let Some(files) = config.api.tls.files(&config.etcd) else {
         return Ok(());
     };
-    let leaf = crate::api_tls::check_files(&files, std::time::SystemTime::now())
+    let checked = crate::api_tls::check_files(&files, std::time::SystemTime::now(), Some(host))
         .context("cannot serve the HTTP API over TLS ([api.tls])")?;
+    let leaf = checked.leaf;
     tracing::info!(key = files.cert.key, file = %files.cert.path.display(), subject = %leaf.subject, names = ?leaf.names, ca = %files.trusted_ca.path.display(), "the HTTP API serves TLS with this certificate");
+    for warning in &checked.warnings {
+        tracing::warn!("{warning}");
+    }
     Ok(())
 }
 
@@ -170,6 +180,8 @@ async fn run_as(
     config_file: Option<std::path::PathBuf>,
     provider: Arc<dyn Provider>,
 ) -> anyhow::Result<Exit> {
+    // A hangup never kills eco, from here on (see `signals.rs`).
+    let hangup = signals::Hangup::ignore()?;
     let me = provider.identity().clone();
     if let Some(limit) = crate::preflight::raise_open_file_limit() {
         tracing::debug!(limit, "open files limit");
@@ -207,12 +219,15 @@ async fn run_as(
         on_own_volume: store_on_own_volume(&config),
     });
     let _renewal = certificates::provision(&config, &me, store.as_ref(), store_refusal).await?;
-    check_tls_files(&config.etcd.tls_files())?;
+    check_tls_files(&config.etcd.tls_files(), &me.host.to_string())?;
     if let Some(warning) = crate::config::plaintext_warning(&config.etcd) {
         tracing::warn!("{warning}");
     }
-    check_api_tls_files(&config)?;
-    let auth_problems = crate::auth::check_files(&config);
+    check_api_tls_files(&config, &me.host.to_string())?;
+    let (auth_problems, auth_warnings) = crate::auth::check_files(&config);
+    for warning in auth_warnings {
+        tracing::warn!("{warning}");
+    }
     anyhow::ensure!(
         auth_problems.is_empty(),
         "cannot use the [auth] files:\n  - {}",
@@ -269,6 +284,8 @@ async fn run_as(
         recovery: None,
         auth: None,
         certificates: Vec::new(),
+        api_tls_problem: None,
+        tls_problem: None,
     });
     crate::systemd_notify::spawn(status.subscribe());
     let (api_stop, mut api_stopped) = watch::channel(false);
@@ -281,6 +298,7 @@ async fn run_as(
         main: api_bind,
         status: ctx.config.api.status_bind,
         tls: ctx.config.api.tls.files(&ctx.config.etcd),
+        host: ctx.me.host.to_string(),
     };
     let scheme = if serving.tls.is_some() {
         "https"
@@ -291,6 +309,19 @@ async fn run_as(
         let _ = api_stopped.wait_for(|s| *s).await;
     })
     .await?;
+    if let Some(mut problem) = api.tls_problem.clone() {
+        // The API's certificate files that are not served, into /status.
+        let status = status.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = problem.borrow_and_update().clone();
+                status.send_modify(|s| s.api_tls_problem = now);
+                if problem.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
     match serving.status {
         None => {
             tracing::info!(%api_bind, scheme, "serving /healthz, /readyz, /metrics and /status")
@@ -310,7 +341,7 @@ async fn run_as(
     ) {
         tracing::warn!(error = %e, "cannot record the API address (eco status --config may not find this instance once it leaves its group)");
     }
-    let mut signals = Signals::new()?;
+    let mut signals = Signals::new(hangup)?;
     let gossip = GossipLink::start(&ctx, &group).await?;
     if let Some(g) = &gossip {
         metrics.watch_gossip(g.node.metrics());
@@ -395,7 +426,7 @@ async fn run_as(
     }
     d.etcd.shutdown();
     let _ = api_stop.send(true);
-    let _ = api.await;
+    let _ = api.task.await;
     result
 }
 
@@ -476,7 +507,15 @@ impl Daemon {
             // then the process, then passes.
             tokio::select! {
                 biased;
-                _ = signals.recv() => return Ok(Exit::Signalled),
+                received = signals.next() => match received {
+                    signals::Received::Stop => return Ok(Exit::Signalled),
+                    signals::Received::Reload => {
+                        self.refresh_group().await;
+                        if let Err(e) = self.pass().await {
+                            tracing::warn!(error = %format!("{e:#}"), "this pass did not finish; planning again next tick");
+                        }
+                    }
+                },
                 Some(event) = async {
                     match events.as_mut() {
                         Some(rx) => rx.recv().await,

@@ -47,9 +47,23 @@ impl Daemon {
         let group_problem = self.group.problem.clone();
         let termination = self.ctx.provider.termination();
         let recovery = self.protocol().map(|p| p.explain());
+        let tls_files = self.ctx.config.etcd.tls_files();
+        let tls_problem = self
+            .certificates
+            .problem(&tls_files, &self.ctx.me.host.to_string());
+        let before = self.status.borrow().tls_problem.clone();
+        if tls_problem != before {
+            match &tls_problem {
+                Some(problem) => {
+                    tracing::warn!(%problem, "etcd's TLS files as they are now cannot be used: new connections to etcd will fail (see eco status)")
+                }
+                None if before.is_some() => tracing::info!("etcd's TLS files can be used again"),
+                None => {}
+            }
+        }
         let certificates = self
             .certificates
-            .now(&self.ctx.config.etcd.tls_files())
+            .now(&tls_files)
             .into_iter()
             .map(|(key, described)| match described {
                 Ok(d) => crate::status::CertificateExpiry {
@@ -70,6 +84,7 @@ impl Daemon {
             .collect();
         self.status.send_modify(|s| {
             s.certificates = certificates;
+            s.tls_problem = tls_problem;
             s.ready = ready.ready;
             s.phase = ready.phase;
             s.process = seen.process.clone();

@@ -18,4 +18,5 @@ pub mod output;
 pub mod probe;
 pub mod supervisor;
 pub mod tls;
+pub mod tls_check;
 pub mod wal;

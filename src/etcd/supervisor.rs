@@ -12,6 +12,10 @@
 //!   terminal reaches eco, which stops etcd in order, not etcd directly.
 //! - A pid file beside the data directory lets a restarted eco kill an etcd
 //!   left over from a previous life (belt and braces for the above).
+//! - etcd does not inherit eco's secrets: every `ECO_*` variable (the
+//!   gossip keys of `ECO_GOSSIP_KEYS`, which in generated mode open the
+//!   cluster's CA) and the AWS credentials of the snapshot store are
+//!   removed from its environment ([`withheld_from_etcd`]).
 //!
 //! Restart counts, the last exit status and the current back-off are
 //! published through a `watch` channel.
@@ -352,6 +356,11 @@ fn spawn_child(spec: &ProcessSpec) -> Result<Child, SupervisorError> {
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .process_group(0);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(withheld_from_etcd) {
+            command.env_remove(&name);
+        }
+    }
     match &spec.log_file {
         Some(path) => {
             let open = || {
@@ -396,6 +405,18 @@ fn spawn_child(spec: &ProcessSpec) -> Result<Child, SupervisorError> {
         binary: spec.binary.clone(),
         source,
     })
+}
+
+/// Whether the environment variable `name` is eco's alone: every
+/// `ECO_*` variable (`ECO_GOSSIP_KEYS` is a secret; the others mean
+/// nothing to etcd) and the AWS credentials the snapshot store's SDK
+/// reads. etcd reads its own `ETCD_*` variables, which stay.
+pub fn withheld_from_etcd(name: &str) -> bool {
+    name.starts_with("ECO_")
+        || matches!(
+            name,
+            "AWS_ACCESS_KEY_ID" | "AWS_SECRET_ACCESS_KEY" | "AWS_SESSION_TOKEN"
+        )
 }
 
 async fn stop(
@@ -542,6 +563,22 @@ mod tests {
         assert_eq!(st.borrow().last_exit.as_deref(), Some("killed by SIGKILL"));
         assert!(std::fs::metadata(format!("/proc/{pid}")).is_err());
         assert!(!d.path().join("etcd.pid").exists());
+    }
+
+    #[test]
+    fn eco_secrets_are_withheld_from_etcd_and_etcds_own_variables_are_not() {
+        for name in [
+            "ECO_GOSSIP_KEYS",
+            "ECO_INSTANCE_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_ACCESS_KEY_ID",
+        ] {
+            assert!(withheld_from_etcd(name), "{name}");
+        }
+        for name in ["ETCD_UNSUPPORTED_ARCH", "PATH", "HOME", "GOMAXPROCS"] {
+            assert!(!withheld_from_etcd(name), "{name}");
+        }
     }
 
     #[tokio::test]

@@ -1,8 +1,7 @@
 //! TLS toward etcd: what eco's clients trust and present ([`ClientTls`],
 //! read from the files on every connection, so a certificate renewed in
-//! place is used from the next connection on), and the check of every
-//! file of `[etcd.tls]` ([`check_files`]) that `eco run` and
-//! `eco config check` make before anything starts.
+//! place is used from the next connection on), and reading and describing
+//! its files (the check of them all is `super::tls_check`).
 //!
 //! eco always verifies the server: there is no way to skip it. The name it
 //! verifies is the host of the URL it connects to, except for the WAL
@@ -138,63 +137,6 @@ impl CertificateInfo {
 /// refusal).
 pub const EXPIRY_WARNING: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// Checks every file of `[etcd.tls]` now: each readable, private keys not
-/// open to others, PEM that parses, each key matching its certificate, and
-/// no certificate expired or not yet valid. Returns what the certificate
-/// files hold.
-pub fn check_files(
-    tls: &EtcdTlsConfig,
-    now: SystemTime,
-) -> Result<Vec<CertificateInfo>, TlsFileError> {
-    let mut pairs: Vec<(&'static str, &Path, &'static str, &Path)> = Vec::new();
-    let mut cas: Vec<(&'static str, &Path)> = Vec::new();
-    if let Some(c) = &tls.client {
-        pairs.push((
-            "etcd.tls.client.cert_file",
-            &c.cert_file,
-            "etcd.tls.client.key_file",
-            &c.key_file,
-        ));
-        cas.push(("etcd.tls.client.trusted_ca_file", &c.trusted_ca_file));
-    }
-    if let Some(p) = &tls.peer {
-        pairs.push((
-            "etcd.tls.peer.cert_file",
-            &p.cert_file,
-            "etcd.tls.peer.key_file",
-            &p.key_file,
-        ));
-        cas.push(("etcd.tls.peer.trusted_ca_file", &p.trusted_ca_file));
-    }
-    if let Some(e) = &tls.eco {
-        pairs.push((
-            "etcd.tls.eco.cert_file",
-            &e.cert_file,
-            "etcd.tls.eco.key_file",
-            &e.key_file,
-        ));
-        if let Some(ca) = &e.trusted_ca_file {
-            cas.push(("etcd.tls.eco.trusted_ca_file", ca));
-        }
-    }
-    let mut infos = Vec::new();
-    for (key, path) in cas {
-        for der in certificates(key, path)? {
-            infos.push(valid_now(key, path, &der, now)?);
-        }
-    }
-    for (cert_key, cert_path, key_key, key_path) in pairs {
-        let chain = certificates(cert_key, cert_path)?;
-        let leaf = valid_now(cert_key, cert_path, &chain[0], now)?;
-        let (_, verdict) = certified_key(chain, (cert_key, cert_path), (key_key, key_path))?;
-        if verdict == secret_file::ModeVerdict::GroupReadable {
-            tracing::warn!(file = %key_path.display(), "{key_key} is readable by its group; 0600 keeps it to eco's user");
-        }
-        infos.push(leaf);
-    }
-    Ok(infos)
-}
-
 /// `chain` (read from the file named by `cert`, a config key and a path)
 /// with the private key of `key`, checked to match; and how open the key
 /// file is (a secret file: refused when others can read it).
@@ -287,6 +229,8 @@ pub fn valid_now(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Described {
     pub subject: String,
+    /// The subject of the certificate that issued it.
+    pub issuer: String,
     /// Its SANs: DNS names as written, IP addresses in their usual text.
     pub names: Vec<String>,
     pub not_before_unix: i64,
@@ -317,6 +261,7 @@ pub fn describe(der: &[u8]) -> Result<Described, String> {
     }
     Ok(Described {
         subject: cert.subject().to_string(),
+        issuer: cert.issuer().to_string(),
         names,
         not_before_unix: validity.not_before.timestamp(),
         not_after_unix: validity.not_after.timestamp(),
@@ -330,9 +275,18 @@ pub fn describe(der: &[u8]) -> Result<Described, String> {
 #[derive(Debug, Default)]
 pub struct CertificatesInForce {
     read: Vec<(PathBuf, FileStamp, Result<Described, String>)>,
+    /// The whole check of the files (chains, keys, validity, names).
+    material: super::tls_check::MaterialWatch,
 }
 
 impl CertificatesInForce {
+    /// Why the files of `tls`, as they are on disk, cannot be used by this
+    /// instance (advertised as `host`), or `None`
+    /// ([`super::tls_check::MaterialWatch`]).
+    pub fn problem(&mut self, tls: &EtcdTlsConfig, host: &str) -> Option<String> {
+        self.material.problem(tls, host)
+    }
+
     /// `(key, described)` of each certificate file, or the reason it cannot
     /// be read.
     pub fn now(&mut self, tls: &EtcdTlsConfig) -> Vec<(&'static str, Result<Described, String>)> {
