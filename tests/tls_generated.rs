@@ -155,6 +155,32 @@ fn a_cluster_makes_its_ca_issues_its_certificates_and_serves_an_operator() {
     });
     assert_eq!(alice, Ok(1), "alice writes and reads over TLS");
 
+    // A validity of zero, or past the CA's own expiry, is refused, saying
+    // the longest one possible; nothing is written.
+    for (validity, why) in [
+        ("0s", "the validity must be positive"),
+        ("1000years", "longer than the CA has left"),
+    ] {
+        let out = c.root().join(format!("bob-{validity}"));
+        let refused = std::process::Command::new(eco_bin!())
+            .args(["certs", "client", "--user", "bob", "--validity", validity])
+            .arg("--config")
+            .arg(&c.nodes["eco-2"].config)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&refused.stderr).to_string();
+        assert!(!refused.status.success(), "--validity {validity} accepted");
+        assert!(
+            said.contains(&format!("--validity {validity}"))
+                && said.contains(why)
+                && said.contains("at most 9years"),
+            "--validity {validity}: {said}"
+        );
+        assert!(!out.join("bob.crt").exists(), "--validity {validity}");
+    }
+
     // A wiped member comes back with new certificates, nothing lost.
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
     std::thread::sleep(Duration::from_secs(2));

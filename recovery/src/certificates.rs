@@ -8,7 +8,9 @@
 //! none ([`missing_ca`]: only while the cluster is being formed, or when TLS
 //! is turned on for a running plaintext cluster — never for a cluster whose
 //! CA is gone, which a new CA would cut off), what it does with the
-//! certificates it holds when it cannot obtain the CA ([`without_ca`]).
+//! certificates it holds when it cannot obtain the CA ([`without_ca`]), and
+//! how long an operator's client certificate may be valid
+//! ([`client_validity`]).
 
 use crate::peer_scheme::PeerScheme;
 
@@ -236,6 +238,44 @@ pub fn without_ca(now_unix: i64, held: &HeldFiles) -> WithoutCa {
     WithoutCa::KeepHeld {
         expires_in_s: (first - now_unix) as u64,
     }
+}
+
+/// Why a client certificate's validity is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValidityRefused {
+    #[error("the validity must be positive")]
+    NotPositive,
+    #[error(
+        "{requested_s} s is longer than the CA has left ({ca_left_s} s): a certificate cannot outlive the CA that signs it"
+    )]
+    BeyondTheCa { requested_s: u64, ca_left_s: u64 },
+    #[error("the cluster's CA has expired")]
+    CaExpired,
+}
+
+/// The validity of an operator's client certificate (`eco certs client
+/// --validity`): positive, and within what the CA has left (the CA's
+/// expiry at `ca_not_after_unix`). Refused otherwise, never shortened
+/// silently: the operator asked for that time.
+pub fn client_validity(
+    requested_s: u64,
+    now_unix: i64,
+    ca_not_after_unix: i64,
+) -> Result<u64, ValidityRefused> {
+    if ca_not_after_unix <= now_unix {
+        return Err(ValidityRefused::CaExpired);
+    }
+    if requested_s == 0 {
+        return Err(ValidityRefused::NotPositive);
+    }
+    let ca_left_s = (ca_not_after_unix - now_unix) as u64;
+    if requested_s > ca_left_s {
+        return Err(ValidityRefused::BeyondTheCa {
+            requested_s,
+            ca_left_s,
+        });
+    }
+    Ok(requested_s)
 }
 
 /// How often an instance looks at its certificates (seconds): a tenth of
@@ -503,6 +543,42 @@ mod tests {
         for (held, word, why) in cases {
             let got = without_ca(100, held);
             assert!(stop(&got, word), "{why}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_client_validity_is_positive_and_within_the_ca() {
+        // (requested, now, CA's expiry, result)
+        let cases: &[(u64, i64, i64, Result<u64, ValidityRefused>)] = &[
+            (3600, 0, 10_000, Ok(3600)),
+            (10_000, 0, 10_000, Ok(10_000)),
+            (0, 0, 10_000, Err(ValidityRefused::NotPositive)),
+            (
+                10_001,
+                0,
+                10_000,
+                Err(ValidityRefused::BeyondTheCa {
+                    requested_s: 10_001,
+                    ca_left_s: 10_000,
+                }),
+            ),
+            (
+                1000 * 365 * 86_400,
+                5_000,
+                10_000,
+                Err(ValidityRefused::BeyondTheCa {
+                    requested_s: 1000 * 365 * 86_400,
+                    ca_left_s: 5_000,
+                }),
+            ),
+            (1, 10_000, 10_000, Err(ValidityRefused::CaExpired)),
+        ];
+        for (requested, now, ca, want) in cases {
+            assert_eq!(
+                &client_validity(*requested, *now, *ca),
+                want,
+                "{requested} s at {now}"
+            );
         }
     }
 

@@ -384,7 +384,9 @@ pub async fn ensure_files(
 
 /// A client certificate for `user` (CN) from the cluster's CA, valid
 /// `validity`, written to `out` as `ca.crt`, `<user>.crt`, `<user>.key`
-/// (`eco certs client`).
+/// (`eco certs client`). A validity of zero, or longer than the CA has
+/// left, is refused (`recovery::certificates::client_validity`), saying
+/// the longest one possible.
 pub async fn issue_client(
     config: &Config,
     store: &dyn ObjectStore,
@@ -405,7 +407,30 @@ pub async fn issue_client(
     );
     let keys = gossip_keys(config)?;
     let ca = obtain_ca(store, &config.cluster.name, &keys, IfMissing::Fail).await?;
-    let issued = ca.issue(Purpose::Client, user, &[], validity, SystemTime::now())?;
+    let now = SystemTime::now();
+    let ca_not_after = crate::etcd::tls::describe_pem(&ca.cert_pem)
+        .map_err(|e| anyhow::anyhow!("the cluster's CA certificate: {e}"))?
+        .not_after_unix;
+    let now_unix = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let validity =
+        recovery::certificates::client_validity(validity.as_secs(), now_unix, ca_not_after)
+            .map(std::time::Duration::from_secs)
+            .map_err(|e| {
+                let at_most = (ca_not_after - now_unix).max(0) as u64;
+                anyhow::anyhow!(
+                    "--validity {}: {e}; at most {} (the CA expires at {})",
+                    humantime::format_duration(validity),
+                    humantime::format_duration(std::time::Duration::from_secs(at_most)),
+                    humantime::format_rfc3339_seconds(
+                        SystemTime::UNIX_EPOCH
+                            + std::time::Duration::from_secs(ca_not_after.max(0) as u64)
+                    )
+                )
+            })?;
+    let issued = ca.issue(Purpose::Client, user, &[], validity, now)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let files = [
         (out.join("ca.crt"), ca.cert_pem.clone(), 0o644),
