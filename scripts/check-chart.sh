@@ -4,7 +4,9 @@
 # set of chart/ci/, every rendered object checked against Kubernetes' API
 # schemas of several versions (kubernetes-validate --strict), the Prometheus
 # Operator's kinds against scripts/chart-crd-schemas.json, the bad value sets
-# of chart/ci-bad/ refused by values.schema.json with its message, and what
+# of chart/ci-bad/ refused (by values.schema.json or a template's `fail`)
+# with their message, the gossip Secret the same at every render (nothing
+# random at render time: GitOps tools render without a cluster), and what
 # the chart promises (scripts/check-chart.py invariants).
 #
 # Writes under target/chart/: <valueset>/manifests.yaml (helm template's
@@ -120,12 +122,15 @@ for s in "${sets[@]}"; do
 done
 
 # 6. Bad values: refused by values.schema.json, by lint and by template,
-#    with the schema's message ("# expect: <phrase>" in each file).
+#    with the schema's message ("# expect: <phrase>" in each file). A file
+#    with "# refused by: template" is refused by a template's `fail`, which
+#    helm lint only logs (lint renders `fail` as a log line): template alone.
 refused() {
-  local f=$1 phrase output
+  local f=$1 phrase output cmds
   phrase=$(sed -n 's/^# expect: //p' "$f")
   [ -n "$phrase" ] || { echo "$f has no '# expect: ' line"; return 1; }
-  for cmd in lint template; do
+  cmds=$(sed -n 's/^# refused by: //p' "$f")
+  for cmd in ${cmds:-lint template}; do
     if [ $cmd = lint ]; then
       output=$("$helm" lint --strict "$chart" -f "$f" 2>&1) && { echo "helm lint accepted $f"; return 1; }
     else
@@ -204,10 +209,39 @@ kube_version() {
   out=$(template -f "$base" --kube-version 1.28.0 2>&1) && { echo "accepted on 1.28"; return 1; }
   grep -F 'is incompatible with Kubernetes v1.28.0' <<<"$out"
 }
+# 9. The gossip Secret never changes by itself: GitOps tools (Argo CD,
+#    Flux) render with `helm template`, which cannot read a Secret back,
+#    so a key generated at render time would be a new key at every sync.
+#    Each value set renders the Secret byte for byte the same twice (or
+#    none: gossip.existingSecret); without keys the chart refuses, both
+#    times, saying how to make the Secret.
+gossip_secret() { awk '/^---/{p=0} /^# Source: eco\/templates\/secret-gossip.yaml/{p=1} p'; }
+gossip_stable() {
+  local s first second
+  first="$out/gossip-first.yaml" second="$out/gossip-second.yaml"
+  for s in "${sets[@]}"; do
+    template -f "$chart/ci/$s.yaml" | gossip_secret > "$first" || return 1
+    template -f "$chart/ci/$s.yaml" | gossip_secret > "$second" || return 1
+    cmp "$first" "$second" || { echo "$s: two renders give two gossip Secrets"; diff "$first" "$second"; return 1; }
+    if [ -s "$first" ]; then echo "$s: the same Secret at both renders"; else echo "$s: no Secret (gossip.existingSecret)"; fi
+  done
+  local bad="$chart/ci-bad/no-gossip-keys.yaml" i output
+  for i in 1 2; do
+    if output=$(template -f "$bad" 2>&1); then
+      printf '%s\n' "$output" | gossip_secret > "$out/gossip-nokeys-$i.yaml"
+      echo "no keys: render $i gave a gossip Secret instead of refusing"
+    else
+      grep -F 'kubectl -n eco-test create secret generic eco-gossip-keys' <<<"$output" | head -1 | sed 's/^ *//' || return 1
+      grep -qF 'gossip.existingSecret=eco-gossip-keys' <<<"$output" || { echo "no keys: refused without naming gossip.existingSecret"; return 1; }
+    fi
+  done
+  [ ! -e "$out/gossip-nokeys-1.yaml" ] || { cmp "$out/gossip-nokeys-1.yaml" "$out/gossip-nokeys-2.yaml"; return 1; }
+}
 check "Chart kubeVersion: ${kube_versions[*]} accepted, 1.28 refused" kube_version
 check "PodDisruptionBudget maxUnavailable = floor((n-1)/2), min 1" pdb
 check "desiredReplicas: the replicas file, never above replicas" desired
 check "resize outside the config checksum, eco.toml inside" checksum
+check "the gossip Secret is the same at every render; no keys: refused" gossip_stable
 
 elapsed=$(( ($(date +%s%N) - started) / 1000000 ))
 printf '\nchart checks: %d passed, %d failed in %d.%03ds (details: target/chart/check.log)\n' \

@@ -173,7 +173,8 @@ enum CertsCommand {
         /// Directory the files go to (ca.crt, NAME.crt, NAME.key).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        /// How long it is valid.
+        /// How long it is valid: positive, and no longer than the CA has
+        /// left (refused otherwise, naming the longest possible).
         #[arg(long, default_value = "30days", value_parser = humantime::parse_duration)]
         validity: std::time::Duration,
     },

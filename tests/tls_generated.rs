@@ -9,7 +9,13 @@
 //!   certificates, nothing lost;
 //! - certificates renewed in place under a write load: etcd serves the new
 //!   certificate on the next handshake without a restart, no acknowledged
-//!   write is lost and the cluster never loses its members.
+//!   write is lost and the cluster never loses its members;
+//! - the CA object deleted from the store of a running cluster: no instance
+//!   makes a new CA (not at its checks, not when restarted); each keeps its
+//!   certificates and its member, and says what is missing and what to do;
+//! - a key set that no longer holds the key the CA was sealed under: each
+//!   instance says which key id is missing, keeps its certificates (a
+//!   restarted one too) and never reseals the CA, until the key is back.
 //!
 //! (The loss of quorum over generated TLS is in tests/quorum_loss.rs.)
 
@@ -148,6 +154,32 @@ fn a_cluster_makes_its_ca_issues_its_certificates_and_serves_an_operator() {
         Ok::<_, String>(got.kvs().len())
     });
     assert_eq!(alice, Ok(1), "alice writes and reads over TLS");
+
+    // A validity of zero, or past the CA's own expiry, is refused, saying
+    // the longest one possible; nothing is written.
+    for (validity, why) in [
+        ("0s", "the validity must be positive"),
+        ("1000years", "longer than the CA has left"),
+    ] {
+        let out = c.root().join(format!("bob-{validity}"));
+        let refused = std::process::Command::new(eco_bin!())
+            .args(["certs", "client", "--user", "bob", "--validity", validity])
+            .arg("--config")
+            .arg(&c.nodes["eco-2"].config)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&refused.stderr).to_string();
+        assert!(!refused.status.success(), "--validity {validity} accepted");
+        assert!(
+            said.contains(&format!("--validity {validity}"))
+                && said.contains(why)
+                && said.contains("at most 9years"),
+            "--validity {validity}: {said}"
+        );
+        assert!(!out.join("bob.crt").exists(), "--validity {validity}");
+    }
 
     // A wiped member comes back with new certificates, nothing lost.
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
@@ -364,4 +396,224 @@ fn generated_certificates_are_etcd_identities_under_authentication() {
     assert_eq!(put_as(&endpoint, &out, "app", "app/x"), Ok(()));
     // eco, as the CN of its own generated certificate, still snapshots.
     c.snapshot_now("eco-1").unwrap();
+}
+
+/// Three voters over generated TLS whose instances look at their
+/// certificates every second (valid an hour, renewed 59m50s before the
+/// end), formed on `127.0.<net>.1-3`.
+fn three_checking_every_second(net: u8) -> (Cluster, u64) {
+    let mut c = generated_cluster();
+    for (i, id) in ["eco-1", "eco-2", "eco-3"].iter().enumerate() {
+        c.add(id, &format!("127.0.{net}.{}", i + 1)).unwrap();
+        c.configure(id, |b| {
+            b.edit(|config| {
+                if let Some(g) = config.etcd.tls.generated.as_mut() {
+                    g.validity = eco::config::ConfigDuration::from_secs(3600);
+                    g.renew_before = eco::config::ConfigDuration::from_secs(3590);
+                }
+            })
+        })
+        .unwrap();
+    }
+    c.set_group(&["eco-1", "eco-2", "eco-3"]).unwrap();
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        c.start(id).unwrap();
+    }
+    let cluster_id = c
+        .wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
+        .expect("three voters");
+    (c, cluster_id)
+}
+
+/// The generated files of `id`: (ca.crt, member.crt, eco.crt).
+fn generated_files(c: &Cluster, id: &str) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let dir = tls_dir(c, id);
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    (read("ca.crt"), read("member.crt"), read("eco.crt"))
+}
+
+/// Waits until the log of `id` after its first `from` bytes holds `phrase`
+/// at least `times` times.
+fn wait_logged(c: &Cluster, id: &str, from: usize, phrase: &str, times: usize) -> bool {
+    wait_until(Duration::from_secs(30), || {
+        let log = c.nodes[id].log();
+        (log.get(from..).unwrap_or("").matches(phrase).count() >= times).then_some(())
+    })
+    .is_some()
+}
+
+fn made_cas(c: &Cluster) -> usize {
+    ["eco-1", "eco-2", "eco-3"]
+        .iter()
+        .map(|id| c.nodes[*id].log().matches("made the cluster's CA").count())
+        .sum()
+}
+
+#[test]
+fn a_ca_object_deleted_under_a_running_cluster_is_never_made_again() {
+    let (mut c, cluster_id) = three_checking_every_second(37);
+    assert_eq!(made_cas(&c), 1, "one CA, made while forming");
+    let members = c.member_ids().expect("the member list");
+    let object = c.store().join("it/pki/ca.json");
+    std::fs::remove_file(&object).expect("the CA object");
+
+    // Every instance's next check refuses to make a CA, saying why.
+    let refused = "No new CA is made";
+    for id in ["eco-1", "eco-2", "eco-3"] {
+        assert!(
+            wait_logged(&c, id, 0, refused, 2),
+            "{id} refuses to make a CA\n{}",
+            c.log_tail(id, 30)
+        );
+    }
+    let log = c.nodes["eco-1"].log();
+    for phrase in [
+        "the store holds no CA for cluster it (it/pki/ca.json)",
+        "the cluster exists (it/incarnations/0000000001)",
+        "keeps using its certificates",
+        "its copy of the CA certificate",
+        "Restore it/pki/ca.json from a backup of the store",
+    ] {
+        assert!(
+            log.contains(phrase),
+            "{phrase:?} in:\n{}",
+            c.log_tail("eco-1", 10)
+        );
+    }
+    let held: Vec<_> = ["eco-1", "eco-2", "eco-3"]
+        .iter()
+        .map(|id| generated_files(&c, id))
+        .collect();
+
+    // Restarted, eco-2 makes no CA either: it goes on with what it holds.
+    c.stop("eco-2", libc::SIGTERM).unwrap();
+    let from = c.nodes["eco-2"].log().len();
+    c.start("eco-2").unwrap();
+    assert!(
+        wait_logged(
+            &c,
+            "eco-2",
+            from,
+            "it goes on with the certificates it holds",
+            1
+        ),
+        "eco-2 starts on its certificates\n{}",
+        c.log_tail("eco-2", 30)
+    );
+    assert_eq!(
+        c.wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(60)),
+        Some(cluster_id),
+        "eco-2 serves again\n{}",
+        c.log_tail("eco-2", 30)
+    );
+    // Past the unhealthy-member TTL (5 s) of its checks, one a second.
+    assert!(
+        wait_logged(&c, "eco-2", from, refused, 8),
+        "{}",
+        c.log_tail("eco-2", 30)
+    );
+    assert_eq!(
+        c.member_ids(),
+        Some(members),
+        "the same members: eco-2 keeps its member"
+    );
+    assert!(!object.exists(), "no CA object was made again");
+    assert_eq!(made_cas(&c), 1, "no instance made a CA");
+    for (i, id) in ["eco-1", "eco-2", "eco-3"].iter().enumerate() {
+        assert!(
+            generated_files(&c, id) == held[i],
+            "{id}: the same certificates and CA copy"
+        );
+    }
+}
+
+#[test]
+fn a_key_set_without_the_key_the_ca_was_sealed_under_keeps_the_certificates_and_says_which() {
+    let (mut c, cluster_id) = three_checking_every_second(38);
+    let members = c.member_ids().expect("the member list");
+    let object = c.store().join("it/pki/ca.json");
+    let sealed = std::fs::read(&object).unwrap();
+    let hex_key = |k: &str| -> [u8; 32] { hex::decode(k).unwrap().try_into().unwrap() };
+    let old = testkit::cluster::key_pattern(37, 11);
+    let new = testkit::cluster::key_pattern(53, 7);
+    let ids = eco::pki::sealed::key_ids(&[hex_key(&old), hex_key(&new)], "it");
+    let root = c.root().to_path_buf();
+    let write_keys = |lines: &[&str]| {
+        let (keys, tmp) = (root.join("gossip.keys"), root.join(".gossip.keys.new"));
+        std::fs::write(&tmp, lines.join("\n") + "\n").unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::rename(&tmp, &keys).unwrap();
+    };
+
+    // The old key dropped before the CA was sealed for the new one.
+    let marks: Vec<usize> = ["eco-1", "eco-2", "eco-3"]
+        .iter()
+        .map(|id| c.nodes[*id].log().len())
+        .collect();
+    write_keys(&[&new]);
+    let missing = format!(
+        "sealed under key id(s) {}, and this instance's keys are id(s) {}",
+        ids[0], ids[1]
+    );
+    for (i, id) in ["eco-1", "eco-2", "eco-3"].iter().enumerate() {
+        assert!(
+            wait_logged(&c, id, marks[i], &missing, 2),
+            "{id} names the missing key id\n{}",
+            c.log_tail(id, 30)
+        );
+    }
+    let log = c.nodes["eco-1"].log();
+    assert!(
+        log.contains("put that key back in the key set, after the current one")
+            && log.contains("it goes on with the certificates it holds"),
+        "{}",
+        c.log_tail("eco-1", 10)
+    );
+    let held = generated_files(&c, "eco-2");
+
+    // Restarted on that key set, eco-2 starts on its certificates.
+    c.stop("eco-2", libc::SIGTERM).unwrap();
+    let from = c.nodes["eco-2"].log().len();
+    c.start("eco-2").unwrap();
+    assert!(
+        wait_logged(&c, "eco-2", from, &missing, 1),
+        "{}",
+        c.log_tail("eco-2", 30)
+    );
+    assert_eq!(
+        c.wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(60)),
+        Some(cluster_id),
+        "eco-2 serves again on the certificates it holds\n{}",
+        c.log_tail("eco-2", 30)
+    );
+    assert!(
+        wait_logged(&c, "eco-2", from, &missing, 8),
+        "{}",
+        c.log_tail("eco-2", 30)
+    );
+    assert_eq!(c.member_ids(), Some(members), "eco-2 keeps its member");
+    assert!(
+        generated_files(&c, "eco-2") == held,
+        "eco-2's files are untouched"
+    );
+    assert_eq!(
+        std::fs::read(&object).unwrap(),
+        sealed,
+        "a CA no instance can open is neither made again nor resealed"
+    );
+    assert_eq!(made_cas(&c), 1);
+
+    // The old key back, second: the CA opens and is sealed for the new key.
+    write_keys(&[&new, &old]);
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let object = std::fs::read(&object).ok()?;
+            let ca = eco::pki::sealed::SealedCa::from_json(&object).ok()?;
+            ca.open(&[hex_key(&new)], "it").ok()
+        })
+        .is_some(),
+        "the CA sealed again for the new key\n{}",
+        c.log_tail("eco-1", 20)
+    );
+    assert_eq!(made_cas(&c), 1);
 }

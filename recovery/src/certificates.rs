@@ -3,6 +3,16 @@
 //! cluster's CA, without a restart (etcd reads its files on every
 //! handshake), so instances renew independently and no member is ever
 //! down for it.
+//!
+//! Also: whether an instance may make the cluster's CA when the store holds
+//! none ([`missing_ca`]: only while the cluster is being formed, or when TLS
+//! is turned on for a running plaintext cluster — never for a cluster whose
+//! CA is gone, which a new CA would cut off), what it does with the
+//! certificates it holds when it cannot obtain the CA ([`without_ca`]), and
+//! how long an operator's client certificate may be valid
+//! ([`client_validity`]).
+
+use crate::peer_scheme::PeerScheme;
 
 /// A certificate this instance holds, as read from its file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,6 +117,165 @@ pub fn reseal(sealed: &[String], own: &[String]) -> Reseal {
             Vec::new()
         },
     }
+}
+
+/// What an instance knows when the store holds no CA for its cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoStoredCa {
+    /// The store holds an incarnation record of the cluster: it was formed.
+    pub cluster_recorded: bool,
+    /// This instance holds a CA certificate from an earlier issue (its
+    /// `ca.crt`): the cluster had a CA.
+    pub holds_ca_certificate: bool,
+    /// The peer scheme this instance's state file records for its member
+    /// (`http` for a state written before the scheme was recorded); `None`
+    /// without a state file (not a member yet).
+    pub member_peer_scheme: Option<PeerScheme>,
+}
+
+/// Why an instance makes the cluster's CA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MakeCa {
+    /// No incarnation record: the cluster is being formed (incarnation 1).
+    Forming,
+    /// The cluster runs and this instance's member still speaks `http`
+    /// holding no CA certificate: TLS is being turned on, and no member
+    /// switches to `https` before every instance holds the CA's material
+    /// (`crate::peer_scheme`), so no member uses a CA yet.
+    TurningTlsOn,
+}
+
+/// Why an instance makes no CA although the store holds none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefuseCa {
+    /// It holds a certificate of the cluster's CA: the CA existed and its
+    /// object is gone. A new CA would be trusted by no other member and
+    /// would not accept operators' certificates.
+    HoldsItsCertificate,
+    /// Its member speaks `https`: the cluster's TLS comes from a CA the
+    /// store no longer holds (or from files of another CA).
+    MemberSpeaksHttps,
+    /// It is not a member yet (no state file) of a cluster that exists: it
+    /// cannot tell a CA that is gone from a cluster that never had one.
+    NotAMember,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissingCa {
+    /// Make the CA (created only if absent: of two makers one wins).
+    Make(MakeCa),
+    /// Make none; keep what this instance holds.
+    Refuse(RefuseCa),
+}
+
+/// Whether an instance makes the cluster's CA, the store holding none: only
+/// while the cluster is being formed, or when TLS is turned on for a
+/// running plaintext cluster; never for a cluster that had one.
+pub fn missing_ca(f: NoStoredCa) -> MissingCa {
+    if !f.cluster_recorded {
+        return MissingCa::Make(MakeCa::Forming);
+    }
+    if f.holds_ca_certificate {
+        return MissingCa::Refuse(RefuseCa::HoldsItsCertificate);
+    }
+    match f.member_peer_scheme {
+        Some(PeerScheme::Https) => MissingCa::Refuse(RefuseCa::MemberSpeaksHttps),
+        Some(PeerScheme::Http) => MissingCa::Make(MakeCa::TurningTlsOn),
+        None => MissingCa::Refuse(RefuseCa::NotAMember),
+    }
+}
+
+/// The generated files an instance holds, as read from them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeldFiles {
+    /// The member certificate's expiry (Unix seconds), when it reads.
+    pub member_not_after_unix: Option<i64>,
+    /// eco's client certificate's expiry, when it reads.
+    pub client_not_after_unix: Option<i64>,
+    /// A CA certificate (`ca.crt`) is there.
+    pub ca_certificate: bool,
+}
+
+/// What an instance does when it cannot obtain the cluster's CA (gone from
+/// the store, sealed under keys it does not hold, the store unreachable).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WithoutCa {
+    /// Go on with the certificates it holds (they cannot be renewed); the
+    /// first of them expires in `expires_in_s`.
+    KeepHeld { expires_in_s: u64 },
+    /// Nothing usable: etcd cannot run with TLS.
+    Stop { reason: String },
+}
+
+/// Whether the certificates held are enough to go on without the CA at
+/// `now_unix`: every file there and none expired.
+pub fn without_ca(now_unix: i64, held: &HeldFiles) -> WithoutCa {
+    if !held.ca_certificate {
+        return WithoutCa::Stop {
+            reason: "it holds no CA certificate (ca.crt)".into(),
+        };
+    }
+    let mut first = i64::MAX;
+    for (what, not_after) in [
+        ("member", held.member_not_after_unix),
+        ("client (eco)", held.client_not_after_unix),
+    ] {
+        let Some(not_after) = not_after else {
+            return WithoutCa::Stop {
+                reason: format!("it holds no {what} certificate"),
+            };
+        };
+        if not_after <= now_unix {
+            return WithoutCa::Stop {
+                reason: format!(
+                    "its {what} certificate expired {} s ago",
+                    now_unix - not_after
+                ),
+            };
+        }
+        first = first.min(not_after);
+    }
+    WithoutCa::KeepHeld {
+        expires_in_s: (first - now_unix) as u64,
+    }
+}
+
+/// Why a client certificate's validity is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValidityRefused {
+    #[error("the validity must be positive")]
+    NotPositive,
+    #[error(
+        "{requested_s} s is longer than the CA has left ({ca_left_s} s): a certificate cannot outlive the CA that signs it"
+    )]
+    BeyondTheCa { requested_s: u64, ca_left_s: u64 },
+    #[error("the cluster's CA has expired")]
+    CaExpired,
+}
+
+/// The validity of an operator's client certificate (`eco certs client
+/// --validity`): positive, and within what the CA has left (the CA's
+/// expiry at `ca_not_after_unix`). Refused otherwise, never shortened
+/// silently: the operator asked for that time.
+pub fn client_validity(
+    requested_s: u64,
+    now_unix: i64,
+    ca_not_after_unix: i64,
+) -> Result<u64, ValidityRefused> {
+    if ca_not_after_unix <= now_unix {
+        return Err(ValidityRefused::CaExpired);
+    }
+    if requested_s == 0 {
+        return Err(ValidityRefused::NotPositive);
+    }
+    let ca_left_s = (ca_not_after_unix - now_unix) as u64;
+    if requested_s > ca_left_s {
+        return Err(ValidityRefused::BeyondTheCa {
+            requested_s,
+            ca_left_s,
+        });
+    }
+    Ok(requested_s)
 }
 
 /// How often an instance looks at its certificates (seconds): a tenth of
@@ -255,6 +424,160 @@ mod tests {
                     drop: v(drop)
                 },
                 "{why}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_ca_is_made_only_for_a_cluster_that_never_had_one() {
+        use PeerScheme::{Http, Https};
+        // (recorded, holds ca.crt, member's scheme, decision, why)
+        type Case = (bool, bool, Option<PeerScheme>, MissingCa, &'static str);
+        let make = MissingCa::Make;
+        let refuse = MissingCa::Refuse;
+        let cases: &[Case] = &[
+            (
+                false,
+                false,
+                None,
+                make(MakeCa::Forming),
+                "forming incarnation 1",
+            ),
+            (
+                false,
+                true,
+                Some(Https),
+                make(MakeCa::Forming),
+                "no record: a new cluster, whatever is left on the volume",
+            ),
+            (
+                true,
+                true,
+                Some(Https),
+                refuse(RefuseCa::HoldsItsCertificate),
+                "the object deleted under a running cluster",
+            ),
+            (
+                true,
+                true,
+                Some(Http),
+                refuse(RefuseCa::HoldsItsCertificate),
+                "gone while TLS was being turned on, after this instance got it",
+            ),
+            (
+                true,
+                true,
+                None,
+                refuse(RefuseCa::HoldsItsCertificate),
+                "a copy of the CA, no state",
+            ),
+            (
+                true,
+                false,
+                Some(Https),
+                refuse(RefuseCa::MemberSpeaksHttps),
+                "its member speaks https without a CA copy",
+            ),
+            (
+                true,
+                false,
+                None,
+                refuse(RefuseCa::NotAMember),
+                "a new instance joining a formed cluster",
+            ),
+            (
+                true,
+                false,
+                Some(Http),
+                make(MakeCa::TurningTlsOn),
+                "TLS turned on for a running plaintext cluster",
+            ),
+        ];
+        for (recorded, holds, scheme, want, why) in cases {
+            let got = missing_ca(NoStoredCa {
+                cluster_recorded: *recorded,
+                holds_ca_certificate: *holds,
+                member_peer_scheme: *scheme,
+            });
+            assert_eq!(got, *want, "{why}");
+        }
+    }
+
+    #[test]
+    fn without_the_ca_the_held_certificates_are_kept_until_they_expire() {
+        let files = |member, client, ca| HeldFiles {
+            member_not_after_unix: member,
+            client_not_after_unix: client,
+            ca_certificate: ca,
+        };
+        let stop = |r: &WithoutCa, word: &str| matches!(r, WithoutCa::Stop { reason } if reason.contains(word));
+        assert_eq!(
+            without_ca(100, &files(Some(1000), Some(400), true)),
+            WithoutCa::KeepHeld { expires_in_s: 300 },
+            "the first expiry"
+        );
+        let cases: &[(HeldFiles, &str, &str)] = &[
+            (files(None, None, false), "ca.crt", "nothing held"),
+            (files(Some(1000), Some(1000), false), "ca.crt", "no CA copy"),
+            (
+                files(None, Some(1000), true),
+                "member",
+                "no member certificate",
+            ),
+            (
+                files(Some(1000), None, true),
+                "client",
+                "no client certificate",
+            ),
+            (
+                files(Some(100), Some(1000), true),
+                "expired 0 s ago",
+                "member expired now",
+            ),
+            (
+                files(Some(1000), Some(40), true),
+                "client (eco) certificate expired 60 s",
+                "client expired",
+            ),
+        ];
+        for (held, word, why) in cases {
+            let got = without_ca(100, held);
+            assert!(stop(&got, word), "{why}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_client_validity_is_positive_and_within_the_ca() {
+        // (requested, now, CA's expiry, result)
+        let cases: &[(u64, i64, i64, Result<u64, ValidityRefused>)] = &[
+            (3600, 0, 10_000, Ok(3600)),
+            (10_000, 0, 10_000, Ok(10_000)),
+            (0, 0, 10_000, Err(ValidityRefused::NotPositive)),
+            (
+                10_001,
+                0,
+                10_000,
+                Err(ValidityRefused::BeyondTheCa {
+                    requested_s: 10_001,
+                    ca_left_s: 10_000,
+                }),
+            ),
+            (
+                1000 * 365 * 86_400,
+                5_000,
+                10_000,
+                Err(ValidityRefused::BeyondTheCa {
+                    requested_s: 1000 * 365 * 86_400,
+                    ca_left_s: 5_000,
+                }),
+            ),
+            (1, 10_000, 10_000, Err(ValidityRefused::CaExpired)),
+        ];
+        for (requested, now, ca, want) in cases {
+            assert_eq!(
+                &client_validity(*requested, *now, *ca),
+                want,
+                "{requested} s at {now}"
             );
         }
     }

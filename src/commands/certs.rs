@@ -1,7 +1,9 @@
 //! `eco certs client`: a client certificate from the cluster's generated CA
 //! (`[etcd.tls.generated]`), so an operator can use `etcdctl` against the
 //! cluster. Needs what an instance has: the config, the gossip keys (they
-//! open the CA's sealed key) and the store.
+//! open the CA's sealed key) and the store. The validity must be positive
+//! and within what the CA has left (`recovery::certificates::
+//! client_validity`): refused otherwise, with the longest one possible.
 
 use crate::config::Config;
 use std::path::Path;

@@ -1,17 +1,24 @@
 //! Generated TLS in the daemon: before etcd starts, this instance's files
-//! are issued from the cluster's CA (made here if the store has none); then
-//! a task looks at them every `recovery::certificates::check_period_s` and
-//! issues again what `recovery::certificates::decide` says (near expiry,
-//! names changed, another CA), with the gossip keys read again each time (a
-//! rotation re-seals the CA). etcd reads its files on every handshake and
-//! eco on every connection, so a renewal needs no restart.
+//! are issued from the cluster's CA (made here if the store has none and
+//! the cluster never had one); then a task looks at them every
+//! `recovery::certificates::check_period_s` and issues again what
+//! `recovery::certificates::decide` says (near expiry, names changed,
+//! another CA), with the gossip keys read again each time (a rotation
+//! re-seals the CA). etcd reads its files on every handshake and eco on
+//! every connection, so a renewal needs no restart.
+//!
+//! When the CA cannot be obtained (its object gone from the store, sealed
+//! under keys this instance does not hold, the store unreachable), the
+//! instance goes on with the certificates it holds while they are valid
+//! (`recovery::certificates::without_ca`), saying why at every check; it
+//! stops at start only when it holds nothing usable.
 
 use crate::config::Config;
 use crate::pki::provision::{self, CertificateOutcome};
 use crate::provider::Identity;
 use crate::store::ObjectStore;
 use anyhow::Context;
-use recovery::certificates::{Renewal, check_period_s};
+use recovery::certificates::{Renewal, WithoutCa, check_period_s, without_ca};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
@@ -30,6 +37,29 @@ fn log(outcomes: &[CertificateOutcome]) {
         if let Renewal::Keep { renew_in_s } = o.renewal {
             tracing::debug!(certificate = o.file, renew_in_s, "certificate kept");
         }
+    }
+}
+
+/// After `error` (this instance's files could not be issued from the CA):
+/// whether it goes on with the files it holds, said in the log, or
+/// (`Err`) cannot.
+fn go_on_without_ca(config: &Config, error: anyhow::Error) -> anyhow::Result<()> {
+    let now_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    match without_ca(now_unix, &provision::held_files(config)) {
+        WithoutCa::KeepHeld { expires_in_s } => {
+            tracing::error!(
+                error = format!("{error:#}"),
+                expires_in_s,
+                "cannot issue this instance's TLS certificates from the cluster's CA: it goes on with the certificates it holds (no renewal until this is fixed; retried at every check)"
+            );
+            Ok(())
+        }
+        WithoutCa::Stop { reason } => Err(error.context(format!(
+            "cannot issue this instance's TLS certificates from the cluster's CA, and it cannot go on without: {reason}"
+        ))),
     }
 }
 
@@ -53,10 +83,10 @@ pub(super) async fn provision(
         );
     }
     let keys = provision::gossip_keys(config)?;
-    let outcomes = provision::ensure_files(config, me, &*store, &keys)
-        .await
-        .context("cannot issue this instance's TLS certificates from the cluster's CA")?;
-    log(&outcomes);
+    match provision::ensure_files(config, me, &*store, &keys).await {
+        Ok(outcomes) => log(&outcomes),
+        Err(e) => go_on_without_ca(config, e)?,
+    }
     let period = Duration::from_secs(check_period_s(
         generated.validity().as_secs(),
         generated.renew_before().as_secs(),
@@ -80,10 +110,14 @@ pub(super) async fn provision(
                 };
                 match provision::ensure_files(&config, &me, &*store, &keys).await {
                     Ok(outcomes) => log(&outcomes),
-                    Err(e) => tracing::error!(
-                        error = format!("{e:#}"),
-                        "cannot renew this instance's TLS certificates; retried at the next check"
-                    ),
+                    Err(e) => {
+                        if let Err(e) = go_on_without_ca(&config, e) {
+                            tracing::error!(
+                                error = format!("{e:#}"),
+                                "this instance's TLS certificates cannot be renewed and those it holds are not usable; retried at the next check"
+                            );
+                        }
+                    }
                 }
             }
         }

@@ -10,9 +10,11 @@
 //!   the certificate in the clear, the private key sealed under keys
 //!   derived from the gossip keys. Pure.
 //! - [`provision`]: obtaining the CA (the first instance that needs it
-//!   makes it and creates the object if absent: one CA per cluster) and
-//!   keeping this instance's files issued and fresh; `recovery::
-//!   certificates` decides when to issue again.
+//!   while the cluster is formed makes it and creates the object if
+//!   absent: one CA per cluster; a cluster whose CA object is gone gets no
+//!   new one, `recovery::certificates::missing_ca`) and keeping this
+//!   instance's files issued and fresh; `recovery::certificates` decides
+//!   when to issue again, and what an instance does without the CA.
 //!
 //! Where the CA key is: sealed in the store, and in the memory of an eco
 //! process while it issues. Never on disk in the clear, never in `/status`,

@@ -1,9 +1,12 @@
 //! Generated TLS on this instance (I/O): obtain the cluster's CA from the
-//! store — made and created-if-absent by the first instance that needs it,
-//! so exactly one CA exists per cluster — and keep this instance's files in
-//! [`generated_dir`] issued and fresh (`recovery::certificates` decides
-//! when). Files: `member.crt`/`member.key` (the member, both surfaces),
-//! `eco.crt`/`eco.key` (eco's client certificate), `ca.crt`; keys `0600`,
+//! store — made and created-if-absent by the first instance that needs it
+//! while the cluster is formed (or TLS turned on for a running plaintext
+//! one), so exactly one CA exists per cluster, and never made again for a
+//! cluster whose CA object is gone (`recovery::certificates::missing_ca`)
+//! — and keep this instance's files in [`generated_dir`] issued and fresh
+//! (`recovery::certificates` decides when). Files: `member.crt`/
+//! `member.key` (the member, both surfaces), `eco.crt`/`eco.key` (eco's
+//! client certificate), `ca.crt`; keys `0600`,
 //! the directory `0700`. `ca.crt` is written last: a `ca.crt` that is not
 //! the store's CA means the certificates beside it are from another CA and
 //! are issued again.
@@ -15,7 +18,10 @@ use crate::events::Event;
 use crate::provider::Identity;
 use crate::store::{CreateOutcome, ObjectStore, StoreError};
 use anyhow::Context;
-use recovery::certificates::{Held, Renewal, Wanted, decide};
+use recovery::certificates::{
+    Held, HeldFiles, MakeCa, MissingCa, NoStoredCa, RefuseCa, Renewal, Wanted, decide, missing_ca,
+};
+use recovery::peer_scheme::PeerScheme;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::SystemTime;
@@ -67,27 +73,154 @@ async fn read_object(store: &dyn ObjectStore, name: &str) -> Result<Option<Vec<u
     }
 }
 
-/// The cluster's CA: opened from the store; when there is none and
-/// `may_create`, made here and created-if-absent (another instance's CA
-/// wins a race). After a gossip key rotation the object is sealed again
-/// ([`SealedCa::resealed_for`]): for the new key, so instances that only
-/// hold it can open the CA, and without the retired one.
+/// What this instance holds that tells whether its cluster had a CA
+/// (read when the store holds none).
+#[derive(Clone, Debug)]
+pub struct LocalFacts {
+    /// Its generated files' directory.
+    pub dir: std::path::PathBuf,
+    /// A CA certificate from an earlier issue is there (`ca.crt`).
+    pub holds_ca_certificate: bool,
+    /// The peer scheme its state file records for its member (`http` for
+    /// a state written before the scheme was recorded); `None` without a
+    /// state file.
+    pub member_peer_scheme: Option<PeerScheme>,
+}
+
+impl LocalFacts {
+    /// Read from this instance's generated directory and state file.
+    pub fn read(config: &Config) -> anyhow::Result<Self> {
+        let dir = generated_dir(&config.etcd.data_dir);
+        let state = crate::state_file::StateFile::beside(&config.etcd.data_dir)
+            .load()
+            .context("reading the state file (does this instance's member speak https?)")?;
+        Ok(Self {
+            holds_ca_certificate: dir.join("ca.crt").is_file(),
+            member_peer_scheme: state.map(|s| s.peer_scheme.unwrap_or(PeerScheme::Http)),
+            dir,
+        })
+    }
+}
+
+/// When the store holds no CA: what to do.
+#[derive(Clone, Copy, Debug)]
+pub enum IfMissing<'a> {
+    /// Make none and say so (`eco certs client`).
+    Fail,
+    /// Make it or refuse, as `recovery::certificates::missing_ca` decides
+    /// from the store's records and the [`LocalFacts`] of the instance of
+    /// this config.
+    Decide(&'a Config),
+}
+
+/// The store holds no CA for a cluster that had one: none is made.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", self.message())]
+pub struct CaRefused {
+    /// The missing object.
+    pub object: String,
+    pub cluster: String,
+    /// The newest incarnation record (the cluster exists).
+    pub record: String,
+    pub why: RefuseCa,
+    /// This instance's generated files.
+    pub dir: std::path::PathBuf,
+}
+
+impl CaRefused {
+    fn message(&self) -> String {
+        let Self {
+            object,
+            cluster,
+            record,
+            why,
+            dir,
+        } = self;
+        let ca_copy = dir.join("ca.crt");
+        let (what, keeps) = match why {
+            RefuseCa::HoldsItsCertificate => (
+                format!(
+                    "this instance holds a certificate of its CA ({}): the object is gone (deleted, or expired by a lifecycle rule)",
+                    ca_copy.display()
+                ),
+                format!(
+                    "This instance keeps using its certificates ({}, {}) and its copy of the CA certificate ({}); they cannot be renewed.",
+                    dir.join("member.crt").display(),
+                    dir.join("eco.crt").display(),
+                    ca_copy.display()
+                ),
+            ),
+            RefuseCa::MemberSpeaksHttps => (
+                "this instance's member speaks https (its state file) while it holds no CA certificate: the CA its peers trust is gone from the store".to_string(),
+                "This instance has no certificates of that CA to keep using.".to_string(),
+            ),
+            RefuseCa::NotAMember => (
+                "this instance is not a member yet: it cannot tell a CA that is gone from a cluster that never had one".to_string(),
+                "If the cluster runs in plaintext and generated TLS is being turned on, restart one of its existing members with the new config first: it makes the CA.".to_string(),
+            ),
+        };
+        format!(
+            "the store holds no CA for cluster {cluster} ({object}), but the cluster exists ({record}) and {what}. No new CA is made: the other members trust only the old one, operators' certificates are from it, and a new one would cut this instance off. {keeps} Restore {object} from a backup of the store (S3 with versioning: remove its delete marker); its key is sealed there under the gossip keys and nothing else holds it (docs/security.md, \"When the CA cannot be opened, or is gone\")"
+        )
+    }
+}
+
+/// Whether to make the cluster's CA, the store holding none.
+async fn decide_missing(
+    store: &dyn ObjectStore,
+    cluster: &str,
+    name: &str,
+    config: &Config,
+) -> anyhow::Result<MakeCa> {
+    let local = LocalFacts::read(config)?;
+    let newest = crate::record::newest(store, cluster)
+        .await
+        .with_context(|| {
+            format!("the store holds no CA ({name}): reading the cluster's records to know whether it was formed")
+        })?;
+    let facts = NoStoredCa {
+        cluster_recorded: newest.is_some(),
+        holds_ca_certificate: local.holds_ca_certificate,
+        member_peer_scheme: local.member_peer_scheme,
+    };
+    match missing_ca(facts) {
+        MissingCa::Make(why) => Ok(why),
+        MissingCa::Refuse(why) => Err(CaRefused {
+            object: name.to_string(),
+            cluster: cluster.to_string(),
+            record: newest
+                .map(|r| crate::record::record_name(cluster, r.incarnation))
+                .unwrap_or_default(),
+            why,
+            dir: local.dir,
+        }
+        .into()),
+    }
+}
+
+/// The cluster's CA: opened from the store; when there is none, made here
+/// and created-if-absent (another instance's CA wins a race) if
+/// [`IfMissing::Decide`] says so. After a gossip key rotation the object
+/// is sealed again ([`SealedCa::resealed_for`]): for the new key, so
+/// instances that only hold it can open the CA, and without the retired
+/// one. A CA this instance cannot open is never made again nor resealed.
 pub async fn obtain_ca(
     store: &dyn ObjectStore,
     cluster: &str,
     keys: &[[u8; 32]],
-    may_create: bool,
+    if_missing: IfMissing<'_>,
 ) -> anyhow::Result<ClusterCa> {
     let name = ca_object(cluster);
     let stored = read_object(store, &name)
         .await
         .with_context(|| format!("reading the cluster's CA ({name})"))?;
-    let bytes = match stored {
-        Some(bytes) => bytes,
-        None if !may_create => anyhow::bail!(
-            "the store holds no CA for cluster {cluster} ({name}): the cluster's first instance makes it"
+    let bytes = match (stored, if_missing) {
+        (Some(bytes), _) => bytes,
+        (None, IfMissing::Fail) => anyhow::bail!(
+            "the store holds no CA for cluster {cluster} ({name}): the cluster's first instance makes it when the cluster is formed; if it was, restore {name} from a backup of the store"
         ),
-        None => {
+        (None, IfMissing::Decide(config)) => {
+            let why = decide_missing(store, cluster, &name, config).await?;
             let ca = ClusterCa::generate(cluster, SystemTime::now())?;
             let sealed = SealedCa::seal(&ca, keys, cluster);
             match store
@@ -96,7 +229,11 @@ pub async fn obtain_ca(
                 .with_context(|| format!("creating the cluster's CA ({name})"))?
             {
                 CreateOutcome::Created => {
-                    tracing::info!(object = %name, seals = sealed.seals.len(), "made the cluster's CA; its key is in the store sealed with the gossip keys");
+                    let why = match why {
+                        MakeCa::Forming => "the cluster is being formed",
+                        MakeCa::TurningTlsOn => "TLS is being turned on for the running cluster",
+                    };
+                    tracing::info!(object = %name, seals = sealed.seals.len(), why, "made the cluster's CA; its key is in the store sealed with the gossip keys");
                     return Ok(ca);
                 }
                 CreateOutcome::AlreadyExists(winner) => winner,
@@ -152,6 +289,20 @@ fn held(cert: &Path, from_current_ca: bool) -> Option<Held> {
     })
 }
 
+/// The generated files this instance holds (for going on without the CA).
+pub fn held_files(config: &Config) -> HeldFiles {
+    let dir = generated_dir(&config.etcd.data_dir);
+    let not_after = |file: &str| {
+        let pem = std::fs::read_to_string(dir.join(file)).ok()?;
+        Some(crate::etcd::tls::describe_pem(&pem).ok()?.not_after_unix)
+    };
+    HeldFiles {
+        member_not_after_unix: not_after("member.crt"),
+        client_not_after_unix: not_after("eco.crt"),
+        ca_certificate: dir.join("ca.crt").is_file(),
+    }
+}
+
 fn write(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     crate::atomic_file::write_atomic(path, bytes)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
@@ -178,7 +329,7 @@ pub async fn ensure_files(
     let Some(generated) = &config.etcd.tls.generated else {
         return Ok(Vec::new());
     };
-    let ca = obtain_ca(store, &config.cluster.name, keys, true).await?;
+    let ca = obtain_ca(store, &config.cluster.name, keys, IfMissing::Decide(config)).await?;
     let dir = generated_dir(&config.etcd.data_dir);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
@@ -233,7 +384,9 @@ pub async fn ensure_files(
 
 /// A client certificate for `user` (CN) from the cluster's CA, valid
 /// `validity`, written to `out` as `ca.crt`, `<user>.crt`, `<user>.key`
-/// (`eco certs client`).
+/// (`eco certs client`). A validity of zero, or longer than the CA has
+/// left, is refused (`recovery::certificates::client_validity`), saying
+/// the longest one possible.
 pub async fn issue_client(
     config: &Config,
     store: &dyn ObjectStore,
@@ -253,8 +406,31 @@ pub async fn issue_client(
         "--user {user:?}: letters, digits, '-', '_', '.', '@' only"
     );
     let keys = gossip_keys(config)?;
-    let ca = obtain_ca(store, &config.cluster.name, &keys, false).await?;
-    let issued = ca.issue(Purpose::Client, user, &[], validity, SystemTime::now())?;
+    let ca = obtain_ca(store, &config.cluster.name, &keys, IfMissing::Fail).await?;
+    let now = SystemTime::now();
+    let ca_not_after = crate::etcd::tls::describe_pem(&ca.cert_pem)
+        .map_err(|e| anyhow::anyhow!("the cluster's CA certificate: {e}"))?
+        .not_after_unix;
+    let now_unix = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let validity =
+        recovery::certificates::client_validity(validity.as_secs(), now_unix, ca_not_after)
+            .map(std::time::Duration::from_secs)
+            .map_err(|e| {
+                let at_most = (ca_not_after - now_unix).max(0) as u64;
+                anyhow::anyhow!(
+                    "--validity {}: {e}; at most {} (the CA expires at {})",
+                    humantime::format_duration(validity),
+                    humantime::format_duration(std::time::Duration::from_secs(at_most)),
+                    humantime::format_rfc3339_seconds(
+                        SystemTime::UNIX_EPOCH
+                            + std::time::Duration::from_secs(ca_not_after.max(0) as u64)
+                    )
+                )
+            })?;
+    let issued = ca.issue(Purpose::Client, user, &[], validity, now)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let files = [
         (out.join("ca.crt"), ca.cert_pem.clone(), 0o644),

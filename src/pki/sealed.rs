@@ -26,9 +26,16 @@ pub enum SealedCaError {
     #[error("the CA object does not parse: {0}")]
     Format(String),
     #[error(
-        "none of this instance's gossip keys opens the CA's key (it was sealed under {sealed} other key(s)): give this instance a gossip key the cluster used when the CA was made or last re-sealed"
+        "none of this instance's gossip keys opens the CA's key: it is sealed under key id(s) {}, and this instance's keys are id(s) {} (an id is derived from a gossip key and the cluster name). The key set no longer holds the key the CA was sealed under: put that key back in the key set, after the current one (step 1 of a rotation, docs/runbook.md \"Rotating the gossip keys\"); the next certificate check then opens the CA and seals it for the current key",
+        sealed.join(", "),
+        own.join(", ")
     )]
-    NoKey { sealed: usize },
+    NoKey {
+        /// The key ids of the object's seals.
+        sealed: Vec<String>,
+        /// This instance's key ids, in the key set's order.
+        own: Vec<String>,
+    },
     #[error("the CA's key opened but is not usable: {0}")]
     Ca(#[from] CaError),
 }
@@ -61,6 +68,15 @@ fn derived(gossip_key: &[u8; 32], cluster: &str) -> [u8; 32] {
 
 fn key_id(derived: &[u8; 32]) -> String {
     hex::encode(&Sha256::digest(derived)[..8])
+}
+
+/// The key id of each of `gossip_keys` for `cluster`, in their order: what
+/// names their seals.
+pub fn key_ids(gossip_keys: &[[u8; 32]], cluster: &str) -> Vec<String> {
+    gossip_keys
+        .iter()
+        .map(|k| key_id(&derived(k, cluster)))
+        .collect()
 }
 
 fn associated(cluster: &str, ca_cert_pem: &str) -> Vec<u8> {
@@ -153,7 +169,8 @@ impl SealedCa {
             return Ok(ClusterCa::from_pem(self.ca_cert_pem.clone(), pem)?);
         }
         Err(SealedCaError::NoKey {
-            sealed: self.seals.len(),
+            sealed: self.seals.iter().map(|s| s.key_id.clone()).collect(),
+            own: key_ids(gossip_keys, cluster),
         })
     }
 
@@ -167,10 +184,7 @@ impl SealedCa {
         gossip_keys: &[[u8; 32]],
         cluster: &str,
     ) -> Option<Self> {
-        let own: Vec<String> = gossip_keys
-            .iter()
-            .map(|k| key_id(&derived(k, cluster)))
-            .collect();
+        let own = key_ids(gossip_keys, cluster);
         let sealed: Vec<String> = self.seals.iter().map(|s| s.key_id.clone()).collect();
         let plan = recovery::certificates::reseal(&sealed, &own);
         if plan == recovery::certificates::Reseal::default() {
@@ -205,10 +219,19 @@ mod tests {
         for keys in [[a].as_slice(), &[b], &[c, b]] {
             assert_eq!(back.open(keys, "main").unwrap().cert_pem, ca.cert_pem);
         }
-        assert!(matches!(
-            back.open(&[c], "main"),
-            Err(SealedCaError::NoKey { sealed: 2 })
-        ));
+        let ids = key_ids(&[a, b, c], "main");
+        match back.open(&[c], "main") {
+            Err(e @ SealedCaError::NoKey { .. }) => {
+                let said = e.to_string();
+                assert!(
+                    said.contains(&format!("sealed under key id(s) {}, {}", ids[0], ids[1]))
+                        && said.contains(&format!("this instance's keys are id(s) {}", ids[2]))
+                        && said.contains("put that key back in the key set"),
+                    "{said}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
         // Bound to the cluster and to the certificate.
         assert!(back.open(&[a], "other").is_err());
         let other = ClusterCa::generate("main", SystemTime::now()).unwrap();
