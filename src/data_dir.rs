@@ -57,6 +57,42 @@ pub fn inspect(dir: &Path) -> Result<DataState, DataDirError> {
     }
 }
 
+/// What `dir` holds, for deciding how it goes
+/// (`recovery::moved_aside::disposal`): a WAL; exactly etcd's skeleton of
+/// a start that never joined (directories `member/`, `member/snap/`, an
+/// empty `member/wal/`, and at most the file `member/snap/db`); or
+/// anything else.
+pub fn contents(dir: &Path) -> recovery::moved_aside::Contents {
+    use recovery::moved_aside::Contents;
+    if inspect(dir).is_ok_and(|d| d == DataState::Present) {
+        return Contents::Wal;
+    }
+    let allowed_dirs = [
+        dir.join("member"),
+        dir.join("member").join("snap"),
+        dir.join("member").join("wal"),
+    ];
+    let allowed_file = dir.join("member").join("snap").join("db");
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            return Contents::Other;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else {
+                return Contents::Other;
+            };
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() && allowed_dirs.contains(&path) => stack.push(path),
+                Ok(t) if t.is_file() && path == allowed_file => {}
+                _ => return Contents::Other,
+            }
+        }
+    }
+    Contents::UnjoinedSkeleton
+}
+
 /// Makes sure the data directory's parent exists and is writable, so that
 /// problems show as one clear error before etcd is started.
 pub fn prepare_parent(dir: &Path) -> Result<(), DataDirError> {
@@ -76,10 +112,20 @@ pub fn prepare_parent(dir: &Path) -> Result<(), DataDirError> {
     Ok(())
 }
 
-/// Renames `dir` aside (if it exists); returns where it went. Nothing is
-/// deleted here.
+/// Renames `dir` aside (if it exists); returns where it went. The one
+/// exception: etcd's skeleton of a start that never joined holds nothing
+/// and is removed (`recovery::moved_aside::disposal`), so a join that keeps
+/// failing leaves no copy per attempt; `None` then too.
 pub fn move_aside(dir: &Path, reason: &str) -> Result<Option<PathBuf>, DataDirError> {
     if !dir.exists() {
+        return Ok(None);
+    }
+    if recovery::moved_aside::disposal(contents(dir)) == recovery::moved_aside::Disposal::Remove {
+        std::fs::remove_dir_all(dir).map_err(|e| DataDirError::Unusable {
+            path: dir.to_path_buf(),
+            message: format!("cannot remove the leftover of a start that never joined: {e}"),
+        })?;
+        crate::event!(info, Event::DataLeftoverRemoved, path = %dir.display(), reason, "removed etcd's leftover of a start that never joined (no WAL: it held nothing)");
         return Ok(None);
     }
     let stamp = chrono_like_stamp();

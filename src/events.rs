@@ -21,6 +21,8 @@ pub enum Event {
     EtcdExited,
     EtcdRestarting,
     EtcdLeftoverKilled,
+    DataLeftoverRemoved,
+    JoinFailing,
     // Starting, forming and the steady state.
     StartDecided,
     StartRefused,
@@ -87,12 +89,14 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 58] = [
+    pub const ALL: [Event; 60] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
         Event::EtcdRestarting,
         Event::EtcdLeftoverKilled,
+        Event::DataLeftoverRemoved,
+        Event::JoinFailing,
         Event::StartDecided,
         Event::StartRefused,
         Event::StaleIncarnationMovedAside,
@@ -156,6 +160,8 @@ impl Event {
             Event::EtcdExited => "etcd.exited",
             Event::EtcdRestarting => "etcd.restarting",
             Event::EtcdLeftoverKilled => "etcd.leftover_killed",
+            Event::DataLeftoverRemoved => "data.leftover_removed",
+            Event::JoinFailing => "join.failing",
             Event::StartDecided => "start.decided",
             Event::StartRefused => "start.refused",
             Event::StaleIncarnationMovedAside => "start.stale_incarnation_moved_aside",
@@ -218,9 +224,11 @@ impl Event {
         match self {
             Event::EtcdStarted => &["pid", "binary"],
             Event::EtcdStopped => &["exit"],
-            Event::EtcdExited => &["exit", "ran_for"],
+            Event::EtcdExited => &["exit", "ran_for", "reason"],
             Event::EtcdRestarting => &["restart_in_ms"],
             Event::EtcdLeftoverKilled => &["pid"],
+            Event::DataLeftoverRemoved => &["path", "reason"],
+            Event::JoinFailing => &["problem"],
             Event::StartDecided => &["decision"],
             Event::StartRefused => &["reason"],
             Event::StaleIncarnationMovedAside => &["reason"],

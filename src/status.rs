@@ -87,6 +87,11 @@ pub struct InstanceStatus {
     /// answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_problem: Option<String>,
+    /// Why this instance's join keeps failing (its member was added but
+    /// its etcd exits before it joins): etcd's own reason and what eco can
+    /// tell of the cause (`recovery::join_diagnosis`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join_problem: Option<String>,
     /// `[api.tls]`: why the certificate files on disk are not the pair the
     /// API serves (expired, not yet valid, not matching their key, no
     /// longer naming the instance's host); absent while they are.
@@ -276,5 +281,6 @@ pub(crate) fn example(id: &str, cluster: &str) -> InstanceStatus {
         certificates: Vec::new(),
         api_tls_problem: None,
         tls_problem: None,
+        join_problem: None,
     }
 }

@@ -170,6 +170,9 @@ pub fn render(s: &InstanceStatus) -> String {
     if let Some(problem) = &s.tls_problem {
         line("etcd tls", format!("BROKEN — {problem}"));
     }
+    if let Some(problem) = &s.join_problem {
+        line("join", format!("FAILING — {problem}"));
+    }
     if let Some(problem) = &s.api_tls_problem {
         line("api tls", format!("NOT SERVED — {problem}"));
     }

@@ -67,6 +67,7 @@ pub mod asg;
 pub mod certificates;
 pub mod fenced;
 pub mod formation;
+pub mod join_diagnosis;
 pub mod moved_aside;
 pub mod pass;
 pub mod peer_scheme;

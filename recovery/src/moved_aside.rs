@@ -14,6 +14,12 @@
 //! - the live data directory holds etcd data again (this instance has data
 //!   of its own; while it has none, every copy is kept).
 //!
+//! And one directory is never moved aside at all ([`disposal`]): etcd's own
+//! leftover of a start that never joined — its `member/` skeleton with a
+//! fresh backend and no WAL, all a failed join leaves. It holds nothing
+//! (no WAL: it never took part in any cluster), so it is removed instead:
+//! a join that keeps failing must not pile up a copy per attempt.
+//!
 //! Pure: the listing in, the names to delete with their reasons out.
 
 use serde::{Deserialize, Serialize};
@@ -35,6 +41,36 @@ pub struct Retention {
     pub keep: usize,
     /// Nothing younger than this is deleted.
     pub min_age_ms: u64,
+}
+
+/// What a data directory holds, as far as disposing of it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Contents {
+    /// A WAL: it took part in a cluster.
+    Wal,
+    /// Only etcd's skeleton of a start that never joined (`member/`,
+    /// `member/snap/db`, an empty `member/wal/`): nothing of value.
+    UnjoinedSkeleton,
+    /// Anything else (files eco cannot account for).
+    Other,
+}
+
+/// What to do with a data directory that must go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Disposal {
+    /// Rename it aside (kept for a human; [`to_delete`] decides later).
+    MoveAside,
+    /// Remove it: it holds nothing.
+    Remove,
+}
+
+/// A data directory that must go is moved aside unless it holds nothing
+/// at all (a start that never joined).
+pub fn disposal(contents: Contents) -> Disposal {
+    match contents {
+        Contents::UnjoinedSkeleton => Disposal::Remove,
+        Contents::Wal | Contents::Other => Disposal::MoveAside,
+    }
 }
 
 /// The copies to delete, with why. `copies` in any order.
@@ -74,6 +110,13 @@ pub fn to_delete(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_start_that_never_joined_is_removed() {
+        assert_eq!(disposal(Contents::UnjoinedSkeleton), Disposal::Remove);
+        assert_eq!(disposal(Contents::Wal), Disposal::MoveAside);
+        assert_eq!(disposal(Contents::Other), Disposal::MoveAside);
+    }
 
     const H: u64 = 3_600_000;
     const R: Retention = Retention {

@@ -36,6 +36,7 @@ mod durable;
 mod execute;
 mod first_incarnation;
 mod gossip_link;
+mod join_problem;
 mod live_since;
 mod local_etcd;
 mod observe;
@@ -286,6 +287,7 @@ async fn run_as(
         certificates: Vec::new(),
         api_tls_problem: None,
         tls_problem: None,
+        join_problem: None,
     });
     crate::systemd_notify::spawn(status.subscribe());
     let (api_stop, mut api_stopped) = watch::channel(false);

@@ -7,6 +7,7 @@
 use super::Daemon;
 use super::observe::Observed;
 use crate::data_dir::DataState;
+use crate::events::Event;
 use crate::snapshot::writer::WriterInput;
 use crate::status::{GossipPeer, MemberRow, NextAction, Phase};
 use gossip::Liveness;
@@ -61,9 +62,20 @@ impl Daemon {
                 None => {}
             }
         }
-        let certificates = self
-            .certificates
-            .now(&tls_files)
+        let described = self.certificates.now(&tls_files);
+        let peer_names: Vec<String> = described
+            .iter()
+            .find(|(key, _)| *key == "etcd.tls.peer.cert_file")
+            .and_then(|(_, d)| d.as_ref().ok())
+            .map(|d| d.names.clone())
+            .unwrap_or_default();
+        let join_problem = self.join_problem(seen, &peer_names);
+        if join_problem != self.status.borrow().join_problem {
+            if let Some(problem) = &join_problem {
+                crate::event!(warn, Event::JoinFailing, %problem, "this instance's join keeps failing");
+            }
+        }
+        let certificates = described
             .into_iter()
             .map(|(key, described)| match described {
                 Ok(d) => crate::status::CertificateExpiry {
@@ -85,6 +97,7 @@ impl Daemon {
         self.status.send_modify(|s| {
             s.certificates = certificates;
             s.tls_problem = tls_problem;
+            s.join_problem = join_problem;
             s.ready = ready.ready;
             s.phase = ready.phase;
             s.process = seen.process.clone();

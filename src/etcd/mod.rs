@@ -8,6 +8,7 @@ pub mod acl;
 pub mod binaries;
 pub mod call;
 pub mod credentials;
+pub mod exit_reason;
 pub mod flags;
 pub mod launched;
 pub mod local_endpoint;

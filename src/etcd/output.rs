@@ -40,6 +40,7 @@ pub async fn forward<R: AsyncRead + Unpin>(
     stream: R,
     instance: String,
     stream_name: &'static str,
+    fatal: super::exit_reason::FatalLine,
 ) -> u64 {
     let mut reader = BufReader::new(stream);
     let mut buf = Vec::new();
@@ -55,7 +56,9 @@ pub async fn forward<R: AsyncRead + Unpin>(
             Ok(_) => {
                 lines += 1;
                 let text = String::from_utf8_lossy(&buf);
-                log_line(text.trim_end_matches(['\n', '\r']), &instance, stream_name);
+                let line = text.trim_end_matches(['\n', '\r']);
+                fatal.see(line);
+                log_line(line, &instance, stream_name);
             }
             Err(e) => {
                 // Keep the pipe drained so etcd never blocks or dies on it.
@@ -111,7 +114,7 @@ mod tests {
             .spawn()
             .expect("sh");
         let stderr = child.stderr.take().expect("piped");
-        let forwarded = forward(stderr, "t".into(), "stderr").await;
+        let forwarded = forward(stderr, "t".into(), "stderr", Default::default()).await;
         let status = child.wait().await.expect("wait");
         assert!(status.success(), "the writer survived: {status:?}");
         assert_eq!(forwarded, 202);
@@ -122,7 +125,7 @@ mod tests {
         let long = vec![b'x'; MAX_LINE * 2 + 10];
         let mut input = long.clone();
         input.push(b'\n');
-        let forwarded = forward(&input[..], "t".into(), "stderr").await;
+        let forwarded = forward(&input[..], "t".into(), "stderr", Default::default()).await;
         assert_eq!(forwarded, 3);
     }
 }

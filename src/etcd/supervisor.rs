@@ -67,6 +67,10 @@ pub struct ProcessStatus {
     pub crashes: u64,
     /// Human-readable last exit, e.g. `killed by SIGKILL`.
     pub last_exit: Option<String>,
+    /// etcd's own reason for the last exit: its last fatal line
+    /// (`crate::etcd::exit_reason`), when it logged one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_exit_reason: Option<String>,
     pub last_exit_code: Option<i32>,
     /// When a restart is pending: in how many milliseconds (at publication).
     pub restart_in_ms: Option<u64>,
@@ -178,6 +182,27 @@ impl Drop for Supervisor {
 struct Running {
     child: Child,
     started: Instant,
+    /// The latest fatal line of its output (piped into eco's log).
+    fatal: super::exit_reason::FatalLine,
+    /// Its log file and the file's length when it started.
+    log_from: Option<(PathBuf, u64)>,
+    /// The readers of its piped output.
+    readers: Vec<tokio::task::JoinHandle<u64>>,
+}
+
+impl Running {
+    /// etcd's own reason for exiting: its last fatal line, once its output
+    /// was read to the end (a second at most: the pipes close with it).
+    async fn reason(&mut self) -> Option<String> {
+        for r in self.readers.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(1), r).await;
+        }
+        self.fatal.take().or_else(|| {
+            self.log_from
+                .as_ref()
+                .and_then(|(path, from)| super::exit_reason::fatal_in_file(path, *from))
+        })
+    }
 }
 
 async fn run(
@@ -206,7 +231,11 @@ async fn run(
                     let _ = done.send(());
                 }
                 Some(Request::Start(spec, done)) => {
-                    if running.is_some() && wanted.as_ref() == Some(&spec) {
+                    // The same command line, running or waiting out its
+                    // restart back-off: being asked again is no reason to
+                    // start sooner (a join that keeps failing would
+                    // otherwise restart etcd as often as it is asked).
+                    if (running.is_some() || restart_at.is_some()) && wanted.as_ref() == Some(&spec) {
                         let _ = done.send(Ok(()));
                         continue;
                     }
@@ -219,12 +248,17 @@ async fn run(
                 }
             },
             exit = wait(&mut running) => {
-                let ran_for = running.take().map(|r| r.started.elapsed()).unwrap_or_default();
+                let mut ended = running.take();
+                let ran_for = ended.as_ref().map(|r| r.started.elapsed()).unwrap_or_default();
+                let reason = match ended.as_mut() {
+                    Some(r) => r.reason().await,
+                    None => None,
+                };
                 if let Some(spec) = &wanted {
                     remove_pid_file(&spec.pid_file);
                 }
                 let (text, code) = describe(exit);
-                crate::event!(error, Event::EtcdExited, exit = %text, ran_for = ?ran_for, "etcd exited unexpectedly");
+                crate::event!(error, Event::EtcdExited, exit = %text, ran_for = ?ran_for, reason = %reason.as_deref().unwrap_or("-"), "etcd exited unexpectedly");
                 if ran_for >= backoff.stable_after {
                     delay = backoff.initial;
                 }
@@ -240,6 +274,7 @@ async fn run(
                         s.crashes += 1;
                         s.last_exit = Some(text);
                         s.last_exit_code = code;
+                        s.last_exit_reason = reason;
                         s.restart_in_ms = Some(in_ms);
                     });
                 }
@@ -297,6 +332,11 @@ async fn spawn(
     status: &watch::Sender<ProcessStatus>,
 ) -> Result<Running, SupervisorError> {
     kill_leftover(&spec.pid_file, &spec.data_dir).await;
+    let log_from = spec.log_file.as_ref().map(|path| {
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        (path.clone(), len)
+    });
+    let fatal = super::exit_reason::FatalLine::default();
     let result = spawn_child(spec);
     match result {
         Ok(mut child) => {
@@ -308,20 +348,23 @@ async fn spawn(
                     tracing::warn!(error = %e, "cannot write the etcd pid file");
                 }
             }
+            let mut readers = Vec::new();
             if spec.log_file.is_none() {
                 if let Some(out) = child.stdout.take() {
-                    tokio::spawn(super::output::forward(
+                    readers.push(tokio::spawn(super::output::forward(
                         out,
                         spec.instance_id.clone(),
                         "stdout",
-                    ));
+                        fatal.clone(),
+                    )));
                 }
                 if let Some(err) = child.stderr.take() {
-                    tokio::spawn(super::output::forward(
+                    readers.push(tokio::spawn(super::output::forward(
                         err,
                         spec.instance_id.clone(),
                         "stderr",
-                    ));
+                        fatal.clone(),
+                    )));
                 }
             }
             crate::event!(info, Event::EtcdStarted, pid = ?pid, binary = %spec.binary.display(), "started etcd");
@@ -336,6 +379,9 @@ async fn spawn(
             Ok(Running {
                 child,
                 started: Instant::now(),
+                fatal,
+                log_from,
+                readers,
             })
         }
         Err(e) => {

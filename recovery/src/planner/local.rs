@@ -71,7 +71,12 @@ fn initial_cluster(
 /// and moving a voter's data aside costs the quorum.
 fn start_added_member(o: &Observation, members: &[MemberFacts], me: &MemberFacts) -> Vec<Step> {
     let l = &o.local;
-    if l.recorded_member_id == Some(me.id) && l.data == DataState::Present {
+    // Data beside this very member's recorded id is etcd's own for it — a
+    // WAL, or (`Unusable`) the skeleton a start that never joined leaves:
+    // restarted on, never moved aside (a join that keeps failing would
+    // otherwise move a directory aside at every attempt; etcd's restarts
+    // back off in the supervisor instead).
+    if l.recorded_member_id == Some(me.id) && l.data != DataState::Empty {
         if l.etcd_running {
             return vec![Step::new(
                 Action::Wait {

@@ -307,6 +307,29 @@ fn table() {
         vec!["start"],
     ));
 
+    // A join that keeps failing (the peers reject this member's
+    // certificate, its peer port is blocked): etcd leaves its skeleton
+    // (no WAL) at each failed start. It is this member's own — started on
+    // again (the supervisor's back-off spaces the starts), never moved
+    // aside.
+    let mut o = base();
+    o.local = LocalFacts {
+        recorded_member_id: Some(7),
+        data: DataState::Unusable,
+        etcd_running: false,
+        ..o.local
+    };
+    o.members = Some(vec![
+        learner(7, "", A, 0),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "added, a start that never joined left etcd's skeleton: start again, never move it aside",
+        o,
+        vec!["start"],
+    ));
+
     let mut o = base();
     o.local = LocalFacts {
         recorded_member_id: None,

@@ -510,6 +510,7 @@ pub(crate) fn start_cluster(
         aws: opts.aws.then(cluster::AwsOptions::default),
         tls: opts.tls,
         generated_tls: false,
+        loopback_source_name: true,
     })?;
     let group = c.launch(opts.instances)?;
     for id in &group {

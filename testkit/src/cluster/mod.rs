@@ -94,6 +94,11 @@ pub struct Options {
     /// certificate (read when they connect: the files appear once eco made
     /// them).
     pub generated_tls: bool,
+    /// With `generated_tls`: add `127.0.0.1` to each certificate's names
+    /// (`extra_names`) — on loopback etcd's peer connections come from
+    /// there, and peers check it. Off only to test a join whose
+    /// certificate the peers reject.
+    pub loopback_source_name: bool,
 }
 
 impl Options {
@@ -121,6 +126,7 @@ impl Options {
             aws: None,
             tls: false,
             generated_tls: false,
+            loopback_source_name: true,
         }
     }
 }
@@ -373,7 +379,7 @@ impl Cluster {
         let settings = if self.opts.tls {
             self.tls_for(id, &address, settings)?
         } else if self.opts.generated_tls {
-            Self::generated_tls_for(&dir, &address, settings)
+            Self::generated_tls_for(&dir, &address, settings, self.opts.loopback_source_name)
         } else {
             settings
         };
@@ -399,7 +405,12 @@ impl Cluster {
     /// `settings` with generated TLS for the instance in `dir` at
     /// `address`; test clients of its endpoint trust its generated CA file
     /// and present eco's generated client certificate.
-    fn generated_tls_for(dir: &Path, address: &str, settings: ConfigBuilder) -> ConfigBuilder {
+    fn generated_tls_for(
+        dir: &Path,
+        address: &str,
+        settings: ConfigBuilder,
+        loopback_source_name: bool,
+    ) -> ConfigBuilder {
         let tls = eco::config::generated_dir(&dir.join("data/etcd"));
         etcd::trust(
             &format!("{address}:2379"),
@@ -415,7 +426,11 @@ impl Cluster {
             // etcd checks a peer's client certificate against the address
             // the connection comes from: 127.0.0.1 on loopback (see
             // `tls_for`).
-            "extra_names = [\"127.0.0.1\"]",
+            if loopback_source_name {
+                "extra_names = [\"127.0.0.1\"]"
+            } else {
+                ""
+            },
         ) {
             Ok(g) => g,
             Err(_) => return settings,
@@ -496,8 +511,10 @@ impl Cluster {
     /// generated CA. Its [`Node::endpoint`] stays `http` (the member serves
     /// `http` until its switch): set [`Node::tls`] once it switched.
     pub fn turn_on_generated_tls(&mut self, id: &str) -> anyhow::Result<()> {
+        let loopback_source_name = self.opts.loopback_source_name;
         let n = self.nodes.get_mut(id).context("unknown instance")?;
-        n.settings = Self::generated_tls_for(&n.dir, &n.address, n.settings.clone());
+        n.settings =
+            Self::generated_tls_for(&n.dir, &n.address, n.settings.clone(), loopback_source_name);
         n.settings.write(&n.config)
     }
 
@@ -872,6 +889,23 @@ impl Cluster {
                 .collect()
         };
         netns::cut(self.opts.net, &addresses(a), &addresses(b))
+    }
+
+    /// Drops TCP from the instances `from` to port `port` of the instances
+    /// `to` (namespaces network; replaces any earlier cut): a firewall on
+    /// one port, everything else passes.
+    pub fn drop_port<S: AsRef<str>>(&self, from: &[S], to: &[S], port: u16) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.opts.network == Network::Namespaces,
+            "dropping a port needs the namespaces network"
+        );
+        let addresses = |ids: &[S]| -> Vec<String> {
+            ids.iter()
+                .filter_map(|id| self.nodes.get(id.as_ref()))
+                .map(|n| n.address.clone())
+                .collect()
+        };
+        netns::drop_port(self.opts.net, &addresses(from), &addresses(to), port)
     }
 
     /// Removes every cut.

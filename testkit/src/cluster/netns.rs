@@ -130,6 +130,23 @@ pub(super) fn cut(net: u8, a: &[String], b: &[String]) -> anyhow::Result<()> {
     ))
 }
 
+/// Drops TCP from an address of `from` to port `port` of one of `to` on
+/// the bridge of block `net` (replaces any earlier cut).
+pub(super) fn drop_port(net: u8, from: &[String], to: &[String], port: u16) -> anyhow::Result<()> {
+    heal(net);
+    let mut rules = String::new();
+    for x in from {
+        for y in to {
+            rules.push_str(&format!(
+                "    ip saddr {x} ip daddr {y} tcp dport {port} drop\n"
+            ));
+        }
+    }
+    nft(&format!(
+        "table bridge ecoch{net} {{\n  chain cut {{\n    type filter hook forward priority 0;\n{rules}  }}\n}}\n"
+    ))
+}
+
 /// Removes every cut of block `net`.
 pub(super) fn heal(net: u8) {
     let _ = nft(&format!("delete table bridge ecoch{net}\n"));
