@@ -20,7 +20,7 @@ impl Daemon {
         let (list, _) = seen.cluster.members.as_ref()?;
         let me = list.iter().find(|m| {
             Some(m.id) == self.durable.state().and_then(|s| s.member_id)
-                || m.peer_urls.iter().any(|u| *u == self.ctx.peer_url)
+                || m.peer_urls.contains(&self.ctx.peer_url)
         })?;
         let joining = me.name.is_empty();
         let p = &seen.process;

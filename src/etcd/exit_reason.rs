@@ -96,8 +96,8 @@ pub fn fatal_in_file(path: &Path, from: u64) -> Option<String> {
     f.take(MAX_TAIL).read_to_end(&mut buf).ok()?;
     String::from_utf8_lossy(&buf)
         .lines()
-        .filter_map(fatal_reason)
-        .last()
+        .rev()
+        .find_map(fatal_reason)
 }
 
 #[cfg(test)]
