@@ -68,6 +68,7 @@ fn one(opts: &Options, tls: bool, net: u8) -> anyhow::Result<Run> {
         aws: None,
         tls: false,
         generated_tls: tls,
+        loopback_source_name: true,
     })?;
     let group = c.launch(3)?;
     for id in &group {
