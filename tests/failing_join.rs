@@ -128,7 +128,7 @@ fn a_member_whose_peer_port_is_unreachable_backs_off_and_says_why() {
     })
     .expect("cluster");
     let first = c.add_next(None).expect("add");
-    c.set_group(&[first.clone()]).expect("group");
+    c.set_group(std::slice::from_ref(&first)).expect("group");
     c.start(&first).expect("start");
     c.wait_voters(&[first.as_str()], Duration::from_secs(60))
         .expect("one voter");
