@@ -47,7 +47,7 @@ impl Daemon {
         let group = self.group.group.clone();
         let group_problem = self.group.problem.clone();
         let termination = self.ctx.provider.termination();
-        let recovery = self.protocol().map(|p| p.explain());
+        let recovery = self.quorum_loss.as_ref().map(|d| d.explain());
         let tls_files = self.ctx.config.etcd.tls_files();
         let tls_problem = self
             .certificates

@@ -108,6 +108,9 @@ pub struct Driver {
     /// When a dropped message was last logged, and how many since.
     dropped_logged_at: Option<Millis>,
     dropped_since_log: u64,
+    /// Messages dropped before the protocol saw them (undecodable, or an
+    /// envelope naming another sender than its datagram), since start.
+    dropped_here: u64,
     /// Freezes, rounds by outcome and messages sent (shared handles; a
     /// fresh set, exported nowhere, unless [`Self::with_metrics`]).
     metrics: DecisionMetrics,
@@ -127,6 +130,7 @@ impl Driver {
             last_prepared: None,
             dropped_logged_at: None,
             dropped_since_log: 0,
+            dropped_here: 0,
             metrics: DecisionMetrics::default(),
         }
     }
@@ -139,6 +143,14 @@ impl Driver {
 
     pub fn protocol(&self) -> &Protocol {
         &self.protocol
+    }
+
+    /// The protocol's explanation, its count of dropped messages including
+    /// those dropped before it saw them (undecodable, a sender mismatch).
+    pub fn explain(&self) -> recovery::fenced::Explanation {
+        let mut e = self.protocol.explain();
+        e.dropped_messages += self.dropped_here;
+        e
     }
 
     /// The last pass (or a message since) changed the local etcd or state:
@@ -232,24 +244,34 @@ impl Driver {
         from: &str,
         bytes: &[u8],
     ) {
+        let Some(env) = self.decode(now, from, bytes) else {
+            return;
+        };
+        self.start(host, now).await;
+        self.feed(host, now, Input::Message(env)).await;
+    }
+
+    /// The envelope in `bytes` from `from`, or `None` when it is dropped
+    /// (counted and logged): it does not decode, or names another sender.
+    fn decode(&mut self, now: Millis, from: &str, bytes: &[u8]) -> Option<Envelope> {
         let env: Envelope = match postcard::from_bytes(bytes) {
             Ok(e) => e,
             Err(e) => {
                 self.dropped(now, from, &format!("undecodable: {e}"));
-                return;
+                return None;
             }
         };
         if env.from != from {
             self.dropped(now, from, &format!("it claims to be from {}", env.from));
-            return;
+            return None;
         }
-        self.start(host, now).await;
-        self.feed(host, now, Input::Message(env)).await;
+        Some(env)
     }
 
     /// A message dropped before the protocol saw it: logged at most once a
     /// minute (a keyholder can send many), with how many since.
     fn dropped(&mut self, now: Millis, from: &str, why: &str) {
+        self.dropped_here += 1;
         self.dropped_since_log += 1;
         let due = self
             .dropped_logged_at
@@ -457,5 +479,39 @@ impl Driver {
                 "cannot join the new incarnation yet; retrying next pass"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recovery::fenced::{Ballot, Message, ProtocolConfig};
+
+    /// Messages dropped before the protocol sees them count in the
+    /// explanation (and so in `eco_recovery_messages_dropped_total`).
+    #[test]
+    fn undecodable_and_mismatched_messages_are_counted() {
+        let mut d = Driver::new(Protocol::new("a", 1, ProtocolConfig::default(), None));
+        assert_eq!(d.explain().dropped_messages, 0);
+        assert!(d.decode(0, "b", &[0xff, 0xff, 0xff]).is_none());
+        let env = Envelope {
+            from: "c".into(),
+            from_boot: 1,
+            to: "a".into(),
+            to_boot: None,
+            message: Message::Prepare {
+                target: 2,
+                voters: vec!["a".into()],
+                ballot: Ballot::new(1, "c"),
+            },
+        };
+        let bytes = postcard::to_stdvec(&env).expect("encode");
+        assert!(
+            d.decode(0, "b", &bytes).is_none(),
+            "an envelope of another sender"
+        );
+        assert_eq!(d.explain().dropped_messages, 2);
+        assert!(d.decode(0, "c", &bytes).is_some());
+        assert_eq!(d.explain().dropped_messages, 2);
     }
 }

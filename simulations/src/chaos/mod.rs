@@ -255,6 +255,7 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
     }
     o.notes.extend(injected.notes.iter().cloned());
     let want = injected.want.clone();
+    let fault_at = injected.measured_from.unwrap_or(fault_at);
     let now_endpoints = c.endpoints(&want);
     load.set_endpoints(now_endpoints.clone());
     observer.set_targets(targets(&c, &want));

@@ -108,6 +108,7 @@ fn vocabulary(size: usize, initial: usize, partitions: bool) -> Vec<Fault> {
         Scenario::StoreWiped,
         Scenario::CrashDuringRecovery,
         Scenario::RestartSurvivors,
+        Scenario::SecondLoss,
     ]
     .into_iter()
     .map(Fault::Scenario)

@@ -24,9 +24,10 @@ pub enum Scenario {
     LeaveFollower,
     LeaveLeader,
     RestartSurvivors,
+    SecondLoss,
 }
 
-pub const ALL: [Scenario; 18] = [
+pub const ALL: [Scenario; 19] = [
     Scenario::KillEtcdLeader,
     Scenario::KillEtcdFollower,
     Scenario::KillMajority,
@@ -45,6 +46,7 @@ pub const ALL: [Scenario; 18] = [
     Scenario::LeaveFollower,
     Scenario::LeaveLeader,
     Scenario::RestartSurvivors,
+    Scenario::SecondLoss,
 ];
 
 impl Scenario {
@@ -68,6 +70,7 @@ impl Scenario {
             Scenario::LeaveFollower => "leave-follower",
             Scenario::LeaveLeader => "leave-leader",
             Scenario::RestartSurvivors => "restart-survivors",
+            Scenario::SecondLoss => "second-loss",
         }
     }
 
@@ -145,6 +148,10 @@ pub struct Injected {
     pub notes: Vec<String>,
     /// The newest snapshot revision at the fault (for the loss bound).
     pub snapshot_revision: Option<i64>,
+    /// The times to writable and to full membership are measured from
+    /// here instead of the fault's start (a scenario of two faults: from
+    /// the second).
+    pub measured_from: Option<Duration>,
 }
 
 /// The step at which every process of a wipe-all is dead.
@@ -182,7 +189,64 @@ pub fn inject(
     let mut steps = vec![(t(), "fault".to_string())];
     let mut notes = Vec::new();
     let mut leaving = Vec::new();
+    let mut measured_from = None;
     let want = match s {
+        // A majority (the leader's instance first) killed with -9 and
+        // wiped, started again with the same ids; the survivor seeds, the
+        // others join and are promoted — and at the first moment the member
+        // list shows every instance a voter, the new leader's instance and
+        // enough others to lose the quorum again are killed and wiped,
+        // before the store's record and the state files catch up.
+        Scenario::SecondLoss => {
+            let lose = |c: &mut Cluster,
+                        steps: &mut Vec<(Duration, String)>,
+                        leader: &str,
+                        label: &str|
+             -> anyhow::Result<()> {
+                let mut victims = vec![leader.to_string()];
+                victims.extend(
+                    group
+                        .iter()
+                        .filter(|id| *id != leader)
+                        .take(majority(group.len()) - 1)
+                        .cloned(),
+                );
+                for id in &victims {
+                    c.stop(id, libc::SIGKILL)?;
+                    c.wipe(id)?;
+                }
+                for id in &victims {
+                    c.start(id)?;
+                }
+                steps.push((
+                    t(),
+                    format!("{label}: {victims:?} killed, wiped, restarted"),
+                ));
+                Ok(())
+            };
+            lose(c, &mut steps, leader, "first loss")?;
+            let all_voters = |c: &Cluster| {
+                c.members().is_some_and(|(_, m)| {
+                    m.len() == group.len()
+                        && m.iter()
+                            .all(|(name, learner)| !learner && group.contains(name))
+                })
+            };
+            let limit = Instant::now() + Duration::from_secs(120);
+            while !all_voters(c) {
+                anyhow::ensure!(
+                    Instant::now() < limit,
+                    "the first loss did not come back to every instance a voter within 120 s"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            steps.push((t(), "every instance a voter again".into()));
+            let second = testkit::wait_until(Duration::from_secs(10), || c.leader())
+                .context("no leader within 10 s of the first recovery's promotions")?;
+            measured_from = Some(t());
+            lose(c, &mut steps, &second, "second loss")?;
+            group.to_vec()
+        }
         // Removed from the group file while eco keeps running (a cloud
         // group does this for a moment before termination, a StatefulSet
         // during scale-down): they leave, they do not fight.
@@ -457,6 +521,7 @@ pub fn inject(
         steps,
         notes,
         snapshot_revision,
+        measured_from,
     })
 }
 
