@@ -409,3 +409,101 @@ fn a_second_loss_right_after_a_recovery_recovers_with_every_acknowledged_write()
         assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
     }
 }
+
+/// `(raft index, applied index)` of the member at `endpoint`.
+fn raft_position(endpoint: &str) -> Option<(u64, u64)> {
+    testkit::etcd::block_on(async {
+        let mut c = testkit::etcd::client(endpoint).await?;
+        let s = tokio::time::timeout(Duration::from_secs(2), c.status())
+            .await
+            .ok()?
+            .ok()?;
+        Some((s.raft_index(), s.raft_applied_index()))
+    })
+}
+
+/// A second loss while the first recovery's join is still a learner: the
+/// seeder (the only voter) loses its disk after a learner caught up with
+/// writes the store's snapshot of the new incarnation does not hold. The
+/// round waits for the learner (the store's record names it: it recorded
+/// itself when it joined), and its data seeds incarnation 3 — from its
+/// backend, as etcd refuses `--force-new-cluster` on a learner's WAL.
+///
+/// The learner phase lasts a pass: the seeder's eco is frozen with
+/// SIGSTOP (its etcd keeps serving and replicating) at the moment the
+/// learner is added, so nothing promotes it.
+#[test]
+fn a_second_loss_while_the_join_is_a_learner_seeds_from_the_learner() {
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
+    three(&mut c, "127.0.21");
+    // The first loss: eco-2 and eco-3 killed and wiped, started again.
+    for id in ["eco-2", "eco-3"] {
+        c.kill_with_etcd(id).expect("kill -9");
+        c.wipe(id).expect("wipe");
+    }
+    for id in ["eco-2", "eco-3"] {
+        c.start(id).expect("start empty");
+    }
+    // eco-1 seeds incarnation 2 alone; the first join is added as a
+    // learner: freeze eco-1's eco right then.
+    let learner = wait_until(Duration::from_secs(120), || {
+        let members = c.member_ids()?;
+        (record_exists(&c, 2) && members.iter().any(|(_, _, l)| *l)).then_some(())?;
+        c.signal_eco("eco-1", libc::SIGSTOP).ok()?;
+        Some(())
+    });
+    assert!(
+        learner.is_some(),
+        "no learner within 120 s\n{}",
+        c.log_tail("eco-1", 40)
+    );
+    let (learner, promoted) = wait_until(Duration::from_secs(60), || {
+        let members = c.member_ids()?;
+        let started = members.iter().find(|(_, name, l)| *l && !name.is_empty())?;
+        Some((
+            started.1.clone(),
+            members.iter().filter(|(_, _, l)| !*l).count(),
+        ))
+    })
+    .expect("the learner starts");
+    assert_eq!(promoted, 1, "eco-1 is the only voter");
+    // Writes the seeder acknowledges alone, after its snapshot of
+    // incarnation 2: the learner must have them before the loss.
+    let leader = c.nodes["eco-1"].endpoint();
+    let keys: Vec<String> = (0..30).map(|i| format!("learner-test/{i}")).collect();
+    for k in &keys {
+        assert!(testkit::etcd::write(&leader, k, "v"), "write {k}");
+    }
+    let (target, _) = raft_position(&leader).expect("the leader's status");
+    wait_until(Duration::from_secs(30), || {
+        let (_, applied) = raft_position(&c.nodes[&learner].endpoint())?;
+        (applied >= target).then_some(())
+    })
+    .expect("the learner caught up");
+    // The second loss: the seeder's disk, while it is the only voter.
+    c.signal_eco("eco-1", libc::SIGCONT).expect("thaw");
+    c.kill_with_etcd("eco-1").expect("kill -9");
+    c.wipe("eco-1").expect("wipe");
+    let at = Instant::now();
+    c.start("eco-1").expect("start empty");
+    let all = ["eco-1", "eco-2", "eco-3"];
+    c.wait_voters(&all, Duration::from_secs(180))
+        .unwrap_or_else(|| panic!("three voters again\n{}", c.log_tail(&learner, 60)));
+    eprintln!(
+        "learner phase: three voters {:.1} s after the seeder's disk was lost",
+        at.elapsed().as_secs_f64()
+    );
+    assert!(record_exists(&c, 3), "incarnation 3 is recorded");
+    let record =
+        std::fs::read_to_string(c.store().join("it/incarnations/0000000003")).expect("record 3");
+    assert!(
+        record.contains(&format!("\"source\": \"data:{learner}\"")),
+        "the learner's data seeds incarnation 3: {record}"
+    );
+    for id in all {
+        for k in &keys {
+            let (_, v) = testkit::etcd::read(&c.nodes[id].endpoint(), k).expect("read");
+            assert_eq!(v.as_deref(), Some("v"), "{id} misses {k}");
+        }
+    }
+}

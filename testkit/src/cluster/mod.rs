@@ -702,6 +702,15 @@ impl Cluster {
         Ok(())
     }
 
+    /// Sends `signal` to the eco process of `id` and returns at once
+    /// (`SIGSTOP` freezes it with its etcd running; `SIGCONT` thaws it).
+    pub fn signal_eco(&self, id: &str, signal: i32) -> anyhow::Result<()> {
+        let n = self.nodes.get(id).context("unknown instance")?;
+        let c = n.process.as_ref().context("its eco is not running")?;
+        kill(c.id() as i32, signal);
+        Ok(())
+    }
+
     /// `kill -9` of the etcd process of `id` only (eco's supervisor
     /// restarts it).
     pub fn kill_etcd(&self, id: &str) -> anyhow::Result<()> {
