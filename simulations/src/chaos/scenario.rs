@@ -224,21 +224,22 @@ pub fn inject(
                 ));
                 Ok(())
             };
+            let before = c.members().map(|(cluster, _)| cluster);
             lose(c, &mut steps, leader, "first loss")?;
-            let all_voters = |c: &Cluster| {
-                c.members().is_some_and(|(_, m)| {
-                    m.len() == group.len()
-                        && m.iter()
-                            .all(|(name, learner)| !learner && group.contains(name))
-                })
-            };
+            // Every instance a started voter of the new incarnation and
+            // serving it (a member list of the old one, answered before
+            // its members froze, lists them all too).
+            let names: Vec<&str> = group.iter().map(String::as_str).collect();
             let limit = Instant::now() + Duration::from_secs(120);
-            while !all_voters(c) {
+            loop {
+                let now = c.wait_voters(&names, Duration::from_millis(500));
+                if now.is_some_and(|cluster| Some(cluster) != before) {
+                    break;
+                }
                 anyhow::ensure!(
                     Instant::now() < limit,
-                    "the first loss did not come back to every instance a voter within 120 s"
+                    "the first loss did not come back to every instance a voter of a new incarnation within 120 s"
                 );
-                std::thread::sleep(Duration::from_millis(50));
             }
             steps.push((t(), "every instance a voter again".into()));
             let second = testkit::wait_until(Duration::from_secs(10), || c.leader())
