@@ -150,10 +150,11 @@ pub struct Cluster {
     pub commit: u64,
     pub cluster_id: u64,
     /// The membership the store's record lists: rewritten by the leader's
-    /// instance every [`VIEW_EVERY`], and a promotion written before it
-    /// takes effect (`recovery::voters::before_promotion`) — so it lags
-    /// every change but a promotion by up to a pass, and stays as it was
-    /// while the cluster has no leader.
+    /// instance every [`VIEW_EVERY`], a promotion written before it takes
+    /// effect (`recovery::voters::before_promotion`) and a learner right
+    /// after its add (`recovery::voters::after_join`) — so it lags only
+    /// removals, by up to a pass, and stays as it was while the cluster
+    /// has no leader.
     pub recorded_voters: Vec<InstanceId>,
     pub recorded_learners: Vec<InstanceId>,
 }
@@ -785,6 +786,7 @@ impl World {
         voters.retain(|v| !gone(v));
         learners.retain(|v, _| !gone(v));
         let mut recorded_voters = c.recorded_voters.clone();
+        let mut recorded_learners = c.recorded_learners.clone();
         for j in 0..self.slots.len() {
             let s = &self.slots[j];
             let joins = s.up
@@ -798,6 +800,12 @@ impl World {
             }
             if learners.is_empty() {
                 learners.insert(s.id.clone(), self.now);
+                // The joiner records itself in the store right after its
+                // add, before its etcd starts (recovery::voters::after_join).
+                if !recorded_learners.contains(&s.id) {
+                    recorded_learners.push(s.id.clone());
+                    recorded_learners.sort();
+                }
             }
         }
         let ready: Option<InstanceId> = learners
@@ -864,6 +872,7 @@ impl World {
             c.voters = voters;
             c.learners = learners;
             c.recorded_voters = recorded_voters;
+            c.recorded_learners = recorded_learners;
             // The leader's instance rewrites the record at its pass: the
             // voters (and a promotion recorded first, while it is still a
             // learner: `recovery::voters::covers`), the learners.
