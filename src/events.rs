@@ -21,6 +21,7 @@ pub enum Event {
     EtcdExited,
     EtcdRestarting,
     EtcdLeftoverKilled,
+    EtcdFallback,
     // Starting, forming and the steady state.
     StartDecided,
     StartRefused,
@@ -87,12 +88,13 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 58] = [
+    pub const ALL: [Event; 59] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
         Event::EtcdRestarting,
         Event::EtcdLeftoverKilled,
+        Event::EtcdFallback,
         Event::StartDecided,
         Event::StartRefused,
         Event::StaleIncarnationMovedAside,
@@ -156,6 +158,7 @@ impl Event {
             Event::EtcdExited => "etcd.exited",
             Event::EtcdRestarting => "etcd.restarting",
             Event::EtcdLeftoverKilled => "etcd.leftover_killed",
+            Event::EtcdFallback => "etcd.fallback",
             Event::StartDecided => "start.decided",
             Event::StartRefused => "start.refused",
             Event::StaleIncarnationMovedAside => "start.stale_incarnation_moved_aside",
@@ -221,6 +224,7 @@ impl Event {
             Event::EtcdExited => &["exit", "ran_for"],
             Event::EtcdRestarting => &["restart_in_ms"],
             Event::EtcdLeftoverKilled => &["pid"],
+            Event::EtcdFallback => &["from", "to", "reason"],
             Event::StartDecided => &["decision"],
             Event::StartRefused => &["reason"],
             Event::StaleIncarnationMovedAside => &["reason"],
