@@ -23,6 +23,7 @@ pub enum Event {
     EtcdLeftoverKilled,
     DataLeftoverRemoved,
     JoinFailing,
+    EtcdFallback,
     // Starting, forming and the steady state.
     StartDecided,
     StartRefused,
@@ -89,7 +90,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 60] = [
+    pub const ALL: [Event; 61] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -97,6 +98,7 @@ impl Event {
         Event::EtcdLeftoverKilled,
         Event::DataLeftoverRemoved,
         Event::JoinFailing,
+        Event::EtcdFallback,
         Event::StartDecided,
         Event::StartRefused,
         Event::StaleIncarnationMovedAside,
@@ -162,6 +164,7 @@ impl Event {
             Event::EtcdLeftoverKilled => "etcd.leftover_killed",
             Event::DataLeftoverRemoved => "data.leftover_removed",
             Event::JoinFailing => "join.failing",
+            Event::EtcdFallback => "etcd.fallback",
             Event::StartDecided => "start.decided",
             Event::StartRefused => "start.refused",
             Event::StaleIncarnationMovedAside => "start.stale_incarnation_moved_aside",
@@ -229,6 +232,7 @@ impl Event {
             Event::EtcdLeftoverKilled => &["pid"],
             Event::DataLeftoverRemoved => &["path", "reason"],
             Event::JoinFailing => &["problem"],
+            Event::EtcdFallback => &["from", "to", "reason"],
             Event::StartDecided => &["decision"],
             Event::StartRefused => &["reason"],
             Event::StaleIncarnationMovedAside => &["reason"],

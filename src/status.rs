@@ -170,12 +170,13 @@ pub struct GossipPeer {
 }
 
 /// The states of [`UpgradeStatus::state`], and `none` (no upgrade).
-pub const UPGRADE_STATES: [&str; 5] = [
+pub const UPGRADE_STATES: [&str; 6] = [
     "none",
     "waiting",
     "refused",
     "restarting",
     "transferring_leadership",
+    "failed",
 ];
 
 /// This instance's part in a rolling etcd upgrade (`recovery::upgrade`).
@@ -185,7 +186,9 @@ pub struct UpgradeStatus {
     pub running: String,
     /// The version of the binary the config names now.
     pub configured: String,
-    /// `waiting`, `refused`, `restarting` or `transferring_leadership`.
+    /// `waiting`, `refused`, `restarting`, `transferring_leadership` or
+    /// `failed` (this member's step failed: the roll stops until the
+    /// configured binary changes).
     pub state: String,
     pub reason: String,
 }

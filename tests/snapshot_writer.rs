@@ -113,3 +113,49 @@ fn schedule_retention_wipe_alert_and_final_snapshot() {
         "final snapshot has the last write ({newest_rev} >= {rev})"
     );
 }
+
+/// An idle cluster past `max_age` (10 s here, the shortest interval the
+/// config allows) stores one snapshot per `max_age`, not one per check
+/// (every second): the schedule measures from the last snapshot stored,
+/// though each has the same name (the revision does not move) and
+/// replaces the one before.
+#[test]
+fn an_idle_cluster_snapshots_once_per_max_age() {
+    let max_age = Duration::from_secs(10);
+    let mut i = Instance::new(eco_bin!(), "127.0.25.1").with_dir_store();
+    i.configure(|c| c.snapshot_interval(max_age).snapshot_max_age(max_age));
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    let stored_events = |i: &Instance| {
+        i.log()
+            .lines()
+            .filter(|l| l.contains("event=\"snapshot.stored\""))
+            .count()
+    };
+    wait_until(Duration::from_secs(15), || {
+        (stored_events(&i) >= 1).then_some(())
+    })
+    .expect("the first snapshot");
+    let before = stored_events(&i);
+    let watched = max_age * 3;
+    std::thread::sleep(watched);
+    let during = stored_events(&i) - before;
+    eprintln!(
+        "snapshot: {during} snapshots stored in {} s of an idle cluster (max_age {} s)",
+        watched.as_secs(),
+        max_age.as_secs()
+    );
+    assert_eq!(
+        stored(&i).len(),
+        1,
+        "one revision, one name: {:?}",
+        stored(&i)
+    );
+    // About one per max_age (the checks run every second, so each may
+    // come up to a second late): 2 or 3 in 30 s, never one per check.
+    assert!(
+        (2..=4).contains(&during),
+        "{during} snapshots in {watched:?} with max_age {max_age:?}\n{}",
+        i.log()
+    );
+}

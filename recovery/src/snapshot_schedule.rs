@@ -6,6 +6,14 @@
 //! `max_age` passed — so even a quiet cluster has a recent, verified
 //! snapshot. When eco stops, the leader and any voter whose departure
 //! leaves no healthy quorum take a final one ([`WriterFacts::final_due`]).
+//!
+//! The age is measured from the last snapshot actually stored
+//! ([`Followed`]): a quiet cluster's snapshots all have one name (one
+//! revision), each replacing the one before, so the writer restarts its
+//! clock when it stores one itself or when the store's object is another
+//! one (another name, or the same name taken at another time) — never
+//! from the first time it saw the name. After a max-age snapshot of an
+//! unchanged revision the next is due `max_age` later.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,20 +24,103 @@ pub struct LastSnapshot {
     /// clock of whichever instance took it.
     pub taken_unix_ms: u64,
     pub revision: i64,
-    /// How long this writer has known it as the newest (its own monotonic
-    /// clock).
+    /// How long ago this writer stored it or first saw it as it is now
+    /// (its own monotonic clock).
     pub known_for_ms: u64,
+    /// This writer stored it, `known_for_ms` ago: that is its age, whatever
+    /// time the store's object carries.
+    pub stored_here: bool,
 }
 
 impl LastSnapshot {
-    /// Its age: the longer of what its timestamp says and how long this
-    /// writer has known it. Clocks of instances differ; a snapshot dated in
-    /// the future (a clock ahead) still ages on this writer's own clock, so
-    /// the schedule never waits for another machine's clock to be behind.
+    /// Its age. One this writer stored is exactly as old as the writer's
+    /// own clock says. Otherwise the longer of what its timestamp says and
+    /// how long this writer has known it: clocks of instances differ, and a
+    /// snapshot dated in the future (a clock ahead) still ages on this
+    /// writer's own clock, so the schedule never waits for another
+    /// machine's clock to be behind.
     pub fn age_ms(&self, now_unix_ms: u64) -> u64 {
+        if self.stored_here {
+            return self.known_for_ms;
+        }
         now_unix_ms
             .saturating_sub(self.taken_unix_ms)
             .max(self.known_for_ms)
+    }
+}
+
+/// The newest snapshot in the store, as a listing found it or as this
+/// writer just stored it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewestSnapshot {
+    /// The object's name (it says the revision; one revision, one name).
+    pub name: String,
+    /// When it was taken (Unix ms, from its metadata; 0 when unknown).
+    pub taken_unix_ms: u64,
+    pub revision: i64,
+}
+
+/// The newest snapshot as the writer follows it from pass to pass: since
+/// when (the writer's monotonic clock, ms) it knows this very object, and
+/// whether it stored it itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Followed {
+    pub newest: NewestSnapshot,
+    pub since_ms: u64,
+    pub stored_here: bool,
+}
+
+impl Followed {
+    /// What the writer follows after a listing found `found` (the newest
+    /// object, `None` when the store holds none), at `now_ms`:
+    /// - another name: a new snapshot, known from now;
+    /// - the same name taken at the same time: the same object, its clock
+    ///   runs on;
+    /// - the same name, another time, one this writer stored: still the
+    ///   one it stored (a store may keep the replaced object's time), its
+    ///   clock runs on;
+    /// - the same name, another time, not stored here: another writer
+    ///   replaced it, known from now.
+    pub fn after_listing(
+        previous: Option<Followed>,
+        found: Option<NewestSnapshot>,
+        now_ms: u64,
+    ) -> Option<Followed> {
+        let found = found?;
+        match previous {
+            Some(p)
+                if p.newest.name == found.name
+                    && (p.newest.taken_unix_ms == found.taken_unix_ms || p.stored_here) =>
+            {
+                Some(p)
+            }
+            _ => Some(Followed {
+                newest: found,
+                since_ms: now_ms,
+                stored_here: false,
+            }),
+        }
+    }
+
+    /// What the writer follows once it stored `stored` at `now_ms`: that
+    /// snapshot, aged from now — also when it replaced an object of the
+    /// same name.
+    pub fn after_storing(stored: NewestSnapshot, now_ms: u64) -> Followed {
+        Followed {
+            newest: stored,
+            since_ms: now_ms,
+            stored_here: true,
+        }
+    }
+
+    /// The schedule's view of it at `now_ms`.
+    pub fn last_snapshot(&self, now_ms: u64) -> LastSnapshot {
+        LastSnapshot {
+            taken_unix_ms: self.newest.taken_unix_ms,
+            revision: self.newest.revision,
+            known_for_ms: now_ms.saturating_sub(self.since_ms),
+            stored_here: self.stored_here,
+        }
     }
 }
 
@@ -180,6 +271,7 @@ mod tests {
             taken_unix_ms: 1_000_000,
             revision: 10,
             known_for_ms: 0,
+            stored_here: false,
         });
         // Dated an hour ahead of this writer's clock (another instance's
         // clock is fast), known for 59 s, then for 60 s.
@@ -188,6 +280,7 @@ mod tests {
                 taken_unix_ms: 1_000_000 + 3_600_000,
                 revision: 10,
                 known_for_ms,
+                stored_here: false,
             })
         };
         let cases = [
@@ -254,6 +347,105 @@ mod tests {
         for (name, now, writer, rev, last, want) in cases {
             let got = snapshot_due(now, writer, rev, last, S);
             assert_eq!(got.is_some(), want, "{name}: {got:?}");
+        }
+    }
+
+    fn snap(name: &str, taken_unix_ms: u64) -> NewestSnapshot {
+        NewestSnapshot {
+            name: name.into(),
+            taken_unix_ms,
+            revision: 10,
+        }
+    }
+
+    /// What the writer follows after a listing: (case, before, found,
+    /// expected since, stored here).
+    #[test]
+    fn following_the_newest_snapshot() {
+        let at = |since_ms, stored_here, newest| Followed {
+            newest,
+            since_ms,
+            stored_here,
+        };
+        let cases = [
+            (
+                "first listing",
+                None,
+                Some(snap("a", 5)),
+                Some((100, false)),
+            ),
+            ("empty store", Some(at(1, false, snap("a", 5))), None, None),
+            (
+                "the same object",
+                Some(at(1, false, snap("a", 5))),
+                Some(snap("a", 5)),
+                Some((1, false)),
+            ),
+            (
+                "another name",
+                Some(at(1, true, snap("a", 5))),
+                Some(snap("b", 6)),
+                Some((100, false)),
+            ),
+            (
+                "the same name replaced by another writer",
+                Some(at(1, false, snap("a", 5))),
+                Some(snap("a", 7)),
+                Some((100, false)),
+            ),
+            (
+                "the same name stored here, the store kept the old time",
+                Some(at(1, true, snap("a", 5))),
+                Some(snap("a", 3)),
+                Some((1, true)),
+            ),
+        ];
+        for (case, before, found, want) in cases {
+            let got = Followed::after_listing(before, found, 100);
+            assert_eq!(
+                got.as_ref().map(|f| (f.since_ms, f.stored_here)),
+                want,
+                "{case}: {got:?}"
+            );
+        }
+    }
+
+    /// An idle cluster (one revision, so one name, each snapshot replacing
+    /// the one before), checked every second for 100 s with `max_age` 10 s:
+    /// one snapshot per `max_age`, whether the store dates the replaced
+    /// object anew or keeps its first time; never two of the revision
+    /// within `max_age`.
+    #[test]
+    fn an_idle_cluster_snapshots_once_per_max_age() {
+        let schedule = SnapshotSchedule {
+            interval_ms: 10_000,
+            max_age_ms: 10_000,
+        };
+        // The wall clock runs a day ahead of the writer's monotonic one.
+        let wall = |t: u64| t + 86_400_000;
+        for store_keeps_first_time in [false, true] {
+            let mut in_store: Option<NewestSnapshot> = None;
+            let mut followed: Option<Followed> = None;
+            let mut stored_at = Vec::new();
+            for t in (0..=100_000).step_by(1_000) {
+                followed = Followed::after_listing(followed, in_store.clone(), t);
+                let last = followed.as_ref().map(|f| f.last_snapshot(t));
+                if snapshot_due(wall(t), true, 10, last, schedule).is_none() {
+                    continue;
+                }
+                stored_at.push(t);
+                let taken = match &in_store {
+                    Some(s) if store_keeps_first_time => s.taken_unix_ms,
+                    _ => wall(t),
+                };
+                in_store = Some(snap("i1-r10", taken));
+                followed = Some(Followed::after_storing(snap("i1-r10", wall(t)), t));
+            }
+            assert_eq!(
+                stored_at,
+                (0..=100_000).step_by(10_000).collect::<Vec<u64>>(),
+                "the store keeps the first time: {store_keeps_first_time}"
+            );
         }
     }
 

@@ -29,7 +29,27 @@
 //!
 //! A member that is restarting does not answer, which holds every other
 //! instance in **wait** until it is back and caught up: that is what keeps
-//! two steps from overlapping.
+//! two steps from overlapping. So does an instance of the group without a
+//! member (one removed, or joining): a step waits for a member of every
+//! instance, so a step whose member was removed stops the roll.
+//!
+//! **A step that fails stops the roll** ([`step_progress`]): the member
+//! has [`step_deadline_ms`] to answer with a leader on the new version —
+//! half the unhealthy-member TTL, so the leader's instance never removes a
+//! member whose step is in progress — and fails sooner when the new etcd
+//! exits [`FAILED_STARTS`] times without answering. A new etcd that never
+//! answered is left for the last one that ran ([`fallback`]); the member
+//! answers on its old version, so it still has to move and every other
+//! instance waits for it; its own instance does not try that binary again
+//! until the configured binary changes.
+//!
+//! **Which binary a member runs when its etcd does not start**
+//! ([`fallback`], [`launch_at_start`]): never one that never answered
+//! when another is known. A member whose etcd never answered since its
+//! launch and keeps exiting moves to the configured binary when that is
+//! another file (the fix), else back to the last one that answered. An
+//! eco that starts launches the last binary that answered while the
+//! configured one waits for its turn (or failed its step).
 //!
 //! What it does not do: choose binaries (the config does), start a member
 //! that is down (the planner does), or run etcd's downgrade procedure.
@@ -98,6 +118,9 @@ pub struct UpgradeFacts {
     /// The version of the etcd binary this instance's config names now.
     pub target: Version,
     pub members: Vec<UpgradeMember>,
+    /// The instance ids of the group (the provider's answer): each has a
+    /// member named after it.
+    pub group: Vec<String>,
     /// How far behind the leader's log a member may be for the next step.
     pub max_lag_entries: u64,
 }
@@ -137,26 +160,33 @@ pub enum LaunchAtStart {
     /// The binary the config names.
     Configured,
     /// The binary the member last ran: the configured one is another
-    /// version, whose turn in the roll has not come.
+    /// version, whose turn in the roll has not come (or whose step failed).
     LastRun { reason: String },
 }
 
-/// At start: the member last ran `last_run` (`None`: never launched, or
-/// not recorded), whose file still holds that version when `still_there`;
-/// the config names `configured`. An eco restarted in the middle of a
-/// rolling upgrade relaunches its member on the version it ran, and the
-/// roll moves it in turn; when that binary is gone (replaced in place by a
+/// At start: the member last answered on `last_ran` (`None`: never, or
+/// not recorded), whose file still holds that version when
+/// `still_there`; its last launch, on `never_answered`, did not answer
+/// when that is set; the config names `configured`. An eco restarted in
+/// the middle of a rolling upgrade relaunches its member on the version it
+/// ran, and the roll moves it in turn; so does an eco restarted after a
+/// step whose etcd never answered: a launch that never answered is never
+/// preferred. When the binary that ran is gone (replaced in place by a
 /// package), the configured one is all there is.
 pub fn launch_at_start(
     configured: Version,
-    last_run: Option<Version>,
+    last_ran: Option<Version>,
     still_there: bool,
+    never_answered: Option<Version>,
 ) -> (LaunchAtStart, Option<String>) {
-    match last_run {
+    let failed = never_answered
+        .map(|v| format!("the member's last launch, on etcd {v}, never answered; "))
+        .unwrap_or_default();
+    match last_ran {
         Some(last) if last != configured && still_there => (
             LaunchAtStart::LastRun {
                 reason: format!(
-                    "the member last ran etcd {last}; etcd {configured} waits for its turn in the rolling upgrade"
+                    "{failed}the member last ran etcd {last}; etcd {configured} waits for its turn in the rolling upgrade"
                 ),
             },
             None,
@@ -164,10 +194,185 @@ pub fn launch_at_start(
         Some(last) if last != configured => (
             LaunchAtStart::Configured,
             Some(format!(
-                "the member last ran etcd {last}, whose binary is gone: it starts on etcd {configured} out of turn"
+                "{failed}the member last ran etcd {last}, whose binary is gone: it starts on etcd {configured} out of turn"
             )),
         ),
-        _ => (LaunchAtStart::Configured, None),
+        Some(_) => (LaunchAtStart::Configured, None),
+        None => (
+            LaunchAtStart::Configured,
+            never_answered.map(|v| {
+                format!(
+                    "the member's last launch, on etcd {v}, never answered and no etcd is known to have answered on its data: it starts on the configured etcd {configured}"
+                )
+            }),
+        ),
+    }
+}
+
+/// How long the member restarted by an upgrade step has to answer with a
+/// leader on the new version, at most.
+pub const STEP_ANSWER_WITHIN_MS: u64 = 60_000;
+
+/// An etcd that exits this many times after its launch without ever
+/// answering does not start: its upgrade step fails at once, and
+/// [`fallback`] looks for another binary.
+pub const FAILED_STARTS: u64 = 3;
+
+/// How long an upgrade step's member has to answer
+/// ([`STEP_ANSWER_WITHIN_MS`]), given the unhealthy-member TTL: at most
+/// half of it. The leader's instance removes a voter unhealthy for longer
+/// than the TTL; the step's member is unhealthy from the moment it stops,
+/// so its step ends — answered, or failed and back on the binary that ran
+/// ([`fallback`]), with the other half of the TTL to answer again — before
+/// the TTL could remove it. The two never fight.
+pub fn step_deadline_ms(unhealthy_member_ttl_ms: u64) -> u64 {
+    STEP_ANSWER_WITHIN_MS.min(unhealthy_member_ttl_ms / 2)
+}
+
+/// The member restarted by an upgrade step, as its instance watches it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepWatch {
+    pub to: Version,
+    /// Since the step stopped the member.
+    pub elapsed_ms: u64,
+    /// [`step_deadline_ms`].
+    pub deadline_ms: u64,
+    /// Its answer now: the version it answers with (`None`: unreadable)
+    /// and whether it knows a leader; `None` when it did not answer.
+    pub answer: Option<(Option<Version>, bool)>,
+    /// It answered at least once since its launch (now included).
+    pub answered: bool,
+    /// Its exits since its launch.
+    pub exits: u64,
+}
+
+/// How an upgrade step stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StepProgress {
+    Waiting,
+    /// The member answers with a leader on the new version.
+    Done,
+    Failed {
+        reason: String,
+    },
+}
+
+/// Whether the step is done, failed, or still waits.
+pub fn step_progress(w: &StepWatch) -> StepProgress {
+    let to = w.to;
+    if let Some((version, true)) = w.answer {
+        return if version == Some(to) {
+            StepProgress::Done
+        } else {
+            StepProgress::Failed {
+                reason: format!(
+                    "the member answers as etcd {}, not etcd {to}",
+                    version.map_or_else(|| "of an unknown version".to_string(), |v| v.to_string())
+                ),
+            }
+        };
+    }
+    if !w.answered && w.exits >= FAILED_STARTS {
+        return StepProgress::Failed {
+            reason: format!(
+                "etcd {to} exited {} times without answering: it does not start",
+                w.exits
+            ),
+        };
+    }
+    if w.elapsed_ms >= w.deadline_ms {
+        return StepProgress::Failed {
+            reason: if w.answered {
+                format!(
+                    "etcd {to} answers but knows no leader after {} ms",
+                    w.deadline_ms
+                )
+            } else {
+                format!("etcd {to} did not answer within {} ms", w.deadline_ms)
+            },
+        };
+    }
+    StepProgress::Waiting
+}
+
+/// The local member's etcd, when it may not start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FallbackFacts {
+    /// The version of the binary the member was launched on.
+    pub running: Version,
+    /// The member answered since that launch (the binary runs).
+    pub answered: bool,
+    /// Its exits since that launch.
+    pub exits: u64,
+    /// An upgrade step gave up on it (its deadline passed).
+    pub step_gave_up: bool,
+    /// The binary the config names: its version, and whether it is the
+    /// file the member runs. `None` when it cannot be found.
+    pub configured: Option<(Version, bool)>,
+    /// The last binary the member answered on, when its file still holds
+    /// that version: its version, and whether it is the file the member
+    /// runs.
+    pub last_ran: Option<(Version, bool)>,
+    /// The versions of the other members that answer.
+    pub others: Vec<Version>,
+}
+
+/// Whether a member's etcd may be left for another binary at all (what
+/// [`fallback`] asks first, and all the daemon looks at before it gathers
+/// the rest): it never answered since its launch, and exited
+/// [`FAILED_STARTS`] times or made its upgrade step give up.
+pub fn may_fall_back(answered: bool, exits: u64, step_gave_up: bool) -> bool {
+    !answered && (step_gave_up || exits >= FAILED_STARTS)
+}
+
+/// Another binary for a member whose etcd does not start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Fallback {
+    /// The configured binary: another file than the one that fails (the
+    /// fix).
+    Configured { reason: String },
+    /// The last binary the member answered on.
+    LastRan { reason: String },
+}
+
+/// Whether the member leaves the binary it was launched on, and for which.
+/// Only a binary that never answered since its launch and either exited
+/// [`FAILED_STARTS`] times or made its upgrade step give up is left; one
+/// that answered once runs (its later exits are the supervisor's to
+/// restart). It goes to the configured binary when that is another file
+/// and a version the cluster accepts (`refusal`, against the other members
+/// and the version the member last ran), else back to the last binary that
+/// answered when that is another file; else it stays.
+pub fn fallback(f: &FallbackFacts) -> Option<Fallback> {
+    if !may_fall_back(f.answered, f.exits, f.step_gave_up) {
+        return None;
+    }
+    let failing = if f.step_gave_up {
+        format!("etcd {} never answered within its upgrade step", f.running)
+    } else {
+        format!(
+            "etcd {} exited {} times since its launch without answering",
+            f.running, f.exits
+        )
+    };
+    if let Some((configured, false)) = f.configured {
+        let mut versions = f.others.clone();
+        versions.extend(f.last_ran.map(|(v, _)| v));
+        if refusal(configured, &versions).is_none() {
+            return Some(Fallback::Configured {
+                reason: format!(
+                    "{failing}; the configured binary is another one (etcd {configured}): the member moves to it"
+                ),
+            });
+        }
+    }
+    match f.last_ran {
+        Some((last, false)) => Some(Fallback::LastRan {
+            reason: format!(
+                "{failing}; the member goes back to etcd {last}, the last it answered on"
+            ),
+        }),
+        _ => None,
     }
 }
 
@@ -236,6 +441,17 @@ pub fn next_step(f: &UpgradeFacts) -> UpgradeStep {
             reason: format!(
                 "learner {} is joining: upgrade steps wait for a cluster of voters",
                 m.name
+            ),
+        };
+    }
+    if let Some(id) = f
+        .group
+        .iter()
+        .find(|id| !f.members.iter().any(|m| m.name == **id))
+    {
+        return UpgradeStep::Wait {
+            reason: format!(
+                "instance {id} has no member (removed, or not joined yet): upgrade steps wait for a member of every instance"
             ),
         };
     }
@@ -354,6 +570,7 @@ mod tests {
             members: (1..=3)
                 .map(|i| member(i, versions[i as usize - 1]))
                 .collect(),
+            group: (1..=3).map(|i| format!("eco-{i}")).collect(),
             max_lag_entries: DEFAULT_MAX_LAG_ENTRIES,
         }
     }
@@ -430,6 +647,7 @@ mod tests {
             leader_raft_index: 10,
             target: V35,
             members: vec![member(7, Some(V34))],
+            group: vec!["eco-7".into()],
             max_lag_entries: 10,
         };
         assert_eq!(kind(&next_step(&f)), "restart first");
@@ -507,19 +725,208 @@ mod tests {
     }
 
     #[test]
-    fn a_restarted_eco_relaunches_the_version_its_member_ran() {
-        let (choice, warning) = launch_at_start(V35, Some(V34), true);
-        assert!(matches!(choice, LaunchAtStart::LastRun { .. }) && warning.is_none());
-        let (choice, warning) = launch_at_start(V35, Some(V34), false);
-        assert_eq!(choice, LaunchAtStart::Configured);
+    fn a_restarted_eco_relaunches_a_version_that_ran() {
+        let v352 = Version::new(3, 5, 2);
+        // (configured, last ran, still there, never answered) → launches
+        // the last run, with a warning.
+        type Row = (Version, Option<Version>, bool, Option<Version>, bool, bool);
+        let table: &[Row] = &[
+            // In the middle of a roll: the version it ran, its turn comes.
+            (V35, Some(V34), true, None, true, false),
+            // The binary that ran is gone: the configured one, out of turn.
+            (V35, Some(V34), false, None, false, true),
+            (V35, Some(V35), true, None, false, false),
+            (V35, None, false, None, false, false),
+            // A step whose etcd 3.5.2 never answered: back on 3.5.1.
+            (v352, Some(V35), true, Some(v352), true, false),
+            // ... whose binary is gone: nothing else is known to run.
+            (v352, Some(V35), false, Some(v352), false, true),
+            // The link fixed after the failed step (back to 3.5.1).
+            (V35, Some(V35), true, Some(v352), false, false),
+            // Nothing ever answered on this data.
+            (v352, None, false, Some(v352), false, true),
+        ];
+        for (configured, ran, there, never, last_run, warns) in table {
+            let (choice, warning) = launch_at_start(*configured, *ran, *there, *never);
+            assert_eq!(
+                matches!(choice, LaunchAtStart::LastRun { .. }),
+                *last_run,
+                "{configured} {ran:?} {there} {never:?}: {choice:?}"
+            );
+            assert_eq!(
+                warning.is_some(),
+                *warns,
+                "{configured} {ran:?} {there} {never:?}: {warning:?}"
+            );
+        }
+        let (_, warning) = launch_at_start(V35, Some(V34), false, None);
         assert!(warning.is_some_and(|w| w.contains("out of turn")));
-        assert_eq!(
-            launch_at_start(V35, Some(V35), true).0,
-            LaunchAtStart::Configured
+        let (choice, _) = launch_at_start(v352, Some(V35), true, Some(v352));
+        assert!(
+            matches!(&choice, LaunchAtStart::LastRun { reason } if reason.contains("never answered")),
+            "{choice:?}"
         );
-        assert_eq!(
-            launch_at_start(V35, None, false).0,
-            LaunchAtStart::Configured
+    }
+
+    #[test]
+    fn the_step_deadline_is_at_most_half_the_unhealthy_member_ttl() {
+        let table = [
+            (300_000, 60_000),
+            (120_000, 60_000),
+            (100_000, 50_000),
+            (5_000, 2_500),
+        ];
+        for (ttl, want) in table {
+            assert_eq!(step_deadline_ms(ttl), want, "ttl {ttl}");
+        }
+    }
+
+    #[test]
+    fn a_step_is_done_on_an_answer_with_a_leader_on_the_new_version() {
+        let v352 = Version::new(3, 5, 2);
+        let w = |elapsed_ms, answer, answered, exits| StepWatch {
+            to: v352,
+            elapsed_ms,
+            deadline_ms: 2_500,
+            answer,
+            answered,
+            exits,
+        };
+        // (case, watch, progress)
+        let table = [
+            ("no answer yet", w(100, None, false, 0), "waiting"),
+            ("exited twice", w(600, None, false, 2), "waiting"),
+            ("exited three times", w(700, None, false, 3), "failed"),
+            (
+                "answers without a leader",
+                w(1_000, Some((Some(v352), false)), true, 0),
+                "waiting",
+            ),
+            (
+                "answered once, then exits",
+                w(1_000, None, true, 5),
+                "waiting",
+            ),
+            (
+                "answers with a leader",
+                w(1_000, Some((Some(v352), true)), true, 0),
+                "done",
+            ),
+            (
+                "answers on another version",
+                w(1_000, Some((Some(V35), true)), true, 0),
+                "failed",
+            ),
+            (
+                "no answer by the deadline",
+                w(2_500, None, false, 1),
+                "failed",
+            ),
+            (
+                "no leader by the deadline",
+                w(2_500, Some((Some(v352), false)), true, 0),
+                "failed",
+            ),
+        ];
+        for (case, watch, want) in table {
+            let got = step_progress(&watch);
+            let kind = match &got {
+                StepProgress::Waiting => "waiting",
+                StepProgress::Done => "done",
+                StepProgress::Failed { .. } => "failed",
+            };
+            assert_eq!(kind, want, "{case}: {got:?}");
+        }
+    }
+
+    /// Which binary a member whose etcd may not start goes to.
+    #[test]
+    fn a_binary_that_never_answered_is_left_for_the_fix_or_the_last_that_ran() {
+        let v352 = Version::new(3, 5, 2);
+        let f = |answered, exits, gave_up, configured, last_ran| FallbackFacts {
+            running: v352,
+            answered,
+            exits,
+            step_gave_up: gave_up,
+            configured,
+            last_ran,
+            others: vec![V35, V35],
+        };
+        // (case, facts, where to)
+        let table = [
+            (
+                "a failed step: the configured binary is the one that fails",
+                f(false, 3, false, Some((v352, true)), Some((V35, false))),
+                "last ran",
+            ),
+            (
+                "a step that gave up on a hung etcd",
+                f(false, 0, true, Some((v352, true)), Some((V35, false))),
+                "last ran",
+            ),
+            (
+                "the link fixed: another configured file",
+                f(false, 4, false, Some((V35, false)), Some((V35, false))),
+                "configured",
+            ),
+            (
+                "the link fixed, the last one gone",
+                f(false, 4, false, Some((V35, false)), None),
+                "configured",
+            ),
+            (
+                "nothing else to go to",
+                f(false, 9, false, Some((v352, true)), None),
+                "stays",
+            ),
+            (
+                "it answered once: it runs",
+                f(true, 9, false, Some((V35, false)), Some((V35, false))),
+                "stays",
+            ),
+            (
+                "two exits are not yet a failure",
+                f(false, 2, false, Some((V35, false)), Some((V35, false))),
+                "stays",
+            ),
+            (
+                "a configured jump the cluster refuses",
+                f(
+                    false,
+                    3,
+                    false,
+                    Some((Version::new(3, 7, 0), false)),
+                    Some((V35, false)),
+                ),
+                "last ran",
+            ),
+            (
+                "the configured binary cannot be found",
+                f(false, 3, false, None, Some((V35, false))),
+                "last ran",
+            ),
+        ];
+        for (case, facts, want) in table {
+            let got = fallback(&facts);
+            let kind = match &got {
+                None => "stays",
+                Some(Fallback::Configured { .. }) => "configured",
+                Some(Fallback::LastRan { .. }) => "last ran",
+            };
+            assert_eq!(kind, want, "{case}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_step_waits_for_a_member_of_every_instance() {
+        // eco-1's member was removed (its step failed): the others do not
+        // move on, though both answer on the old version.
+        let mut f = facts(2, [Some(V34), Some(V34), Some(V34)]);
+        f.members.remove(0);
+        let got = next_step(&f);
+        assert!(
+            matches!(&got, UpgradeStep::Wait { reason } if reason.contains("eco-1 has no member")),
+            "{got:?}"
         );
     }
 

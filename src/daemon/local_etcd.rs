@@ -5,7 +5,9 @@
 use super::context::Ctx;
 use crate::config::Scheme;
 use crate::data_dir::{self, DataState};
+use crate::etcd::binaries::EtcdBinaries;
 use crate::etcd::flags::{self, InitialClusterState, LaunchSpec};
+use crate::etcd::launched::{self, LaunchRecord};
 use crate::etcd::supervisor::{self, Backoff, ProcessSpec, ProcessStatus, Supervisor};
 use recovery::moved_aside::Retention;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,31 @@ pub(super) struct LocalEtcd {
     /// The peer scheme of the last start (what the listener speaks while
     /// etcd runs).
     peer_scheme: std::sync::Mutex<Option<Scheme>>,
+    /// The launch in force, and what `etcd-launched.json` holds.
+    launch: std::sync::Mutex<Launches>,
+}
+
+/// The binaries of the last launch, as this eco follows them.
+#[derive(Default)]
+struct Launches {
+    current: Option<Launch>,
+    record: LaunchRecord,
+}
+
+struct Launch {
+    binaries: EtcdBinaries,
+    /// The supervisor's count of exits at the launch.
+    exits_before: u64,
+    answered: bool,
+}
+
+/// The launch in force, as [`LocalEtcd::launch`] reports it.
+pub(super) struct LaunchFacts {
+    pub binaries: EtcdBinaries,
+    /// The member answered since the launch.
+    pub answered: bool,
+    /// etcd's exits since the launch (the supervisor restarts it).
+    pub exits: u64,
 }
 
 impl LocalEtcd {
@@ -35,13 +62,74 @@ impl LocalEtcd {
             stable_after: Duration::from_secs(60),
             stop_timeout: e.stop_timeout.get(),
         })?;
+        let record = launched::load(&launched::path_beside(&pid_file));
         Ok(Self {
             supervisor,
             data_dir: e.data_dir.clone(),
             pid_file,
             pruned_at: None,
             peer_scheme: std::sync::Mutex::new(None),
+            launch: std::sync::Mutex::new(Launches {
+                current: None,
+                record,
+            }),
         })
+    }
+
+    /// The launch in force: its binaries, whether the member answered
+    /// since, and etcd's exits since.
+    pub fn launch(&self) -> Option<LaunchFacts> {
+        let exits = self.supervisor.status().borrow().crashes;
+        let l = self.launch.lock().ok()?;
+        l.current.as_ref().map(|c| LaunchFacts {
+            binaries: c.binaries.clone(),
+            answered: c.answered,
+            exits: exits.saturating_sub(c.exits_before),
+        })
+    }
+
+    /// The last binary the member answered on, as recorded.
+    pub fn last_answered(&self) -> Option<launched::Launched> {
+        self.launch.lock().ok()?.record.answered.clone()
+    }
+
+    /// The member answered: the binary of the launch in force runs, and is
+    /// recorded as the last one that answered (once per launch).
+    pub fn answered(&self) {
+        let Ok(mut l) = self.launch.lock() else {
+            return;
+        };
+        let Some(current) = l.current.as_mut() else {
+            return;
+        };
+        if current.answered {
+            return;
+        }
+        current.answered = true;
+        let ran = launched::Launched {
+            etcd: current.binaries.etcd.clone(),
+            version: current.binaries.version.to_string(),
+        };
+        if l.record.answered.as_ref() != Some(&ran) {
+            l.record.answered = Some(ran);
+            self.store_record(&l.record);
+        }
+    }
+
+    /// The member leaves the binary of the launch in force (it is stopped,
+    /// to be started on another): nothing more is known of a launch until
+    /// the next.
+    pub fn left_launch(&self) {
+        if let Ok(mut l) = self.launch.lock() {
+            l.current = None;
+        }
+    }
+
+    fn store_record(&self, record: &LaunchRecord) {
+        let path = launched::path_beside(&self.pid_file);
+        if let Err(e) = launched::store(&path, record) {
+            tracing::warn!(file = %path.display(), error = %format!("{e:#}"), "cannot record the launched etcd");
+        }
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -125,23 +213,37 @@ impl LocalEtcd {
             ctx.config.etcd.client_port,
         ));
         let binaries = ctx.binaries.get();
-        self.supervisor
-            .start(ProcessSpec {
-                binary: binaries.etcd.clone(),
-                args: flags::etcd_args(&ctx.config.etcd, &spec),
-                instance_id: ctx.id().to_string(),
-                log_file: ctx.config.etcd.log_file.clone(),
-                pid_file: self.pid_file.clone(),
-                data_dir: self.data_dir.clone(),
-            })
-            .await?;
-        let launched = crate::etcd::launched::Launched {
-            etcd: binaries.etcd,
-            version: binaries.version.to_string(),
+        let spec = ProcessSpec {
+            binary: binaries.etcd.clone(),
+            args: flags::etcd_args(&ctx.config.etcd, &spec),
+            instance_id: ctx.id().to_string(),
+            log_file: ctx.config.etcd.log_file.clone(),
+            pid_file: self.pid_file.clone(),
+            data_dir: self.data_dir.clone(),
         };
-        let record = crate::etcd::launched::path_beside(&self.pid_file);
-        if let Err(e) = crate::etcd::launched::store(&record, &launched) {
-            tracing::warn!(file = %record.display(), error = %format!("{e:#}"), "cannot record the launched etcd");
+        let exits_before = self.supervisor.status().borrow().crashes;
+        self.supervisor.start(spec).await?;
+        if let Ok(mut l) = self.launch.lock() {
+            // The same binary again (a restart on the same command line,
+            // or one that already answered): what is known of it stays.
+            let same = l.current.as_ref().is_some_and(|c| {
+                c.binaries.etcd == binaries.etcd && c.binaries.version == binaries.version
+            });
+            if !same {
+                l.current = Some(Launch {
+                    binaries: binaries.clone(),
+                    exits_before,
+                    answered: false,
+                });
+            }
+            let launched = launched::Launched {
+                etcd: binaries.etcd,
+                version: binaries.version.to_string(),
+            };
+            if l.record.launched.as_ref() != Some(&launched) {
+                l.record.launched = Some(launched);
+                self.store_record(&l.record);
+            }
         }
         Ok(())
     }

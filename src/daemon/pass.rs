@@ -12,6 +12,10 @@ use recovery::pass::{self, Decider, LocalMember, PassFacts, Ready};
 impl Daemon {
     pub(super) async fn pass(&mut self) -> anyhow::Result<()> {
         let seen = self.observe().await?;
+        if seen.local.is_some() {
+            // The binary of the launch in force runs (etcd-launched.json).
+            self.etcd.answered();
+        }
         let leader_known = seen.cluster.statuses.values().any(|s| s.has_leader());
         self.ctx.metrics.decisions.quorum_seen(leader_known);
         // Paused by a human: the protocol is not run (no freeze, no seed,

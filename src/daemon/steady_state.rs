@@ -33,6 +33,11 @@ pub(super) fn action_name(a: &Action) -> &'static str {
 
 impl Daemon {
     pub(super) async fn steady_state(&mut self, seen: &Observed) -> anyhow::Result<()> {
+        // An etcd that does not start leaves its binary first; the planner
+        // starts it on the other one next pass.
+        if self.fall_back_from_failing_etcd(seen).await {
+            return Ok(());
+        }
         let ctx = &self.ctx;
         let observation = Observation {
             now_ms: seen.now_ms,

@@ -1,13 +1,20 @@
-//! The etcd binary the local member was last launched on, kept beside the
-//! state file (`etcd-launched.json`, written atomically at every launch):
-//! an eco restarted in the middle of a rolling upgrade relaunches its
-//! member on the version it ran (`recovery::upgrade::launch_at_start`),
-//! not on a newer binary whose turn has not come.
+//! The etcd binaries the local member was launched on, kept beside the
+//! state file (`etcd-launched.json`, written atomically): the last launch,
+//! and the last binary the member answered on — recorded only once that
+//! etcd answered, so a binary that never started is never taken for one
+//! that runs. An eco restarted in the middle of a rolling upgrade, or
+//! after a step whose etcd never answered, relaunches its member on the
+//! version that ran (`recovery::upgrade::launch_at_start`).
+//!
+//! A record of an older eco (one binary, written at every launch, not
+//! known to have answered) reads as no record: the configured binary is
+//! launched.
 
 use crate::atomic_file::write_atomic;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// One etcd binary the member was launched on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Launched {
     /// The file launched (symbolic links resolved).
@@ -16,33 +23,53 @@ pub struct Launched {
     pub version: String,
 }
 
+/// What `etcd-launched.json` holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchRecord {
+    /// The binary of the last launch, answered or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launched: Option<Launched>,
+    /// The last binary the member answered on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered: Option<Launched>,
+}
+
+impl LaunchRecord {
+    /// The last launch, when it has not answered (yet).
+    pub fn never_answered(&self) -> Option<&Launched> {
+        self.launched
+            .as_ref()
+            .filter(|l| self.answered.as_ref() != Some(*l))
+    }
+}
+
 /// The record beside the pid file (and the state file).
 pub fn path_beside(pid_file: &Path) -> PathBuf {
     pid_file.with_file_name("etcd-launched.json")
 }
 
-/// The record, `None` when there is none or it cannot be read (a warning:
+/// The record; empty when there is none or it cannot be read (a warning:
 /// the configured binary is launched then).
-pub fn load(path: &Path) -> Option<Launched> {
+pub fn load(path: &Path) -> LaunchRecord {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return LaunchRecord::default(),
         Err(e) => {
             tracing::warn!(file = %path.display(), error = %e, "cannot read the last launched etcd");
-            return None;
+            return LaunchRecord::default();
         }
     };
     match serde_json::from_slice(&bytes) {
-        Ok(l) => Some(l),
+        Ok(l) => l,
         Err(e) => {
             tracing::warn!(file = %path.display(), error = %e, "the last launched etcd's record is unreadable; ignoring it");
-            None
+            LaunchRecord::default()
         }
     }
 }
 
-pub fn store(path: &Path, launched: &Launched) -> anyhow::Result<()> {
-    let bytes = serde_json::to_vec_pretty(launched)?;
+pub fn store(path: &Path, record: &LaunchRecord) -> anyhow::Result<()> {
+    let bytes = serde_json::to_vec_pretty(record)?;
     write_atomic(path, &bytes)?;
     Ok(())
 }
@@ -52,17 +79,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trip_and_unreadable() {
+    fn round_trip_unreadable_and_an_older_ecos_record() {
         let d = tempfile::tempdir().unwrap();
         let p = path_beside(&d.path().join("etcd.pid"));
-        assert_eq!(load(&p), None);
-        let l = Launched {
-            etcd: "/usr/bin/etcd".into(),
-            version: "3.4.23".into(),
+        assert_eq!(load(&p), LaunchRecord::default());
+        let old = Launched {
+            etcd: "/opt/etcd/3.5.1/etcd".into(),
+            version: "3.5.1".into(),
         };
-        store(&p, &l).unwrap();
-        assert_eq!(load(&p), Some(l));
+        let new = Launched {
+            etcd: "/opt/etcd/3.5.2/etcd".into(),
+            version: "3.5.2".into(),
+        };
+        let r = LaunchRecord {
+            launched: Some(new.clone()),
+            answered: Some(old.clone()),
+        };
+        store(&p, &r).unwrap();
+        assert_eq!(load(&p), r);
+        assert_eq!(r.never_answered(), Some(&new));
+        let ran = LaunchRecord {
+            launched: Some(old.clone()),
+            answered: Some(old),
+        };
+        assert_eq!(ran.never_answered(), None);
         std::fs::write(&p, "{").unwrap();
-        assert_eq!(load(&p), None);
+        assert_eq!(load(&p), LaunchRecord::default());
+        std::fs::write(&p, r#"{"etcd": "/usr/bin/etcd", "version": "3.4.23"}"#).unwrap();
+        assert_eq!(load(&p), LaunchRecord::default(), "an older eco's record");
     }
 }

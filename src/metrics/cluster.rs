@@ -84,7 +84,7 @@ impl ClusterMetrics {
         );
         registry.register(
             "etcd_upgrade",
-            "This instance's part in a rolling etcd upgrade, one-hot by state: none (its member runs the configured etcd), waiting, refused, restarting, transferring_leadership",
+            "This instance's part in a rolling etcd upgrade, one-hot by state: none (its member runs the configured etcd), waiting, refused, restarting, transferring_leadership, failed",
             self.upgrade.clone(),
         );
         registry.register(

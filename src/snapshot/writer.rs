@@ -12,7 +12,7 @@
 
 use super::name::SnapshotName;
 use super::recorded::take_recorded;
-use super::take::{SnapshotRequest, meta};
+use super::take::{SnapshotRequest, TakenSnapshot, meta};
 use super::verify::{self, VerificationRecord, VerifyRequest};
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::binaries::RunningBinaries;
@@ -23,7 +23,9 @@ use crate::store::{ObjectInfo, ObjectStore};
 use crate::wall_clock::unix_ms;
 use recovery::restore_check::{self, Verdict, verification_due};
 use recovery::retention::{self, RetentionPolicy, SnapshotEntry};
-use recovery::snapshot_schedule::{LastSnapshot, SnapshotSchedule, WriterFacts, snapshot_due};
+use recovery::snapshot_schedule::{
+    Followed, LastSnapshot, NewestSnapshot, SnapshotSchedule, WriterFacts, snapshot_due,
+};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,35 +77,51 @@ struct KnownVerification {
     record: Option<VerificationRecord>,
 }
 
-/// The newest snapshot a listing found.
-struct Newest {
-    name: String,
-    taken_unix_ms: u64,
-    revision: i64,
+/// The newest snapshot this writer follows (`recovery::snapshot_schedule::
+/// Followed`: since when it knows it, on its own monotonic clock, and
+/// whether it stored it), measured from when the writer started.
+struct Known {
+    started: std::time::Instant,
+    followed: Option<Followed>,
 }
 
-/// The newest snapshot this writer knows, and since when (its own
-/// monotonic clock): the schedule's clock-independent age.
-#[derive(Default)]
-struct Known {
-    newest: Option<(Newest, std::time::Instant)>,
+impl Default for Known {
+    fn default() -> Self {
+        Self {
+            started: std::time::Instant::now(),
+            followed: None,
+        }
+    }
 }
 
 impl Known {
-    fn update(&mut self, found: Option<Newest>) {
-        self.newest = match (self.newest.take(), found) {
-            (Some((old, since)), Some(new)) if old.name == new.name => Some((new, since)),
-            (_, Some(new)) => Some((new, std::time::Instant::now())),
-            (_, None) => None,
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A listing found `found` as the newest.
+    fn listed(&mut self, found: Option<NewestSnapshot>) {
+        let now = self.now_ms();
+        self.followed = Followed::after_listing(self.followed.take(), found, now);
+    }
+
+    /// This writer stored `taken`: the schedule measures from now, also
+    /// when it replaced an object of the same name.
+    fn stored(&mut self, taken: &TakenSnapshot) {
+        let now = self.now_ms();
+        let stored = NewestSnapshot {
+            name: taken.name.to_string(),
+            taken_unix_ms: Some(taken_ms(&taken.object))
+                .filter(|ms| *ms > 0)
+                .unwrap_or_else(unix_ms),
+            revision: taken.name.revision,
         };
+        self.followed = Some(Followed::after_storing(stored, now));
     }
 
     fn last_snapshot(&self) -> Option<LastSnapshot> {
-        self.newest.as_ref().map(|(n, since)| LastSnapshot {
-            taken_unix_ms: n.taken_unix_ms,
-            revision: n.revision,
-            known_for_ms: u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX),
-        })
+        let now = self.now_ms();
+        self.followed.as_ref().map(|f| f.last_snapshot(now))
     }
 }
 
@@ -128,7 +146,7 @@ impl SnapshotWriter {
     /// the one with the latest timestamp: timestamps come from other
     /// machines' clocks.
     /// `Err` when the listing failed (what the writer knew stays).
-    async fn refresh(&self, s: &mut SnapshotStatus) -> Result<Option<Newest>, ()> {
+    async fn refresh(&self, s: &mut SnapshotStatus) -> Result<Option<NewestSnapshot>, ()> {
         match self.snapshots().await {
             Ok(list) => {
                 if list.is_empty() && s.stored > 0 {
@@ -155,7 +173,7 @@ impl SnapshotWriter {
                     .as_ref()
                     .map(|(_, o)| taken_ms(o))
                     .filter(|ms| *ms > 0);
-                Ok(newest.map(|(n, o)| Newest {
+                Ok(newest.map(|(n, o)| NewestSnapshot {
                     name: o.name.clone(),
                     taken_unix_ms: taken_ms(o),
                     revision: n.revision,
@@ -172,19 +190,20 @@ impl SnapshotWriter {
     /// snapshot follows the listing, and stays as it was when it failed.
     async fn learn(&self, s: &mut SnapshotStatus, known: &mut Known) {
         if let Ok(found) = self.refresh(s).await {
-            known.update(found);
+            known.listed(found);
         }
     }
 
-    /// Takes one snapshot now and applies retention after it.
-    pub async fn snapshot_now(
+    /// Takes one snapshot now and applies retention after it; the
+    /// snapshot stored, if one was.
+    async fn snapshot_now(
         &self,
         input: &WriterInput,
         reason: &str,
         s: &mut SnapshotStatus,
-    ) -> bool {
+    ) -> Option<TakenSnapshot> {
         let Some((incarnation, token)) = &input.naming else {
-            return false;
+            return None;
         };
         let req = SnapshotRequest {
             endpoint: self.endpoint.get(),
@@ -194,19 +213,19 @@ impl SnapshotWriter {
             instance: self.instance.clone(),
         };
         match take_recorded(&*self.store, &self.access, &req, &self.metrics, reason).await {
-            Ok(_) => {
+            Ok(taken) => {
                 s.taken += 1;
                 s.last_reason = Some(reason.to_string());
                 s.last_error = None;
                 // An alert stays in /status (until eco restarts or another
                 // one replaces it): a new snapshot does not undo the loss.
                 self.apply_retention(s).await;
-                true
+                Some(taken)
             }
             Err(e) => {
                 s.failures += 1;
                 s.last_error = Some(e.to_string());
-                false
+                None
             }
         }
     }
@@ -365,7 +384,8 @@ impl SnapshotWriter {
                 last.last_snapshot(),
                 self.schedule,
             ) {
-                if self.snapshot_now(&current, &reason, &mut s).await {
+                if let Some(taken) = self.snapshot_now(&current, &reason, &mut s).await {
+                    last.stored(&taken);
                     self.learn(&mut s, &mut last).await;
                 }
             }
