@@ -17,8 +17,9 @@
 //! - **The desired size** from `replicas`, or from `replicas_file`, read
 //!   again on every `discover` (a ConfigMap mounted as a directory follows
 //!   `helm upgrade --set replicas=N` without a restart). A file that
-//!   cannot be read or parsed keeps the last good size (logged once per
-//!   distinct error); at start it must read.
+//!   cannot be read or parsed is an error (at start, eco does not start);
+//!   while eco runs, `confirmed.rs` keeps the last good group (logged once
+//!   per distinct error, shown in `/status`).
 //! - Only this pod's zone is known (eco has no API access to read the
 //!   others'); the others' zones are unknown, never guessed.
 
@@ -28,7 +29,6 @@ use recovery::statefulset;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// Where the service account's namespace is mounted in a pod.
@@ -166,8 +166,6 @@ pub struct StatefulSetProvider {
     service: String,
     domain: String,
     replicas: Replicas,
-    last_good: Mutex<Option<u32>>,
-    last_error: Mutex<Option<String>>,
     refresh: Duration,
 }
 
@@ -205,20 +203,14 @@ impl StatefulSetProvider {
             service: config.service.clone(),
             domain: config.cluster_domain.clone(),
             replicas,
-            last_good: Mutex::new(None),
-            last_error: Mutex::new(None),
             refresh: config.refresh_interval.get(),
         };
-        let n = provider.read_replicas()?;
-        *provider.lock_last_good() = Some(n);
+        provider.desired()?;
         Ok(provider)
     }
 
-    fn lock_last_good(&self) -> std::sync::MutexGuard<'_, Option<u32>> {
-        self.last_good.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn read_replicas(&self) -> Result<u32, ProviderError> {
+    /// The desired size, read now.
+    fn desired(&self) -> Result<u32, ProviderError> {
         match &self.replicas {
             Replicas::Fixed(n) => Ok(*n),
             Replicas::File(path) => {
@@ -227,27 +219,6 @@ impl StatefulSetProvider {
                     source,
                 })?;
                 parse_replicas(&text, path)
-            }
-        }
-    }
-
-    /// The desired size now: read again, or the last good one (a read
-    /// error is logged once per distinct error).
-    fn desired(&self) -> Result<u32, ProviderError> {
-        let mut last_error = self.last_error.lock().unwrap_or_else(|e| e.into_inner());
-        match self.read_replicas() {
-            Ok(n) => {
-                *last_error = None;
-                *self.lock_last_good() = Some(n);
-                Ok(n)
-            }
-            Err(e) => {
-                let text = e.to_string();
-                if last_error.as_deref() != Some(text.as_str()) {
-                    tracing::warn!(error = %text, "cannot read the desired size; keeping the last one read");
-                    *last_error = Some(text);
-                }
-                (*self.lock_last_good()).ok_or(e)
             }
         }
     }
@@ -269,6 +240,7 @@ impl StatefulSetProvider {
             self_id: self.pod.name.clone(),
             instances,
             desired_size: desired as usize,
+            departing: Default::default(),
         }
     }
 }
@@ -370,7 +342,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_replicas_file_is_read_again_and_a_bad_one_keeps_the_last_size() {
+    async fn the_replicas_file_is_read_again_and_a_bad_one_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("replicas");
         std::fs::write(&file, "3\n").unwrap();
@@ -380,15 +352,17 @@ mod tests {
         assert_eq!(p.discover().await.unwrap().instances.len(), 3);
         std::fs::write(&file, "5").unwrap();
         assert_eq!(p.discover().await.unwrap().desired_size, 5);
-        for bad in ["five", "0", ""] {
+        // Nothing departs on a bad read: it is an error (the confirmed view
+        // keeps the last good group), never a size.
+        let ids = ["eco-4".to_string()].into_iter().collect();
+        for bad in ["five", "0", "", "-1"] {
             std::fs::write(&file, bad).unwrap();
-            assert_eq!(p.discover().await.unwrap().desired_size, 5, "{bad:?}");
+            let e = p.discover().await.unwrap_err().to_string();
+            assert!(e.contains("is not a desired size"), "{bad:?}: {e}");
+            assert!(p.departed(&ids).await.is_err(), "{bad:?}");
         }
         std::fs::remove_file(&file).unwrap();
-        assert_eq!(p.discover().await.unwrap().desired_size, 5);
-        // Nothing departs on an unreadable file: the last size stands.
-        let ids = ["eco-4".to_string()].into_iter().collect();
-        assert!(p.departed(&ids).await.unwrap().is_empty());
+        assert!(p.discover().await.is_err());
         std::fs::write(&file, "3").unwrap();
         assert_eq!(p.departed(&ids).await.unwrap().len(), 1);
         // At start the file must read.
