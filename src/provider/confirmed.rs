@@ -439,7 +439,7 @@ mod tests {
         let members = ["eco-0", "eco-1", "eco-2"].map(String::from);
         let ask: BTreeSet<String> = members.iter().cloned().collect();
         assert_eq!(view.discover().await.unwrap().desired_size, 3);
-        for (i, bad) in ["", "three", "0"].iter().enumerate() {
+        for (i, bad) in ["100000000", "4294967295", "", "three"].iter().enumerate() {
             std::fs::write(&file, bad).unwrap();
             for t in 0..10u64 {
                 now.store((i as u64 * 10 + t + 1) * 1_000, Ordering::SeqCst);
@@ -448,7 +448,10 @@ mod tests {
                 assert!(view.departed(&ask).await.unwrap().is_empty());
             }
             let problem = view.problem().expect("a problem");
-            assert!(problem.contains(&file.display().to_string()), "{problem}");
+            assert!(
+                problem.contains(&format!("replicas file {}", file.display())),
+                "{problem}"
+            );
         }
         // A valid size that drops two pods: a departure, once confirmed.
         std::fs::write(&file, "1").unwrap();

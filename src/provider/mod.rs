@@ -59,6 +59,17 @@ pub enum ProviderError {
         path: std::path::PathBuf,
         message: String,
     },
+    #[error("cannot read the replicas file {path}: {source}")]
+    ReadReplicas {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("replicas file {path}: {message}")]
+    MalformedReplicas {
+        path: std::path::PathBuf,
+        message: String,
+    },
     #[error("instance {id:?} is not in the group file {path}; the group lists: {listed}")]
     SelfNotInGroup {
         id: String,
