@@ -100,6 +100,15 @@ fn check_opens_the_files_the_config_names() {
     let (code, _, err) = check();
     assert_eq!(code, 2);
     assert!(err.contains("gossip.key_file: the keys in"), "{err}");
+    // A group file that lists nobody, as `eco run` refuses it.
+    private_file(&dir.path().join("gossip.keys"), KEY);
+    std::fs::write(dir.path().join("group.toml"), "desired_size = 3\n").unwrap();
+    let (code, _, err) = check();
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("provider.static.group_file") && err.contains("lists no instance"),
+        "{err}"
+    );
     // All good.
     std::fs::write(
         dir.path().join("group.toml"),
@@ -239,7 +248,11 @@ fn gossip_keys_that_do_not_parse_name_where_they_came_from() {
 #[test]
 fn config_check_shows_tls_on_by_default_with_a_store() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("group.toml"), "").unwrap();
+    std::fs::write(
+        dir.path().join("group.toml"),
+        "[[instance]]\nid = \"eco-1\"\naddress = \"127.0.0.1\"\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(dir.path().join("store")).unwrap();
     private_file(&dir.path().join("gossip.keys"), KEY);
     let check = |name: &str, b: ConfigBuilder| {

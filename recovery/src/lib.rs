@@ -31,6 +31,9 @@
 //!   to a leave — the final snapshot first, heartbeats, completion;
 //!   [`statefulset`]: the StatefulSet provider's members (every ordinal
 //!   below the desired size) and departed pods (ordinals at or above it).
+//! - [`departures`]: when a departure is confirmed — consecutive reads of
+//!   the group over a span derived from the refresh interval; a read that
+//!   lists nobody is never evidence.
 //! - [`voters`]: keeping `V_n` in the state file and the store's record.
 //! - [`acl`]: authentication inside etcd — the steps from etcd's users,
 //!   roles and permissions to the config's (root and eco's identity never
@@ -65,6 +68,7 @@
 pub mod acl;
 pub mod asg;
 pub mod certificates;
+pub mod departures;
 pub mod fenced;
 pub mod formation;
 pub mod join_diagnosis;

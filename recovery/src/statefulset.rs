@@ -27,6 +27,17 @@
 
 use std::collections::BTreeSet;
 
+/// The largest desired size eco accepts. etcd advises clusters of at most
+/// seven members: every write waits for a majority of them, and each
+/// member adds replication and election traffic; nine leaves room past
+/// that advice. A larger number is a typo (`30` for `3`), not a plan, and
+/// the desired size names every pod of the group: a replicas file is read
+/// again on every refresh in every pod, so such a typo must be refused —
+/// the last good size kept — not turned into a group of pods that do not
+/// exist (or, at `4294967295`, an allocation that aborts every pod at
+/// once).
+pub const MAX_REPLICAS: u32 = 9;
+
 /// The ordinal of `pod` in the StatefulSet `set`: `pod` is `<set>-<n>`,
 /// `n` in decimal without leading zeros (`eco-01` is not a pod of `eco`).
 pub fn ordinal(set: &str, pod: &str) -> Option<u32> {

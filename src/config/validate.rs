@@ -244,9 +244,12 @@ fn statefulset(ck: &mut Checker, s: &crate::config::StatefulSetProviderConfig) {
             "provider.statefulset.replicas",
             "the desired size is required: set `replicas`, or `replicas_file` (a file holding it)",
         ),
-        (Some(0), None) => ck.fail(
+        (Some(n), None) if n == 0 || n > recovery::statefulset::MAX_REPLICAS => ck.fail(
             "provider.statefulset.replicas",
-            "0 is out of range; allowed: 1 or more",
+            format!(
+                "{n} is out of range; allowed: 1 to {} (etcd advises at most 7 members)",
+                recovery::statefulset::MAX_REPLICAS
+            ),
         ),
         _ => {}
     }
@@ -1468,6 +1471,10 @@ mod tests {
             (
                 "[provider.statefulset]\nservice = \"s\"\nreplicas = 0\n",
                 &["0 is out of range"],
+            ),
+            (
+                "[provider.statefulset]\nservice = \"s\"\nreplicas = 4294967295\n",
+                &["4294967295 is out of range; allowed: 1 to 9"],
             ),
             (
                 "[provider.statefulset]\nservice = \"Eco_Svc\"\nreplicas = 3\n",

@@ -384,6 +384,7 @@ async fn run_as(
             group,
             departed: Default::default(),
             problem: None,
+            absences_confirmed: false,
             answered_at: Some(Instant::now()),
         },
         newest: NewestRecord::default(),

@@ -1,7 +1,9 @@
 //! Gathering one pass's facts: the etcd process, the own member's Status,
 //! the member list and every member's health (`ClusterView`), the data
 //! directory, and the newest incarnation the store records; and, on its
-//! own tick, the provider's group and the instances it certifies gone.
+//! own tick, the provider's group and the instances it certifies gone —
+//! both as the provider's confirmed view gives them (`provider/confirmed.rs`:
+//! the last good group over a bad read, departures only once confirmed).
 //! Facts only: nothing here decides.
 
 use super::Daemon;
@@ -46,8 +48,12 @@ pub(super) struct GroupView {
     /// Of the instances asked about (`V_n`), those the provider certifies
     /// gone.
     pub departed: BTreeSet<String>,
-    /// Why `group` is not the provider's latest answer, since when.
+    /// Why `group` is not what the provider last read (a failed or refused
+    /// read, a departure not confirmed yet).
     pub problem: Option<String>,
+    /// Every instance `group` leaves out has certainly departed
+    /// (`Provider::absences_confirmed`).
+    pub absences_confirmed: bool,
     /// When `group` was last answered.
     pub answered_at: Option<Instant>,
 }
@@ -115,17 +121,18 @@ impl Daemon {
 
     /// Asks the provider for the group and for which members of `V_n` (as
     /// the state file and the protocol know it) are certified gone; the
-    /// gossip seeds follow the group. An error keeps the last answers.
+    /// gossip seeds follow the group. An error keeps the last answers (the
+    /// confirmed view answers its last good group itself, and says why in
+    /// its problem).
     pub(super) async fn refresh_group(&mut self) {
         match self.ctx.provider.discover().await {
             Ok(group) => {
                 if let Some(g) = &self.gossip {
                     g.set_seeds(&group).await;
                 }
-                if self.group.problem.take().is_some() {
-                    tracing::info!("the provider answers again");
-                }
                 self.group.group = group;
+                self.group.problem = self.ctx.provider.problem();
+                self.group.absences_confirmed = self.ctx.provider.absences_confirmed();
                 self.group.answered_at = Some(Instant::now());
             }
             Err(e) => {

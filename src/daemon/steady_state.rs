@@ -57,6 +57,8 @@ impl Daemon {
                 .map(|i| (i.id.clone(), ctx.peer_url_of(&i.host)))
                 .collect(),
             desired_size: self.group.group.desired_size,
+            absences_confirmed: self.group.absences_confirmed,
+            absent_unconfirmed: self.group.group.departing.contains(ctx.id()),
             members: self.view.facts(&seen.cluster, seen.now_ms),
             live: self.gossip.as_ref().map(|g| {
                 self.live_since.update(

@@ -2,6 +2,7 @@
 //! reached: a [`Host`] that is an IP address or a DNS name.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -157,6 +158,10 @@ pub struct Group {
     /// How many instances the group should have (a scaling target), which
     /// may differ from `instances.len()` while the group changes.
     pub desired_size: usize,
+    /// Instances of `instances` the provider's latest read left out, whose
+    /// departure is not confirmed yet (`confirmed.rs`); empty in a read.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub departing: BTreeSet<String>,
 }
 
 impl Group {

@@ -16,6 +16,13 @@
 //!   stop waiting for a member that may hold the only copy of acknowledged
 //!   writes.
 //!
+//! Every provider answers what one read says, or an error. What eco acts
+//! on is [`confirmed`]'s view of those reads, which [`from_config`] wraps
+//! around every provider: the last good group is kept when a read fails
+//! or lists no instance at all, and an instance counts as departed — out
+//! of the group, certified gone — only once consecutive reads over a span
+//! derived from the refresh interval say so (`recovery::departures`).
+//!
 //! The static provider (`static_file.rs`) reads a file; the AWS provider
 //! (`aws/`) reads an EC2 auto-scaling group through IMDSv2 and the Auto
 //! Scaling and EC2 APIs, and announces the termination lifecycle hook
@@ -24,6 +31,7 @@
 //! desired size, from the pod's environment and the config alone.
 
 mod aws;
+mod confirmed;
 mod group;
 mod statefulset;
 mod static_file;
@@ -48,6 +56,17 @@ pub enum ProviderError {
     },
     #[error("group file {path}: {message}")]
     Malformed {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    #[error("cannot read the replicas file {path}: {source}")]
+    ReadReplicas {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("replicas file {path}: {message}")]
+    MalformedReplicas {
         path: std::path::PathBuf,
         message: String,
     },
@@ -76,6 +95,10 @@ pub enum ProviderError {
     /// complete one stays.
     #[error("the group is incomplete: {0}")]
     Incomplete(String),
+    /// A group without a single instance: refused, the last good one
+    /// stays.
+    #[error(transparent)]
+    ListsNoInstance(#[from] recovery::departures::ListsNoInstance),
 }
 
 /// The provider announces that this instance is being terminated and
@@ -108,14 +131,29 @@ pub trait Provider: Send + Sync {
     fn identity(&self) -> &Identity;
 
     /// The current group. A provider that cannot answer completely returns
-    /// an error or its last complete answer (and says which in its docs),
-    /// never a partial group.
+    /// an error, never a partial group nor an older answer (keeping the
+    /// last good group is [`confirmed`]'s).
     async fn discover(&self) -> Result<Group, ProviderError>;
 
     /// Of `ids`, the instances the provider certifies gone. Positive
     /// evidence only: an id it cannot vouch for either way is not in the
     /// answer.
     async fn departed(&self, ids: &BTreeSet<String>) -> Result<BTreeSet<String>, ProviderError>;
+
+    /// Why the last `discover` answered something other than what the
+    /// provider last read (a failed or refused read, a departure not
+    /// confirmed yet), for `/status`; `None` when it is the same.
+    fn problem(&self) -> Option<String> {
+        None
+    }
+
+    /// Whether an instance the group does not list has certainly departed:
+    /// false while eco has not read the group over the confirmation span
+    /// since it started (nothing tells it who was listed before), and the
+    /// planner then keeps the members no instance of the group owns.
+    fn absences_confirmed(&self) -> bool {
+        true
+    }
 
     /// The termination of this instance the provider announced, as of the
     /// last `discover`; `None` for providers without one.
@@ -159,6 +197,15 @@ pub enum Replacement {
 /// id given on the command line or in `ECO_INSTANCE_ID`, if any (a provider
 /// may also find it itself).
 pub async fn from_config(
+    config: &Config,
+    instance_id: Option<&str>,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    let read = reading(config, instance_id).await?;
+    Ok(Arc::new(confirmed::Confirmed::new(read)))
+}
+
+/// The provider the config names, answering its reads as they are.
+async fn reading(
     config: &Config,
     instance_id: Option<&str>,
 ) -> Result<Arc<dyn Provider>, ProviderError> {

@@ -16,9 +16,11 @@
 //!   on every refresh.
 //! - **The desired size** from `replicas`, or from `replicas_file`, read
 //!   again on every `discover` (a ConfigMap mounted as a directory follows
-//!   `helm upgrade --set replicas=N` without a restart). A file that
-//!   cannot be read or parsed keeps the last good size (logged once per
-//!   distinct error); at start it must read.
+//!   `helm upgrade --set replicas=N` without a restart): a number from 1
+//!   to `recovery::statefulset::MAX_REPLICAS`. A file that cannot be read
+//!   or holds anything else is an error (at start, eco does not start);
+//!   while eco runs, `confirmed.rs` keeps the last good group (logged once
+//!   per distinct error, shown in `/status`).
 //! - Only this pod's zone is known (eco has no API access to read the
 //!   others'); the others' zones are unknown, never guessed.
 
@@ -28,7 +30,6 @@ use recovery::statefulset;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// Where the service account's namespace is mounted in a pod.
@@ -147,14 +148,18 @@ fn host_of(pod: &str, service: &str, namespace: &str, domain: &str) -> Host {
         .unwrap_or_else(|_| Host::Name(pod.to_string()))
 }
 
-/// Parses the desired size in a replicas file: one decimal number ≥ 1.
+/// Parses the desired size in a replicas file: one decimal number from 1
+/// to [`statefulset::MAX_REPLICAS`].
 pub fn parse_replicas(text: &str, path: &Path) -> Result<u32, ProviderError> {
     let t = text.trim();
     match t.parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(ProviderError::Malformed {
+        Ok(n) if (1..=statefulset::MAX_REPLICAS).contains(&n) => Ok(n),
+        _ => Err(ProviderError::MalformedReplicas {
             path: path.to_path_buf(),
-            message: format!("{t:?} is not a desired size; allowed: a number, 1 or more"),
+            message: format!(
+                "{t:?} is not a desired size; allowed: a number from 1 to {} (etcd advises at most 7 members)",
+                statefulset::MAX_REPLICAS
+            ),
         }),
     }
 }
@@ -166,8 +171,6 @@ pub struct StatefulSetProvider {
     service: String,
     domain: String,
     replicas: Replicas,
-    last_good: Mutex<Option<u32>>,
-    last_error: Mutex<Option<String>>,
     refresh: Duration,
 }
 
@@ -205,49 +208,28 @@ impl StatefulSetProvider {
             service: config.service.clone(),
             domain: config.cluster_domain.clone(),
             replicas,
-            last_good: Mutex::new(None),
-            last_error: Mutex::new(None),
             refresh: config.refresh_interval.get(),
         };
-        let n = provider.read_replicas()?;
-        *provider.lock_last_good() = Some(n);
+        provider.desired()?;
         Ok(provider)
     }
 
-    fn lock_last_good(&self) -> std::sync::MutexGuard<'_, Option<u32>> {
-        self.last_good.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn read_replicas(&self) -> Result<u32, ProviderError> {
+    /// The desired size, read now.
+    fn desired(&self) -> Result<u32, ProviderError> {
         match &self.replicas {
-            Replicas::Fixed(n) => Ok(*n),
+            Replicas::Fixed(n) if (1..=statefulset::MAX_REPLICAS).contains(n) => Ok(*n),
+            Replicas::Fixed(n) => Err(ProviderError::NotConfigured(format!(
+                "provider.statefulset.replicas = {n}; allowed: 1 to {}",
+                statefulset::MAX_REPLICAS
+            ))),
             Replicas::File(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ProviderError::Read {
-                    path: path.clone(),
-                    source,
+                let text = std::fs::read_to_string(path).map_err(|source| {
+                    ProviderError::ReadReplicas {
+                        path: path.clone(),
+                        source,
+                    }
                 })?;
                 parse_replicas(&text, path)
-            }
-        }
-    }
-
-    /// The desired size now: read again, or the last good one (a read
-    /// error is logged once per distinct error).
-    fn desired(&self) -> Result<u32, ProviderError> {
-        let mut last_error = self.last_error.lock().unwrap_or_else(|e| e.into_inner());
-        match self.read_replicas() {
-            Ok(n) => {
-                *last_error = None;
-                *self.lock_last_good() = Some(n);
-                Ok(n)
-            }
-            Err(e) => {
-                let text = e.to_string();
-                if last_error.as_deref() != Some(text.as_str()) {
-                    tracing::warn!(error = %text, "cannot read the desired size; keeping the last one read");
-                    *last_error = Some(text);
-                }
-                (*self.lock_last_good()).ok_or(e)
             }
         }
     }
@@ -269,6 +251,7 @@ impl StatefulSetProvider {
             self_id: self.pod.name.clone(),
             instances,
             desired_size: desired as usize,
+            departing: Default::default(),
         }
     }
 }
@@ -370,7 +353,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_replicas_file_is_read_again_and_a_bad_one_keeps_the_last_size() {
+    async fn the_replicas_file_is_read_again_and_a_bad_one_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("replicas");
         std::fs::write(&file, "3\n").unwrap();
@@ -380,21 +363,43 @@ mod tests {
         assert_eq!(p.discover().await.unwrap().instances.len(), 3);
         std::fs::write(&file, "5").unwrap();
         assert_eq!(p.discover().await.unwrap().desired_size, 5);
-        for bad in ["five", "0", ""] {
+        std::fs::write(&file, "9").unwrap();
+        assert_eq!(p.discover().await.unwrap().desired_size, 9, "the most");
+        // Nothing departs on a bad read: it is an error (the confirmed view
+        // keeps the last good group), never a size, never an abort.
+        let ids = ["eco-4".to_string()].into_iter().collect();
+        for bad in [
+            "five",
+            "0",
+            "",
+            "-1",
+            "10",
+            "100000000",
+            "4294967295",
+            "99999999999",
+        ] {
             std::fs::write(&file, bad).unwrap();
-            assert_eq!(p.discover().await.unwrap().desired_size, 5, "{bad:?}");
+            let e = p.discover().await.unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("replicas file {}", file.display()))
+                    && e.contains("from 1 to 9"),
+                "{bad:?}: {e}"
+            );
+            assert!(!e.contains("group file"), "{e}");
+            assert!(p.departed(&ids).await.is_err(), "{bad:?}");
         }
         std::fs::remove_file(&file).unwrap();
-        assert_eq!(p.discover().await.unwrap().desired_size, 5);
-        // Nothing departs on an unreadable file: the last size stands.
-        let ids = ["eco-4".to_string()].into_iter().collect();
-        assert!(p.departed(&ids).await.unwrap().is_empty());
+        let e = p.discover().await.unwrap_err().to_string();
+        assert!(e.contains("cannot read the replicas file"), "{e}");
         std::fs::write(&file, "3").unwrap();
         assert_eq!(p.departed(&ids).await.unwrap().len(), 1);
-        // At start the file must read.
+        // At start the file must read, and hold a sane size.
         std::fs::remove_file(&file).unwrap();
         let e = StatefulSetProvider::open(&c, &env("eco-0")).err().unwrap();
-        assert!(e.to_string().contains("replicas"), "{e}");
+        assert!(e.to_string().contains("replicas file"), "{e}");
+        std::fs::write(&file, "4294967295").unwrap();
+        let e = StatefulSetProvider::open(&c, &env("eco-0")).err().unwrap();
+        assert!(e.to_string().contains("from 1 to 9"), "{e}");
     }
 
     #[test]

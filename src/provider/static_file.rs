@@ -9,11 +9,14 @@
 //! zone = "a"              # optional
 //! ```
 //!
-//! A file that cannot be read or parsed does not erase the group: the last
-//! good group is returned and the error is logged (once per distinct error).
-//! A file that reads and parses is the authority: an instance it does not
-//! list is not in the group — this instance included, which then leaves
-//! (positive information, never an error) — and is certified gone.
+//! A file that cannot be read, does not parse, or lists no instance at all
+//! (emptied, truncated, only `desired_size`) is an error: never a group in
+//! which every instance departed. A file that reads and parses is what
+//! this read says: an instance it does not list is not in the group — this
+//! instance included — and is certified gone. What eco acts on is
+//! `confirmed.rs`'s view of these reads: the last good group is kept over a
+//! bad read (logged once per distinct error, shown in `/status`), and a
+//! departure counts only once consecutive reads confirm it.
 //! Only at start must this instance be listed: its address comes from the
 //! file.
 
@@ -21,7 +24,6 @@ use super::{Group, Identity, Instance, Provider, ProviderError, check_instance_i
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 #[derive(Deserialize)]
@@ -53,6 +55,12 @@ pub fn parse_group_file(text: &str, path: &Path, self_id: &str) -> Result<Group,
             return Err(malformed(format!("address {} is listed twice", i.host)));
         }
     }
+    if file.instance.is_empty() {
+        return Err(malformed(
+            "it lists no instance (no [[instance]] table): a group file that lists nobody is refused, never read as every instance having left"
+                .into(),
+        ));
+    }
     if file.desired_size == Some(0) {
         return Err(malformed(
             "desired_size = 0; allowed: 1 or more, or leave it out".into(),
@@ -64,6 +72,7 @@ pub fn parse_group_file(text: &str, path: &Path, self_id: &str) -> Result<Group,
         self_id: self_id.to_string(),
         desired_size: file.desired_size.unwrap_or(instances.len()),
         instances,
+        departing: Default::default(),
     })
 }
 
@@ -71,8 +80,6 @@ pub fn parse_group_file(text: &str, path: &Path, self_id: &str) -> Result<Group,
 pub struct StaticProvider {
     path: PathBuf,
     identity: Identity,
-    last_good: Mutex<Option<Group>>,
-    last_error: Mutex<Option<String>>,
     refresh: Duration,
 }
 
@@ -93,8 +100,6 @@ impl StaticProvider {
         Ok(Self {
             identity: Identity::of(me),
             path,
-            last_good: Mutex::new(Some(group)),
-            last_error: Mutex::new(None),
             refresh,
         })
     }
@@ -119,7 +124,7 @@ impl Provider for StaticProvider {
     }
 
     async fn departed(&self, ids: &BTreeSet<String>) -> Result<BTreeSet<String>, ProviderError> {
-        let group = self.discover().await?;
+        let group = self.read()?;
         Ok(ids
             .iter()
             .filter(|id| group.get(id).is_none())
@@ -130,29 +135,7 @@ impl Provider for StaticProvider {
     async fn discover(&self) -> Result<Group, ProviderError> {
         // A small local file: read inline. (No block_in_place: it would turn
         // a runtime thread into a retiring one.)
-        let result = self.read();
-        let mut last_good = self.last_good.lock().unwrap_or_else(|p| p.into_inner());
-        let mut last_error = self.last_error.lock().unwrap_or_else(|p| p.into_inner());
-        match result {
-            Ok(group) => {
-                if last_error.take().is_some() {
-                    tracing::info!(path = %self.path.display(), "group file is readable again");
-                }
-                *last_good = Some(group.clone());
-                Ok(group)
-            }
-            Err(e) => match last_good.as_ref() {
-                Some(good) => {
-                    let text = e.to_string();
-                    if last_error.as_deref() != Some(text.as_str()) {
-                        tracing::error!(error = %text, "keeping the last good group");
-                        *last_error = Some(text);
-                    }
-                    Ok(good.clone())
-                }
-                None => Err(e),
-            },
-        }
+        self.read()
     }
 }
 
@@ -206,6 +189,9 @@ mod tests {
                 "desired_size = 0\n[[instance]]\nid = \"a\"\naddress = \"127.0.0.1\"\n",
                 "desired_size = 0",
             ),
+            ("", "lists no instance"),
+            ("desired_size = 3\n", "lists no instance"),
+            ("# emptied by hand\n", "lists no instance"),
         ] {
             let err = parse_group_file(text, Path::new("g.toml"), "a")
                 .unwrap_err()
@@ -215,7 +201,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn malformed_file_keeps_the_last_good_group_and_resize_is_an_edit() {
+    async fn a_bad_read_is_an_error_and_resize_is_an_edit() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("group.toml");
         std::fs::write(&path, GOOD).unwrap();
@@ -223,9 +209,22 @@ mod tests {
         assert_eq!(p.identity().host.to_string(), "127.0.0.11");
         assert_eq!(p.discover().await.unwrap().instances.len(), 2);
 
-        std::fs::write(&path, "[[instance]\nbroken").unwrap();
-        let kept = p.discover().await.unwrap();
-        assert_eq!(kept.instances.len(), 2, "last good group kept");
+        // Never a group without its instances: an error, which the
+        // confirmed view answers with the last good group.
+        let ask: BTreeSet<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        for (bad, says) in [
+            ("[[instance]\nbroken", "group file"),
+            ("", "lists no instance"),
+            ("desired_size = 2\n", "lists no instance"),
+        ] {
+            std::fs::write(&path, bad).unwrap();
+            let e = p.discover().await.unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("group.toml"), "{bad:?}: {e}");
+            assert!(p.departed(&ask).await.is_err(), "{bad:?} certifies nobody");
+        }
+        std::fs::remove_file(&path).unwrap();
+        let e = p.discover().await.unwrap_err().to_string();
+        assert!(e.contains("cannot read group file"), "{e}");
 
         std::fs::write(
             &path,
@@ -296,8 +295,10 @@ mod tests {
         assert_eq!(p.departed(&ask).await.unwrap(), gone(&["x"]));
         std::fs::write(&path, GOOD).unwrap();
         assert_eq!(p.departed(&ask).await.unwrap(), gone(&["c", "x"]));
-        // A file that cannot be read is not evidence: the last good read stands.
+        // A file that cannot be read, or lists nobody, is not evidence.
         std::fs::write(&path, "[[instance]\nbroken").unwrap();
-        assert_eq!(p.departed(&ask).await.unwrap(), gone(&["c", "x"]));
+        assert!(p.departed(&ask).await.is_err());
+        std::fs::write(&path, "").unwrap();
+        assert!(p.departed(&ask).await.is_err());
     }
 }

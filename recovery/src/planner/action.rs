@@ -58,6 +58,10 @@ pub enum WaitReason {
     /// read it, but it is new: the instance that added it may have read a
     /// newer group (`PlannerConfig::group_lag_ms`).
     LearnerOwnerUnknown,
+    /// A member belongs to no instance of the group, but eco has not read
+    /// the group long enough since it started to confirm a departure
+    /// (`Observation::absences_confirmed`).
+    DepartureUnconfirmed,
     /// Too few voters are healthy to add a member safely.
     TooFewHealthyVoters,
     /// etcd refused a membership change for now (another learner, a
@@ -67,7 +71,7 @@ pub enum WaitReason {
 }
 
 impl WaitReason {
-    pub const ALL: [WaitReason; 9] = [
+    pub const ALL: [WaitReason; 10] = [
         WaitReason::MemberListUnknown,
         WaitReason::MemberNotNamedYet,
         WaitReason::RemovalWouldLoseQuorum,
@@ -75,6 +79,7 @@ impl WaitReason {
         WaitReason::Left,
         WaitReason::OneLearnerAtATime,
         WaitReason::LearnerOwnerUnknown,
+        WaitReason::DepartureUnconfirmed,
         WaitReason::TooFewHealthyVoters,
         WaitReason::EtcdRefusedForNow,
     ];
@@ -89,6 +94,7 @@ impl WaitReason {
             WaitReason::Left => "left",
             WaitReason::OneLearnerAtATime => "one_learner_at_a_time",
             WaitReason::LearnerOwnerUnknown => "learner_owner_unknown",
+            WaitReason::DepartureUnconfirmed => "departure_unconfirmed",
             WaitReason::TooFewHealthyVoters => "too_few_healthy_voters",
             WaitReason::EtcdRefusedForNow => "etcd_refused_for_now",
         }

@@ -31,6 +31,17 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
         members.iter().filter(|m| o.owner_of(m).is_none()).collect();
     departed.sort_by_key(|m| (m.name == o.local.instance_id, m.id));
     if let Some(m) = departed.first() {
+        if !o.absences_confirmed {
+            return Some(Step::new(
+                Action::Wait {
+                    on: WaitReason::DepartureUnconfirmed,
+                },
+                format!(
+                    "member {} belongs to no instance of the group, but eco has not read the group long enough since it started to confirm a departure: waiting",
+                    label(m)
+                ),
+            ));
+        }
         if m.name == o.local.instance_id && !m.is_learner {
             // Only this instance departs and it leads: hand leadership to a
             // healthy voter first; that one's instance removes this member

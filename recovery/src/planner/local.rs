@@ -34,6 +34,11 @@ pub(super) fn plan_local(o: &Observation) -> Vec<Step> {
     match o.my_member() {
         Some(m) if m.never_started() => start_added_member(o, members, m),
         Some(m) => existing_member(o, members, m),
+        // Absent from the latest read and no longer a member: the cluster
+        // removed it (its departure confirmed there first). It leaves as a
+        // removed instance does, and moves no data aside to join again
+        // unless the group lists it again.
+        None if o.absent_unconfirmed => leaving(o),
         None => not_a_member(o, members),
     }
 }

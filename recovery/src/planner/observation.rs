@@ -79,6 +79,16 @@ pub struct Observation {
     /// Instance ids in the group, with their peer URLs.
     pub group: Vec<(String, String)>,
     pub desired_size: usize,
+    /// Every instance `group` leaves out has certainly departed
+    /// (`crate::departures`: an instance a read leaves out stays in `group`
+    /// until its departure is confirmed). False while eco has not read the
+    /// group over the confirmation span since it started — nothing tells
+    /// it who was listed before —, and a member no instance owns is kept
+    /// until then.
+    pub absences_confirmed: bool,
+    /// This instance is absent from the provider's latest read, its
+    /// departure not confirmed yet (it is still in `group`).
+    pub absent_unconfirmed: bool,
     /// The member list from any member that answered; `None` if none did.
     pub members: Option<Vec<MemberFacts>>,
     /// Instances alive in gossip (up, recently heard), this one included,

@@ -53,6 +53,8 @@ fn base() -> Observation {
             ("c".into(), C.into()),
         ],
         desired_size: 3,
+        absences_confirmed: true,
+        absent_unconfirmed: false,
         members: Some(vec![
             member(1, "a", A),
             member(2, "b", B),
@@ -363,6 +365,24 @@ fn table() {
 
     let mut o = leader();
     o.group.retain(|(id, _)| id != "c");
+    o.absences_confirmed = false;
+    cases.push((
+        "a member nobody owns is kept until eco read the group long enough",
+        o,
+        vec!["wait"],
+    ));
+
+    let mut o = leader();
+    o.group.retain(|(id, _)| id != "a" && id != "c");
+    o.absences_confirmed = false;
+    cases.push((
+        "the leaving leader's instance hands nothing over before the group is confirmed",
+        o,
+        vec!["wait"],
+    ));
+
+    let mut o = leader();
+    o.group.retain(|(id, _)| id != "c");
     o.members = Some(vec![
         member(1, "a", A),
         sick(member(2, "b", B), 0),
@@ -511,6 +531,29 @@ fn table() {
 }
 
 #[test]
+fn an_unconfirmed_group_waits_on_its_own_reason_and_removes_nothing() {
+    let mut o = leader();
+    o.group.retain(|(id, _)| id != "c");
+    o.members.as_mut().unwrap().push(learner(4, "d", D, 0));
+    o.absences_confirmed = false;
+    let p = plan(&o);
+    assert_eq!(
+        p.steps.iter().map(|s| &s.action).collect::<Vec<_>>(),
+        [&Action::Wait {
+            on: WaitReason::DepartureUnconfirmed
+        }],
+        "no removal, and no promotion of a learner nobody owns: {p:#?}"
+    );
+    assert!(p.steps[0].reason.contains("member c (3)"), "{p:#?}");
+    o.absences_confirmed = true;
+    assert_eq!(removes(&plan(&o)), Some(3));
+    // A group that owns every member needs no confirmation.
+    let mut o = leader();
+    o.absences_confirmed = false;
+    assert_eq!(kinds(&plan(&o)), ["nothing"]);
+}
+
+#[test]
 fn removal_targets_and_initial_cluster() {
     let mut o = leader();
     o.group.retain(|(id, _)| id != "b");
@@ -645,6 +688,38 @@ fn a_removed_instance_leaves_and_never_fights() {
         "a leaving leader removes the other departed first",
         o,
         vec!["remove"],
+    ));
+    // Absent from the latest read, its departure not confirmed here yet
+    // (still in the group), but the leader's instance confirmed it first
+    // and removed the member: it leaves, never moves data aside to join.
+    let absent = |mut o: Observation| {
+        o.absent_unconfirmed = true;
+        o.members = Some(vec![member(2, "b", B), member(3, "c", C)]);
+        o
+    };
+    cases.push((
+        "absent, unconfirmed, removed: etcd stopped, data kept",
+        absent(base()),
+        vec!["stop", "wait"],
+    ));
+    let mut o = absent(base());
+    o.local.etcd_running = false;
+    o.local.data = DataState::Empty;
+    cases.push((
+        "absent, unconfirmed, removed, no data: never joins",
+        o,
+        vec!["wait"],
+    ));
+    let mut o = absent(base());
+    o.members = Some(vec![
+        member(1, "a", A),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    cases.push((
+        "absent, unconfirmed, still a member: as any member",
+        o,
+        vec!["nothing"],
     ));
     for (name, o, want) in cases {
         let p = plan(&o);

@@ -11,8 +11,8 @@
 //!   state and zone; `DescribeInstances` (every page, by ids) gives private
 //!   addresses and EC2 states. Which instances count is the lifecycle table
 //!   of `recovery::asg`. Any failed call, or rows that do not make a
-//!   complete group, is an error: the daemon keeps its last complete view
-//!   and says so in `/status`.
+//!   complete group, is an error: eco's confirmed view (`confirmed.rs`)
+//!   keeps the last complete group and says so in `/status`.
 //! - **Departed** only on positive evidence: EC2 state `shutting-down` or
 //!   `terminated`, or `InvalidInstanceID.NotFound` for an id eco knew.
 //! - **Termination**: when this instance's lifecycle state is
@@ -187,6 +187,7 @@ impl Provider for AwsProvider {
             self_id: self.identity.id.clone(),
             instances,
             desired_size: group.desired_capacity,
+            departing: Default::default(),
         })
     }
 
