@@ -224,6 +224,7 @@ mod tests {
         let relay = NodeId {
             instance: "other".into(),
             addr: "127.0.0.1:1".parse().unwrap(),
+            boot: 0,
             bump: 0,
         };
         let from = Some(&relay);

@@ -377,7 +377,8 @@ impl<T: Transport> Node<T> {
         let identity = NodeId {
             instance: config.instance_id.clone(),
             addr: local_addr,
-            bump: (config.boot % 65_521) as u16,
+            boot,
+            bump: 0,
         };
         let foca = Foca::with_custom_broadcast(
             identity,
@@ -614,6 +615,7 @@ impl<T: Transport> Node<T> {
                 let dst = NodeId {
                     instance: String::new(),
                     addr,
+                    boot: 0,
                     bump: 0,
                 };
                 let _ = self.foca.announce(dst, &mut self.runtime);

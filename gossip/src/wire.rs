@@ -63,6 +63,7 @@ mod tests {
                 let id = crate::identity::NodeId {
                     instance: "me".into(),
                     addr: "127.0.0.1:1".parse().unwrap(),
+                    boot: 0,
                     bump: 0,
                 };
                 let mut foca = foca::Foca::new(

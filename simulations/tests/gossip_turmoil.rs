@@ -130,6 +130,37 @@ fn crash_and_restart_with_a_new_boot() {
     );
 }
 
+/// A restart more than half a `u16` of milliseconds after the first boot:
+/// the restarted identity must still beat its previous life's, which the
+/// others hold as down (with the boot folded into a wrapping 16-bit bump,
+/// it lost, and the others ignored the instance until they forgot the old
+/// identity a minute later).
+#[test]
+fn a_restart_long_after_the_first_boot_is_admitted_at_once() {
+    let (mut sim, board) = gossip_sim::build(5, 11, 0.0, PROBE);
+    let all = names(&[0, 1, 2, 3, 4]);
+    step_until(&mut sim, Duration::from_secs(30), || {
+        converged(&board, &all, &[], up)
+    })
+    .expect("converge");
+    sim.crash("n2");
+    let live = names(&[0, 1, 3, 4]);
+    let dead = names(&[2]);
+    step_until(&mut sim, Duration::from_secs(30), || {
+        converged(&board, &live, &dead, up)
+    })
+    .expect("crash detected");
+    // Down long enough that the restart's boot is ~40 s after the first.
+    while sim.elapsed() < Duration::from_secs(40) {
+        sim.step().expect("step");
+    }
+    sim.bounce("n2");
+    step_until(&mut sim, Duration::from_secs(15), || {
+        converged(&board, &all, &[], up)
+    })
+    .expect("the restarted instance is admitted well before its old identity is forgotten");
+}
+
 #[test]
 fn an_instance_on_a_new_address_is_followed_without_flapping() {
     for seed in [1u64, 2, 3, 4, 5] {
