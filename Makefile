@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build image integration-etcd34 clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls chart-check terraform-check deb
+.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls chart-check terraform-check deb
 
 deps:
 	bash scripts/install-deps.sh
@@ -50,11 +50,15 @@ deb: deps
 # target/image/eco-<tag>.oci.tar (the same as an oci-archive); see
 # docs/image.md. IMAGE_TAG sets the tag (default: eco's version);
 # IMAGE_FLAGS=--check-reproducible builds it twice and compares.
+# ETCD_VERSION picks the image's etcd 3.5 release (default: 3.5.30, the
+# default of scripts/etcd-versions; any release scripts/install-etcd.sh
+# installed, e.g. ETCD_VERSION=3.5.16).
 IMAGE_TAG ?=
 IMAGE_FLAGS ?=
+ETCD_VERSION ?=
 image: deps
 	$(CARGO) build --release -p eco
-	bash scripts/build-image.sh --eco target/release/eco --out target/image $(if $(IMAGE_TAG),--tag $(IMAGE_TAG)) $(IMAGE_FLAGS)
+	bash scripts/build-image.sh --eco target/release/eco --out target/image $(if $(IMAGE_TAG),--tag $(IMAGE_TAG)) $(if $(ETCD_VERSION),--etcd $(ETCD_VERSION)) $(IMAGE_FLAGS)
 
 # The real-process failure matrix with 3 and 5 instances (release build);
 # reports and timelines under target/chaos/.
@@ -64,6 +68,13 @@ RUNS ?= 1
 # leaves to 3.5 (formation, leaving, lifecycle), on Debian's etcd 3.4.
 integration-etcd34: deps
 	ECO_TEST_ETCD_VERSION=3.4 $(CARGO) test -p eco --test single_instance --test bad_input --test membership --test snapshots --test lifecycle --test resize --test formation --test wal --test quorum_loss --test leaving --test auth --test tls_generated --test tls_migration -- --skip over_generated_tls
+
+# The etcd upgrade matrix on real binaries under a write load (debug
+# build): 3.4.23 → 3.5.16 (as in make test), 3.4.23 → 3.5.16 → 3.5.30, and
+# 3.5.16 → 3.5.30; each step's write gap printed (`upgrade:` lines), the
+# figures of docs/benchmarks.md.
+upgrade-matrix: deps
+	$(CARGO) test -p eco --test upgrade -- --include-ignored --test-threads 1 --nocapture
 
 chaos: deps
 	$(CARGO) build --release -p eco -p simulations

@@ -2,7 +2,7 @@
 # Builds eco's OCI image offline and reproducibly with umoci: no registry,
 # no base image, no container engine.
 #
-#   scripts/build-image.sh --eco PATH [--out DIR] [--tag TAG]
+#   scripts/build-image.sh --eco PATH [--out DIR] [--tag TAG] [--etcd VERSION]
 #                          [--source URL] [--vendor NAME] [--keep-symbols]
 #                          [--check-reproducible]
 #
@@ -10,6 +10,9 @@
 #   --out DIR       output directory (default target/image)
 #   --tag TAG       image tag (default: eco's version, from `PATH version`,
 #                   else Cargo.toml's)
+#   --etcd VERSION  the etcd 3.5 release the image runs (default: the default
+#                   of scripts/etcd-versions, 3.5.30; any 3.5 release
+#                   scripts/install-etcd.sh installed, e.g. 3.5.16)
 #   --source URL    org.opencontainers.image.source (default: the git remote
 #                   "origin" without credentials, else "unknown")
 #   --vendor NAME   org.opencontainers.image.vendor (default "eco")
@@ -29,8 +32,10 @@
 #
 # The image, from scratch, one layer (see docs/image.md):
 #   /usr/bin/eco                      the given binary, stripped
-#   /usr/lib/eco/etcd-3.5/bin/        etcd, etcdctl, etcdutl 3.5 (.tools/etcd-3.5, static)
-#   /usr/lib/eco/etcd-3.4/bin/        etcd, etcdctl 3.4 (Debian, via .tools/etcd-3.4)
+#   /usr/lib/eco/etcd-3.5/bin/        etcd, etcdctl, etcdutl 3.5 (--etcd, default
+#                                     3.5.30: Debian's, .tools/etcd-<version>)
+#   /usr/lib/eco/etcd-3.4/bin/        etcd, etcdctl 3.4.23 (Debian's, .tools/etcd-3.4):
+#                                     for a cluster rolled up from 3.4
 #   /lib/..., /lib64/ld-linux-...     the shared libraries those need (ldd)
 #   /etc/{passwd,group,nsswitch.conf,hosts,resolv.conf}, /etc/ssl/certs/ca-certificates.crt
 #   /etc/eco/ (empty), /var/lib/eco (10001:10001, 0750), /tmp (1777)
@@ -54,10 +59,11 @@ log() { printf 'build-image: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$self" >&2; exit "${1:-2}"; }
 
-eco_bin='' out="target/image" tag='' source_url='' vendor='eco' strip_mode='--strip-all' check=0
+eco_bin='' out="target/image" tag='' etcd_version='' source_url='' vendor='eco' strip_mode='--strip-all' check=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --eco) eco_bin=${2:?--eco needs a path}; shift 2 ;;
+    --etcd) etcd_version=${2:?--etcd needs a version}; shift 2 ;;
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --tag) tag=${2:?--tag needs a value}; shift 2 ;;
     --source) source_url=${2:?--source needs a URL}; shift 2 ;;
@@ -77,7 +83,9 @@ for tool in umoci strip ldd python3 tar gzip chroot sha256sum; do
   command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh installs what is missing)"
 done
 
-etcd35_dir="$root/.tools/etcd-3.5/bin"
+[ -n "$etcd_version" ] || etcd_version=$(bash "$root/scripts/install-etcd.sh" --print-default)
+[[ "$etcd_version" == 3.5.* ]] || die "--etcd $etcd_version: the image's etcd is a 3.5 release"
+etcd35_dir="$root/.tools/etcd-$etcd_version/bin"
 etcd34_dir="$root/.tools/etcd-3.4/bin"
 for b in "$etcd35_dir"/{etcd,etcdctl,etcdutl} "$etcd34_dir"/{etcd,etcdctl}; do
   [ -x "$b" ] || die "$b missing (run scripts/install-deps.sh)"
@@ -203,6 +211,7 @@ build_into() {
     "org.opencontainers.image.licenses=Apache-2.0"
     "org.opencontainers.image.vendor=$vendor"
     "io.eco.etcd-versions=$etcd_versions"
+    "io.eco.etcd-version=$v35"
   )
   local -a cfg=(
     --created "$created" --os linux --architecture "$arch"

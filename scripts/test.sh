@@ -62,7 +62,7 @@ step "OCI image of the dev build (reproducible, checked)"
 image_started=$(date +%s)
 ECO_TEST_IMAGE_TAG=$(./target/debug/eco version | sed -n '1s/^eco //p')
 bash scripts/build-image.sh --eco target/debug/eco --out target/image-test --tag "$ECO_TEST_IMAGE_TAG" --check-reproducible
-bash scripts/check-image.sh --image target/image-test/eco-oci --tag "$ECO_TEST_IMAGE_TAG"
+bash scripts/check-image.sh --image target/image-test/eco-oci --tag "$ECO_TEST_IMAGE_TAG" --etcd "$(bash scripts/install-etcd.sh --print-default)"
 export ECO_TEST_IMAGE="$PWD/target/image-test/eco-oci" ECO_TEST_IMAGE_TAG
 printf 'image step: %ss\n' "$(( $(date +%s) - image_started ))"
 

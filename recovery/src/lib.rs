@@ -68,6 +68,7 @@
 pub mod acl;
 pub mod asg;
 pub mod certificates;
+pub mod etcd_advisories;
 pub mod departures;
 pub mod fenced;
 pub mod formation;
