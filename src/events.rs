@@ -24,6 +24,7 @@ pub enum Event {
     DataLeftoverRemoved,
     JoinFailing,
     EtcdFallback,
+    EtcdAdvisory,
     // Starting, forming and the steady state.
     StartDecided,
     StartRefused,
@@ -90,7 +91,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 61] = [
+    pub const ALL: [Event; 62] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -99,6 +100,7 @@ impl Event {
         Event::DataLeftoverRemoved,
         Event::JoinFailing,
         Event::EtcdFallback,
+        Event::EtcdAdvisory,
         Event::StartDecided,
         Event::StartRefused,
         Event::StaleIncarnationMovedAside,
@@ -164,6 +166,7 @@ impl Event {
             Event::EtcdLeftoverKilled => "etcd.leftover_killed",
             Event::DataLeftoverRemoved => "data.leftover_removed",
             Event::JoinFailing => "join.failing",
+            Event::EtcdAdvisory => "etcd.advisory",
             Event::EtcdFallback => "etcd.fallback",
             Event::StartDecided => "start.decided",
             Event::StartRefused => "start.refused",
@@ -232,6 +235,7 @@ impl Event {
             Event::EtcdLeftoverKilled => &["pid"],
             Event::DataLeftoverRemoved => &["path", "reason"],
             Event::JoinFailing => &["problem"],
+            Event::EtcdAdvisory => &["version", "severity", "advisory", "source"],
             Event::EtcdFallback => &["from", "to", "reason"],
             Event::StartDecided => &["decision"],
             Event::StartRefused => &["reason"],

@@ -238,7 +238,18 @@ fn main() -> ExitCode {
             command: ConfigCommand::Check { file },
         } => match config::load_file(&file) {
             Ok(c) => {
-                let checked = eco::commands::config_check::referenced_files(&c);
+                let mut checked = eco::commands::config_check::referenced_files(&c);
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => {
+                        rt.block_on(eco::commands::config_check::etcd_release(&c, &mut checked))
+                    }
+                    Err(e) => checked.not_checked.push(format!(
+                        "the etcd release (cannot start the async runtime: {e})"
+                    )),
+                }
                 if !checked.problems.is_empty() {
                     for p in checked.problems {
                         eprintln!("eco: {}: {p}", file.display());

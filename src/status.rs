@@ -92,6 +92,17 @@ pub struct InstanceStatus {
     /// tell of the cause (`recovery::join_diagnosis`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join_problem: Option<String>,
+    /// What the etcd project says about the release the member runs
+    /// (`recovery::etcd_advisories`): known data-loss bugs, the end of its
+    /// series, the release a later upgrade must start from; most serious
+    /// first, empty for a release with none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub etcd_advisories: Vec<recovery::etcd_advisories::Advisory>,
+    /// Why etcd's own `/readyz` says the member is not ready (the instance
+    /// is then not ready either); absent when it is ready or its release
+    /// has no `/readyz` (before 3.5.11 and 3.4.29).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_not_ready: Option<String>,
     /// `[api.tls]`: why the certificate files on disk are not the pair the
     /// API serves (expired, not yet valid, not matching their key, no
     /// longer naming the instance's host); absent while they are.
@@ -285,5 +296,7 @@ pub(crate) fn example(id: &str, cluster: &str) -> InstanceStatus {
         api_tls_problem: None,
         tls_problem: None,
         join_problem: None,
+        etcd_advisories: Vec::new(),
+        etcd_not_ready: None,
     }
 }

@@ -170,6 +170,9 @@ pub fn render(s: &InstanceStatus) -> String {
     if let Some(problem) = &s.tls_problem {
         line("etcd tls", format!("BROKEN — {problem}"));
     }
+    if let Some(why) = &s.etcd_not_ready {
+        line("etcd readyz", format!("NOT READY — {why}"));
+    }
     if let Some(problem) = &s.join_problem {
         line("join", format!("FAILING — {problem}"));
     }
@@ -241,6 +244,16 @@ pub fn render(s: &InstanceStatus) -> String {
             s.etcd_version, s.client_url, s.peer_url
         ),
     );
+    for a in &s.etcd_advisories {
+        line(
+            match a.severity {
+                recovery::etcd_advisories::Severity::DataLoss => "etcd UNSAFE",
+                recovery::etcd_advisories::Severity::EndOfLife => "etcd advisory",
+                recovery::etcd_advisories::Severity::UpgradePath => "etcd advisory",
+            },
+            format!("{} ({})", a.text, a.source),
+        );
+    }
     let p = &s.process;
     line(
         "process",

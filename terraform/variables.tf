@@ -169,7 +169,7 @@ variable "eco_package_sha256" {
 
 variable "etcd_version" {
   type        = string
-  description = "etcd release the instances run, x.y.z without the leading v, 3.4 or newer: eco is tested on 3.4 and 3.5; in production use 3.5.5 or newer, or 3.4.21 or newer (see docs/runbook.md). Give etcd_package_sha256 for this very release."
+  description = "etcd release the instances run, x.y.z without the leading v, 3.4 or newer: eco is tested on 3.4.23, 3.5.16 and 3.5.30; in production use 3.5.23 or newer (3.5.32 or newer before a later move to 3.6; 3.4 is end-of-life), see docs/operations.md (EcoEtcdVersionUnsafe). Give etcd_package_sha256 for this very release."
 
   validation {
     condition = can(regex("^[0-9]+\\.[0-9]+\\.[0-9]+$", var.etcd_version)) && try(

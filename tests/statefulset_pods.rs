@@ -20,6 +20,7 @@ use testkit::eco_bin;
 use testkit::etcd::{block_on, client};
 use testkit::ledger::{Ledger, lost_writes};
 use testkit::pods::{Image, PodSet};
+use testkit::timed_load::{TimedLoad, longest_gap, missing};
 use testkit::wait_until;
 
 const KEY: &str = "7a1c9e3b5d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1a3c";
@@ -412,6 +413,53 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
     );
     pods.start(writer, zones[writer as usize]).unwrap();
     wait_voters(&pods, &["eco-0", "eco-1", "eco-2"], Duration::from_secs(90));
+
+    // A rolling restart of the set, as the StatefulSet controller rolls a
+    // template change: each pod deleted (SIGTERM to PID 1, the default
+    // grace) and recreated on a new IP with its volume, the highest
+    // ordinal first, the next once every member is a voter again. Under a
+    // write load that follows the pods' addresses: the longest write gap
+    // of each restart is reported (docs/benchmarks.md); the pod whose
+    // member leads hands leadership away before it stops.
+    let load = TimedLoad::following(pods.endpoints_source(), "/rolling");
+    std::thread::sleep(Duration::from_secs(1));
+    let mut steps = Vec::new();
+    for o in (0..3).rev() {
+        let led = pods
+            .status(&eco_bin!(), o)
+            .is_some_and(|s| s["member"]["leader"] == s["member"]["member_id"]);
+        let stopped = Instant::now();
+        assert_eq!(pods.delete(o, Duration::from_secs(30)).unwrap(), Some(0));
+        if led {
+            assert!(
+                pods.log(o).contains("event=\"leadership.transferred\""),
+                "eco-{o} led and did not hand leadership away"
+            );
+        }
+        pods.start(o, zones[o as usize]).unwrap();
+        wait_voters(&pods, &["eco-0", "eco-1", "eco-2"], Duration::from_secs(90));
+        steps.push((o, led, stopped, Instant::now()));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let rolled = load.finish();
+    for (o, led, stopped, back) in &steps {
+        eprintln!(
+            "rolling restart: pods, eco-{o}{} deleted and recreated, a voter again in {:.1} s, longest write gap {} ms",
+            if *led { " (the leader)" } else { "" },
+            (*back - *stopped).as_secs_f64(),
+            longest_gap(&rolled, Some(*stopped), Some(*back)).as_millis()
+        );
+    }
+    eprintln!(
+        "rolling restart: pods, {} writes, longest write gap {} ms",
+        rolled.len(),
+        longest_gap(&rolled, None, None).as_millis()
+    );
+    let lost = missing(&pods.endpoint(0).unwrap(), &rolled);
+    assert!(
+        lost.is_empty(),
+        "acknowledged writes lost in the rolling restart: {lost:?}"
+    );
 
     // The whole set stopped, then started again (every pod on a new IP).
     for o in 0..3 {

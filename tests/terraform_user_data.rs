@@ -20,7 +20,7 @@
 //!   does not resolve on loopback);
 //! - the downloads: eco's package (built from the eco under test by
 //!   scripts/build-deb.sh) and an etcd release archive (made of
-//!   `.tools/etcd-3.5`, laid out as etcd's own archives are) over HTTPS
+//!   `.tools/etcd-3.5.30`, laid out as etcd's own archives are) over HTTPS
 //!   from loopback, with a throwaway CA the script's curl trusts through
 //!   `CURL_CA_BUNDLE`.
 //!
@@ -40,7 +40,7 @@ use testkit::pki::{Pki, Usage, Validity};
 const CLUSTER: &str = "main";
 const GOSSIP_PARAMETER: &str = "/eco/main/gossip-keys";
 const GOSSIP_KEY: &str = "3f1c2a9be07d5e6f8a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f";
-const ETCD_VERSION: &str = "3.5.1";
+const ETCD_VERSION: &str = "3.5.30";
 
 fn root() -> PathBuf {
     testkit::workspace_root()
@@ -77,7 +77,7 @@ fn etcd_archive(into: &Path) -> PathBuf {
         .arg("-czhf")
         .arg(&archive)
         .arg("-C")
-        .arg(root().join(".tools/etcd-3.5/bin"))
+        .arg(root().join(format!(".tools/etcd-{ETCD_VERSION}/bin")))
         .arg(format!("--transform=s,^,{name}/,"))
         .args(["etcd", "etcdctl", "etcdutl"])
         .status()
@@ -399,7 +399,7 @@ fn the_user_data_installs_eco_and_etcd_and_the_member_serves_over_tls() {
     assert_eq!(code, 0, "the user data failed:\n{log}");
     for step in [
         "tools",
-        "etcd 3.5.1",
+        "etcd 3.5.30",
         "eco from",
         "/etc/eco/eco.toml",
         "gossip keys",
@@ -420,7 +420,7 @@ fn the_user_data_installs_eco_and_etcd_and_the_member_serves_over_tls() {
     let version = m
         .run(&["/usr/local/bin/etcd", "--version"])
         .expect("etcd --version");
-    assert!(version.contains("etcd Version: 3.5.1"), "{version}");
+    assert!(version.contains("etcd Version: 3.5.30"), "{version}");
     assert!(m.path("/usr/local/bin/etcdctl").exists() && m.path("/usr/local/bin/etcdutl").exists());
     let written = std::fs::read_to_string(m.path("/etc/eco/eco.toml")).expect("the config");
     assert_eq!(written, s.config, "the config is the rendered template");

@@ -18,13 +18,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use testkit::cluster::{Cluster, Options};
 use testkit::eco_bin;
 use testkit::etcd::{bin_dir_of, client, rt};
+use testkit::timed_load::{Acked, TimedLoad, longest_gap, missing};
 use testkit::wait_until;
 
 /// Points `<root>/etcd-bin` at `target` in one rename.
@@ -53,48 +52,6 @@ fn versions(endpoints: &[String]) -> BTreeMap<String, (String, bool)> {
             );
         }
         out
-    })
-}
-
-/// Writes `/upgrade/<n>` through whichever endpoint answers, until
-/// `stop`; returns the acknowledged keys with when they were acknowledged.
-fn write_load(endpoints: Vec<String>, stop: Arc<AtomicBool>) -> Vec<(String, Instant)> {
-    rt().block_on(async move {
-        let mut acked = Vec::new();
-        let mut clients: Vec<Option<etcd_client::Client>> = vec![None; endpoints.len()];
-        let mut at = 0usize;
-        let mut n = 0u64;
-        let deadline = Instant::now() + Duration::from_secs(300);
-        while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-            let key = format!("/upgrade/{n:06}");
-            let mut done = false;
-            for k in 0..endpoints.len() {
-                let i = (at + k) % endpoints.len();
-                if clients[i].is_none() {
-                    clients[i] = client(&endpoints[i]).await;
-                }
-                let Some(c) = clients[i].as_mut() else {
-                    continue;
-                };
-                let put = tokio::time::timeout(
-                    Duration::from_secs(1),
-                    c.put(key.as_str(), n.to_string(), None),
-                )
-                .await;
-                if matches!(put, Ok(Ok(_))) {
-                    acked.push((key.clone(), Instant::now()));
-                    at = i;
-                    done = true;
-                    break;
-                }
-                clients[i] = None;
-            }
-            if done {
-                n += 1;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        acked
     })
 }
 
@@ -139,26 +96,6 @@ fn cluster_on(root: &Path, base: &str, first: &str) -> (Cluster, Vec<String>) {
 }
 
 const IDS: [&str; 3] = ["eco-1", "eco-2", "eco-3"];
-
-/// A write load through whichever member answers, until [`Load::finish`].
-struct Load {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Vec<(String, Instant)>>,
-}
-
-impl Load {
-    fn start(endpoints: &[String]) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (e, s) = (endpoints.to_vec(), stop.clone());
-        let thread = std::thread::spawn(move || write_load(e, s));
-        Self { stop, thread }
-    }
-
-    fn finish(self) -> Vec<(String, Instant)> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().expect("the write load")
-    }
-}
 
 /// What one step of a path did.
 struct Step {
@@ -216,16 +153,11 @@ fn roll_to(c: &Cluster, root: &Path, endpoints: &[String], to: &str, pre: impl F
 /// Prints the step's timeline (when each member answered on the new
 /// release, the longest write gap before it) and checks its order: one
 /// member at a time, the first leader last.
-fn report(step: &Step, acked: &[(String, Instant)], from: &str) {
+fn report(step: &Step, acked: &Acked, from: &str) {
     let mut previous = step.started;
     let mut longest = Duration::ZERO;
     for (endpoint, at) in &step.moved {
-        let gap = acked
-            .windows(2)
-            .filter(|w| w[1].1 > previous && w[0].1 <= *at)
-            .map(|w| w[1].1 - w[0].1)
-            .max()
-            .unwrap_or_default();
+        let gap = longest_gap(acked, Some(previous), Some(*at));
         longest = longest.max(gap);
         eprintln!(
             "upgrade: {from} → {}: {endpoint} on it at +{:.1} s; longest write gap in the step {} ms",
@@ -256,23 +188,19 @@ fn report(step: &Step, acked: &[(String, Instant)], from: &str) {
 /// Every acknowledged write is there, writes never stopped for long, each
 /// member restarted once per step with a snapshot before the first, and
 /// none failed.
-fn check_after(c: &Cluster, endpoints: &[String], acked: &[(String, Instant)], steps: usize, first_from: &str) {
-    let longest = acked
-        .windows(2)
-        .map(|w| w[1].1 - w[0].1)
-        .max()
-        .unwrap_or_default();
+fn check_after(c: &Cluster, endpoints: &[String], acked: &Acked, steps: usize, first_from: &str) {
+    let longest = longest_gap(acked, None, None);
     eprintln!(
         "upgrade: {} writes acknowledged, longest gap {} ms",
         acked.len(),
         longest.as_millis()
     );
-    assert!(longest < Duration::from_secs(15), "writes stopped for {longest:?}");
-    let (_, stored) = testkit::etcd::dump(&endpoints[0]).expect("dump");
-    let stored: BTreeMap<String, String> = stored.into_iter().collect();
-    for (key, _) in acked {
-        assert!(stored.contains_key(key), "acknowledged write {key} lost");
-    }
+    assert!(
+        longest < Duration::from_secs(15),
+        "writes stopped for {longest:?}"
+    );
+    let lost = missing(&endpoints[0], acked);
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
     let logs: String = IDS.iter().map(|id| c.nodes[*id].log()).collect();
     for id in IDS {
         for l in c.nodes[id].log().lines() {
@@ -291,9 +219,8 @@ fn check_after(c: &Cluster, endpoints: &[String], acked: &[(String, Instant)], s
     assert_eq!(count("upgrade.restarted"), 3 * steps, "restarts done");
     assert_eq!(count("upgrade.failed"), 0, "a step failed");
     assert!(
-        logs.lines()
-            .any(|l| l.contains("event=\"snapshot.stored\"")
-                && l.contains(&format!("before upgrading etcd {first_from}"))),
+        logs.lines().any(|l| l.contains("event=\"snapshot.stored\"")
+            && l.contains(&format!("before upgrading etcd {first_from}"))),
         "no snapshot before the first step"
     );
     assert!(
@@ -351,7 +278,7 @@ fn etcd_3_4_is_rolled_to_3_5_one_member_at_a_time_and_3_7_is_refused() {
         "a member moved while paused: {before:?}"
     );
 
-    let load = Load::start(&endpoints);
+    let load = TimedLoad::start(&endpoints, "/upgrade");
     std::thread::sleep(Duration::from_secs(2));
     let step = roll_to(&c, root.path(), &endpoints, "3.5.16", || {
         eco(&["resume", "--config", &config]);
@@ -397,7 +324,7 @@ fn roll_path(base: &str, path: &[&str]) {
         .tempdir()
         .unwrap();
     let (mut c, endpoints) = cluster_on(root.path(), base, path[0]);
-    let load = Load::start(&endpoints);
+    let load = TimedLoad::start(&endpoints, "/upgrade");
     std::thread::sleep(Duration::from_secs(2));
     let mut steps = Vec::new();
     for to in &path[1..] {

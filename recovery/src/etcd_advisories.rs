@@ -34,7 +34,11 @@ impl Severity {
         }
     }
 
-    pub const ALL: [Severity; 3] = [Severity::DataLoss, Severity::EndOfLife, Severity::UpgradePath];
+    pub const ALL: [Severity; 3] = [
+        Severity::DataLoss,
+        Severity::EndOfLife,
+        Severity::UpgradePath,
+    ];
 }
 
 /// One row: releases `from..=to` (inclusive) are affected.
@@ -76,6 +80,13 @@ const TABLE: &[Row] = &[
         source: "CHANGELOG-3.5 v3.5.6",
     },
     Row {
+        from: v(3, 5, 0),
+        to: v(3, 5, 22),
+        severity: Severity::DataLoss,
+        what: "a member can corrupt its data when it applies a leader's snapshot during a defragmentation (etcd#20653; eco's space governor defragments); run 3.5.23 or later",
+        source: "CHANGELOG-3.5 v3.5.23",
+    },
+    Row {
         from: v(3, 4, 0),
         to: v(3, 4, 20),
         severity: Severity::DataLoss,
@@ -88,6 +99,13 @@ const TABLE: &[Row] = &[
         severity: Severity::DataLoss,
         what: "with authentication on, a new member can diverge through a snapshot (etcd#14571); run 3.4.22 or later — better 3.5",
         source: "CHANGELOG-3.4 v3.4.22",
+    },
+    Row {
+        from: v(3, 4, 0),
+        to: v(3, 4, 37),
+        severity: Severity::DataLoss,
+        what: "a member can corrupt its data when it applies a leader's snapshot during a defragmentation (etcd#20659; eco's space governor defragments); run 3.4.38 or later — better 3.5",
+        source: "CHANGELOG-3.4 v3.4.38",
     },
     Row {
         from: v(3, 4, 0),
@@ -143,20 +161,29 @@ mod tests {
     fn table() {
         use Severity::*;
         for (version, want) in [
-            ("3.5.0", vec![DataLoss, DataLoss, DataLoss, UpgradePath]),
-            ("3.5.1", vec![DataLoss, DataLoss, DataLoss, UpgradePath]),
-            ("3.5.4", vec![DataLoss, DataLoss, UpgradePath]),
-            ("3.5.5", vec![DataLoss, UpgradePath]),
-            ("3.5.6", vec![UpgradePath]),
-            ("3.5.16", vec![UpgradePath]),
+            (
+                "3.5.0",
+                vec![DataLoss, DataLoss, DataLoss, DataLoss, UpgradePath],
+            ),
+            (
+                "3.5.1",
+                vec![DataLoss, DataLoss, DataLoss, DataLoss, UpgradePath],
+            ),
+            ("3.5.4", vec![DataLoss, DataLoss, DataLoss, UpgradePath]),
+            ("3.5.5", vec![DataLoss, DataLoss, UpgradePath]),
+            ("3.5.6", vec![DataLoss, UpgradePath]),
+            ("3.5.16", vec![DataLoss, UpgradePath]),
+            ("3.5.22", vec![DataLoss, UpgradePath]),
+            ("3.5.23", vec![UpgradePath]),
             ("3.5.30", vec![UpgradePath]),
             ("3.5.31", vec![UpgradePath]),
             ("3.5.32", vec![]),
             ("3.5.33", vec![]),
-            ("3.4.20", vec![DataLoss, DataLoss, EndOfLife]),
-            ("3.4.21", vec![DataLoss, EndOfLife]),
-            ("3.4.22", vec![EndOfLife]),
-            ("3.4.23", vec![EndOfLife]),
+            ("3.4.20", vec![DataLoss, DataLoss, DataLoss, EndOfLife]),
+            ("3.4.21", vec![DataLoss, DataLoss, EndOfLife]),
+            ("3.4.22", vec![DataLoss, EndOfLife]),
+            ("3.4.23", vec![DataLoss, EndOfLife]),
+            ("3.4.38", vec![EndOfLife]),
             ("3.4.45", vec![EndOfLife]),
             ("3.6.0", vec![]),
             ("3.3.27", vec![]),
@@ -169,7 +196,7 @@ mod tests {
     fn every_advisory_names_the_release_and_its_source() {
         for a in advisories(Version::new(3, 5, 1)) {
             assert!(a.text.starts_with("etcd 3.5.1: "), "{}", a.text);
-            assert!(a.text.contains("run 3.5.6 or later") || a.severity != Severity::DataLoss);
+            assert!(a.text.contains(" or later") || a.severity != Severity::DataLoss);
             assert!(!a.source.is_empty());
         }
     }

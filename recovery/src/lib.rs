@@ -59,6 +59,13 @@
 //!   the new binary now (followers in member-id order, the leader last,
 //!   after handing leadership away), who waits, and which jumps are
 //!   refused (more than one minor version, a minor downgrade).
+//! - [`handover`]: whom a leading member hands leadership to before eco
+//!   stops it on purpose (a shutdown, a restart of its peer listener).
+//! - [`etcd_advisories`]: what the etcd project says about the release the
+//!   member runs (known data-loss bugs, end of life, the release a move to
+//!   3.6 starts from); [`etcd_flags`]: which release accepts which flag
+//!   (eco's own, and the ones etcd removed or renamed up to 3.7);
+//!   [`etcd_readiness`]: which release answers etcd's own `/readyz`.
 //!
 //! What this crate does not do: talk to etcd, the store, the provider or
 //! the network; read files; sleep. It also does not decide anything the
@@ -68,10 +75,13 @@
 pub mod acl;
 pub mod asg;
 pub mod certificates;
-pub mod etcd_advisories;
 pub mod departures;
+pub mod etcd_advisories;
+pub mod etcd_flags;
+pub mod etcd_readiness;
 pub mod fenced;
 pub mod formation;
+pub mod handover;
 pub mod join_diagnosis;
 pub mod moved_aside;
 pub mod pass;

@@ -93,6 +93,11 @@ pub enum Hold {
 pub struct LocalMember {
     pub has_leader: bool,
     pub is_leader: bool,
+    /// etcd's own readiness (`/readyz`: no data-corruption alarm,
+    /// serializable and linearizable reads served; and not a learner from
+    /// 3.5.19) where its release has the endpoint (3.5.11+, 3.4.29+);
+    /// `None` where it has not, or when the endpoint did not answer.
+    pub etcd_ready: Option<bool>,
 }
 
 /// The facts of one pass.
@@ -157,7 +162,9 @@ pub fn decide(f: &PassFacts) -> Ready {
         )),
         _ => None,
     };
-    let answering_leader = f.local.is_some_and(|m| m.has_leader);
+    let answering_leader = f
+        .local
+        .is_some_and(|m| m.has_leader && m.etcd_ready != Some(false));
     let ready = f.refused.is_none()
         && f.hold.is_none()
         && f.in_group
@@ -230,6 +237,7 @@ mod tests {
             local: Some(LocalMember {
                 has_leader: true,
                 is_leader: false,
+                etcd_ready: None,
             }),
             members_answer: true,
             data: DataState::Present,
@@ -280,6 +288,7 @@ mod tests {
                     f.local = Some(LocalMember {
                         has_leader: false,
                         is_leader: false,
+                        etcd_ready: None,
                     })
                 },
                 "planner",
@@ -473,5 +482,18 @@ mod tests {
             "{why}"
         );
         assert_eq!(decide(&facts()).stale, None);
+    }
+
+    #[test]
+    fn etcd_saying_not_ready_makes_the_instance_not_ready() {
+        for (etcd_ready, want) in [(None, true), (Some(true), true), (Some(false), false)] {
+            let mut f = facts();
+            f.local = Some(LocalMember {
+                has_leader: true,
+                is_leader: false,
+                etcd_ready,
+            });
+            assert_eq!(decide(&f).ready, want, "{etcd_ready:?}");
+        }
     }
 }

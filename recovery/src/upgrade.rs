@@ -123,6 +123,16 @@ pub struct UpgradeFacts {
     pub group: Vec<String>,
     /// How far behind the leader's log a member may be for the next step.
     pub max_lag_entries: u64,
+    /// A step from 3.5 onto 3.6 only: the local member's data checked for
+    /// v2-store content etcd 3.6 refuses to start on (`etcdutl check
+    /// v2store`): `None` not checked (yet), `Some(Ok)` clean,
+    /// `Some(Err(why))` content found or the check could not run.
+    #[serde(default)]
+    pub v2store: Option<Result<(), String>>,
+    /// The operator's `etcd.extra_flags`: a step onto a release that
+    /// refuses one of them is refused (the member would not start).
+    #[serde(default)]
+    pub extra_flags: Vec<String>,
 }
 
 /// What this instance does about its member's etcd version.
@@ -396,8 +406,16 @@ pub fn refusal(target: Version, versions: &[Version]) -> Option<String> {
         ));
     }
     if target.minor_line() < newest.minor_line() {
+        let procedure = if newest.minor_line() >= (3, 6) {
+            format!(
+                " (with eco paused: `etcdctl downgrade validate {t}` then `etcdctl downgrade enable {t}`, etcdctl 3.6 or newer, which drops the cluster version to {t} at once; then each member's binary, the leader last; {UNTESTED_ON_3_6})",
+                t = format_args!("{}.{}", target.major, target.minor)
+            )
+        } else {
+            String::new()
+        };
         return Some(format!(
-            "etcd {target} is older than the cluster's etcd {newest}: a minor-version downgrade needs etcd's downgrade procedure, which eco does not run; point etcd.etcd_bin back at etcd {}.{}",
+            "etcd {target} is older than the cluster's etcd {newest}: a minor-version downgrade needs etcd's downgrade procedure, which eco does not run{procedure}; point etcd.etcd_bin back at etcd {}.{}",
             newest.major, newest.minor
         ));
     }
@@ -408,11 +426,115 @@ pub fn refusal(target: Version, versions: &[Version]) -> Option<String> {
             oldest.minor + 1
         ));
     }
+    if target.minor_line() >= (3, 6) && oldest.minor_line() == (3, 5) && oldest < MIN_3_5_FOR_3_6 {
+        return Some(format!(
+            "etcd {target} needs every 3.5 member on {MIN_3_5_FOR_3_6} or later first (etcd's upgrade guide: older 3.5 releases can carry zombie members into 3.6; its current text asks for 3.5.32): the cluster runs etcd {oldest}; roll the newest 3.5 first ({UNTESTED_ON_3_6})"
+        ));
+    }
     None
+}
+
+/// The oldest 3.5 release a move to 3.6 starts from: 3.5.26 syncs the v3
+/// membership store from the v2 one, so zombie members do not reach 3.6
+/// (etcd's blog "zombie members upgrade"; its upgrade guide now asks for
+/// 3.5.32, which `etcd_advisories` warns about below it).
+pub const MIN_3_5_FOR_3_6: Version = Version::new(3, 5, 26);
+
+/// What eco says of every rule about etcd 3.6: it was written from etcd's
+/// upgrade and downgrade guides and table-tested, but no etcd 3.6 binary
+/// is installable where eco is tested.
+pub const UNTESTED_ON_3_6: &str = "untested on a 3.6 binary";
+
+/// A step from 3.5 onto 3.6 restarts the member only once its data was
+/// checked clean of v2-store content (etcd 3.6 refuses to start on it, and
+/// panics on a v2 request left in the WAL): before, it waits for the
+/// check; content found (or a check that cannot run) refuses the step.
+/// Every reason of a step onto 3.6 says it is untested on a 3.6 binary.
+fn gated_for_3_6(f: &UpgradeFacts, step: UpgradeStep) -> UpgradeStep {
+    if f.target.minor_line() < (3, 6) {
+        return step;
+    }
+    let untested = |reason: String| format!("{reason} ({UNTESTED_ON_3_6})");
+    match step {
+        UpgradeStep::Restart {
+            from,
+            to,
+            first,
+            reason,
+        } if from.minor_line() < (3, 6) => match &f.v2store {
+            None => UpgradeStep::Wait {
+                reason: untested(format!(
+                    "etcd {from} → {to}: checking this member's data for v2-store content etcd 3.6 refuses (etcdutl check v2store) before its step"
+                )),
+            },
+            Some(Err(why)) => UpgradeStep::Refused {
+                reason: untested(format!(
+                    "etcd {from} → {to}: this member's data cannot move to 3.6: {why}; remove the v2 content (etcd's upgrade guide, \"check v2store\") and the roll goes on"
+                )),
+            },
+            Some(Ok(())) => UpgradeStep::Restart {
+                from,
+                to,
+                first,
+                reason: untested(format!("{reason}; its data holds no v2-store content")),
+            },
+        },
+        UpgradeStep::Restart {
+            from,
+            to,
+            first,
+            reason,
+        } => UpgradeStep::Restart {
+            from,
+            to,
+            first,
+            reason: untested(reason),
+        },
+        UpgradeStep::Wait { reason } => UpgradeStep::Wait {
+            reason: untested(reason),
+        },
+        UpgradeStep::TransferLeadership {
+            member_id,
+            name,
+            reason,
+        } => UpgradeStep::TransferLeadership {
+            member_id,
+            name,
+            reason: untested(reason),
+        },
+        other => other,
+    }
+}
+
+/// Whether a step onto `target` from `running` needs the v2-store check
+/// of the local data first (3.5 → 3.6 and later).
+pub fn needs_v2store_check(running: Version, target: Version) -> bool {
+    running.minor_line() < (3, 6) && target.minor_line() >= (3, 6)
 }
 
 /// The next step for this instance's member.
 pub fn next_step(f: &UpgradeFacts) -> UpgradeStep {
+    let step = step_within_rules(f);
+    if matches!(step, UpgradeStep::Nothing | UpgradeStep::Refused { .. }) {
+        return step;
+    }
+    if let Some(crate::etcd_flags::Acceptance::Refused { reason }) =
+        crate::etcd_flags::problems(&f.extra_flags, f.target)
+            .into_iter()
+            .next()
+    {
+        return UpgradeStep::Refused {
+            reason: format!(
+                "etcd.extra_flags: {reason}: etcd {} would exit at start; change etcd.extra_flags first",
+                f.target
+            ),
+        };
+    }
+    gated_for_3_6(f, step)
+}
+
+/// [`next_step`] before the rules of a move onto 3.6.
+fn step_within_rules(f: &UpgradeFacts) -> UpgradeStep {
     let Some(local) = f.members.iter().find(|m| m.id == f.local_member_id) else {
         return UpgradeStep::Nothing;
     };
@@ -572,6 +694,8 @@ mod tests {
                 .collect(),
             group: (1..=3).map(|i| format!("eco-{i}")).collect(),
             max_lag_entries: DEFAULT_MAX_LAG_ENTRIES,
+            v2store: None,
+            extra_flags: Vec::new(),
         }
     }
 
@@ -649,6 +773,8 @@ mod tests {
             members: vec![member(7, Some(V34))],
             group: vec!["eco-7".into()],
             max_lag_entries: 10,
+            v2store: None,
+            extra_flags: Vec::new(),
         };
         assert_eq!(kind(&next_step(&f)), "restart first");
     }
@@ -952,5 +1078,143 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn v(text: &str) -> Version {
+        Version::parse(text).expect("a version")
+    }
+
+    /// Three members on `versions`, eco-1 (member 1, a follower) the
+    /// local one, the config naming `target`.
+    fn toward(
+        target: &str,
+        versions: [&str; 3],
+        v2store: Option<Result<(), String>>,
+    ) -> UpgradeStep {
+        let mut f = facts(
+            1,
+            [
+                Some(v(versions[0])),
+                Some(v(versions[1])),
+                Some(v(versions[2])),
+            ],
+        );
+        f.target = v(target);
+        f.v2store = v2store;
+        next_step(&f)
+    }
+
+    #[test]
+    fn the_rules_of_a_move_onto_3_6() {
+        let clean = Some(Ok(()));
+        for (what, target, versions, v2, want, says) in [
+            (
+                "from 3.5.25: refused, newest 3.5 first",
+                "3.6.0",
+                ["3.5.25", "3.5.30", "3.5.30"],
+                clean.clone(),
+                "refused",
+                "3.5.26 or later",
+            ),
+            (
+                "from 3.5.26 and checked clean: the step",
+                "3.6.0",
+                ["3.5.26", "3.5.30", "3.5.30"],
+                clean.clone(),
+                "restart first",
+                "no v2-store content",
+            ),
+            (
+                "not checked yet: wait",
+                "3.6.0",
+                ["3.5.30", "3.5.30", "3.5.30"],
+                None,
+                "wait",
+                "etcdutl check v2store",
+            ),
+            (
+                "v2 content: refused",
+                "3.6.0",
+                ["3.5.30", "3.5.30", "3.5.30"],
+                Some(Err("detected custom content in v2store".into())),
+                "refused",
+                "detected custom content",
+            ),
+            (
+                "3.4 to 3.6: one minor at a time",
+                "3.6.0",
+                ["3.4.23", "3.4.23", "3.4.23"],
+                clean.clone(),
+                "refused",
+                "one minor version at a time",
+            ),
+            (
+                "3.6 down to 3.5: etcd's downgrade procedure",
+                "3.5.30",
+                ["3.6.0", "3.6.0", "3.6.0"],
+                clean.clone(),
+                "refused",
+                "etcdctl downgrade enable 3.5",
+            ),
+            (
+                "a 3.6 patch: no check needed",
+                "3.6.1",
+                ["3.6.0", "3.6.0", "3.6.0"],
+                None,
+                "restart first",
+                UNTESTED_ON_3_6,
+            ),
+            (
+                "within 3.5 nothing changes",
+                "3.5.30",
+                ["3.5.16", "3.5.16", "3.5.16"],
+                None,
+                "restart first",
+                "this member's turn",
+            ),
+        ] {
+            let step = toward(target, versions, v2);
+            assert_eq!(kind(&step), want, "{what}: {step:?}");
+            let reason = match &step {
+                UpgradeStep::Refused { reason }
+                | UpgradeStep::Wait { reason }
+                | UpgradeStep::Restart { reason, .. } => reason.clone(),
+                other => panic!("{what}: {other:?}"),
+            };
+            assert!(reason.contains(says), "{what}: {reason}");
+            // The minor-jump refusal is eco's own rule, run on real
+            // binaries (tests/upgrade.rs refuses a 3.7): no 3.6 caveat.
+            let jump = versions[0].starts_with("3.4");
+            if !jump && (target.starts_with("3.6") || versions[0].starts_with("3.6")) {
+                assert!(reason.contains(UNTESTED_ON_3_6), "{what}: {reason}");
+            } else {
+                assert!(!reason.contains(UNTESTED_ON_3_6), "{what}: {reason}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_v2store_check_is_needed_only_into_3_6() {
+        assert!(needs_v2store_check(v("3.5.30"), v("3.6.0")));
+        assert!(!needs_v2store_check(v("3.6.0"), v("3.6.1")));
+        assert!(!needs_v2store_check(v("3.5.16"), v("3.5.30")));
+        assert!(!needs_v2store_check(v("3.4.23"), v("3.5.16")));
+    }
+
+    #[test]
+    fn a_step_onto_a_release_that_refuses_an_extra_flag_is_refused() {
+        let mut f = facts(1, [Some(V34), Some(V34), Some(V34)]);
+        f.extra_flags = vec!["--log-package-levels=etcdserver=DEBUG".into()];
+        match next_step(&f) {
+            UpgradeStep::Refused { reason } => {
+                assert!(
+                    reason.contains("etcd.extra_flags") && reason.contains("--log-package-levels"),
+                    "{reason}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        f.extra_flags = vec!["--snapshot-count=5000".into()];
+        assert!(matches!(next_step(&f), UpgradeStep::Restart { .. }));
     }
 }

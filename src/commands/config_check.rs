@@ -137,6 +137,38 @@ pub fn referenced_files(config: &Config) -> FilesChecked {
     }
 }
 
+/// The etcd release the config names, found as `eco run` finds it: the
+/// advisories of the etcd project for it as warnings
+/// (`recovery::etcd_advisories`), `etcd.extra_flags` it refuses as
+/// problems and deprecates as warnings (`recovery::etcd_flags`), or why it could not be looked at (this
+/// machine may not be the one the config is for: not a problem here;
+/// `eco run` refuses to start without it).
+pub async fn etcd_release(config: &Config, checked: &mut FilesChecked) {
+    match crate::etcd::binaries::find(&config.etcd).await {
+        Ok(b) => {
+            checked.warnings.extend(
+                recovery::etcd_advisories::advisories(b.version)
+                    .into_iter()
+                    .map(|a| format!("{} [{}] ({})", a.text, a.severity.as_str(), a.source)),
+            );
+            for p in recovery::etcd_flags::problems(&config.etcd.extra_flags, b.version) {
+                match p {
+                    recovery::etcd_flags::Acceptance::Refused { reason } => checked.problems.push(
+                        format!("etcd.extra_flags: {reason}: etcd would exit at start"),
+                    ),
+                    recovery::etcd_flags::Acceptance::Deprecated { reason } => {
+                        checked.warnings.push(format!("etcd.extra_flags: {reason}"))
+                    }
+                    recovery::etcd_flags::Acceptance::Accepted => {}
+                }
+            }
+        }
+        Err(e) => checked
+            .not_checked
+            .push(format!("the etcd release (not found on this machine: {e})")),
+    }
+}
+
 /// How the HTTP API serves, for the top of `eco config check`'s output:
 /// the scheme, the TLS files in force (`[api.tls]` defaults to etcd's
 /// client material, which the effective configuration does not spell

@@ -36,6 +36,7 @@ mod durable;
 mod execute;
 mod first_incarnation;
 mod gossip_link;
+mod handover;
 mod join_problem;
 mod live_since;
 mod local_etcd;
@@ -117,6 +118,9 @@ struct Daemon {
     status: watch::Sender<InstanceStatus>,
     writer: watch::Sender<WriterInput>,
     voters_written: Option<VotersRecord>,
+    /// The members as the last steady-state pass saw them: whom a leading
+    /// member hands leadership to before a planned stop (`handover`).
+    last_members: Option<Vec<recovery::planner::MemberFacts>>,
     /// A termination the provider announced, in progress.
     termination: Option<termination::Terminating>,
     started: Instant,
@@ -195,6 +199,17 @@ async fn run_as(
         .await
         .context("cannot use etcd")?;
     tracing::info!(etcd = %binaries.etcd.display(), version = %binaries.version, etcdutl = ?binaries.etcdutl, "found etcd");
+    for p in recovery::etcd_flags::problems(&config.etcd.extra_flags, binaries.version) {
+        match p {
+            recovery::etcd_flags::Acceptance::Refused { reason } => {
+                tracing::error!(%reason, "etcd.extra_flags: etcd will exit at start")
+            }
+            recovery::etcd_flags::Acceptance::Deprecated { reason } => {
+                tracing::warn!(%reason, "etcd.extra_flags")
+            }
+            recovery::etcd_flags::Acceptance::Accepted => {}
+        }
+    }
     crate::data_dir::prepare_parent(&config.etcd.data_dir)?;
     // Before anything beside the data directory is read or written.
     let _lock = crate::instance_lock::acquire(&config.etcd.data_dir, &me.id)?;
@@ -288,6 +303,8 @@ async fn run_as(
         api_tls_problem: None,
         tls_problem: None,
         join_problem: None,
+        etcd_advisories: Vec::new(),
+        etcd_not_ready: None,
     });
     crate::systemd_notify::spawn(status.subscribe());
     let (api_stop, mut api_stopped) = watch::channel(false);
@@ -400,6 +417,7 @@ async fn run_as(
         status,
         writer,
         voters_written: None,
+        last_members: None,
         termination: None,
         started: Instant::now(),
         certificates: Default::default(),
@@ -423,7 +441,7 @@ async fn run_as(
     drop(acl);
     d.status.send_modify(|s| s.ready = false);
     tracing::info!("stopping etcd");
-    d.etcd.stop().await?;
+    d.stop_etcd_handing_over().await?;
     if let Some(g) = d.gossip.take() {
         g.node.shutdown().await;
     }
@@ -480,6 +498,9 @@ impl Daemon {
         });
         let result = self.run_loop(signals).await;
         self.set_phase(Phase::Stopping);
+        // First of all: a leading member hands leadership away, so a stop
+        // cut short (a short grace period, SIGKILL) costs no election.
+        self.hand_over_if_leading().await;
         self.show_next(
             "stop",
             "eco is shutting down: final snapshot if this instance writes them, then etcd is stopped",

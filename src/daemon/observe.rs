@@ -40,6 +40,9 @@ pub(super) struct Observed {
     pub paused: Option<crate::pause::PauseSeen>,
     /// What is wrong with the pause object, if anything (`/status`).
     pub pause_problem: Option<String>,
+    /// etcd's own `/readyz` where the member's release has it: `Ok` ready,
+    /// `Err(why)` not; `None` where it has not or it did not answer.
+    pub etcd_readyz: Option<Result<(), String>>,
 }
 
 /// The provider's last answers.
@@ -103,7 +106,12 @@ impl Daemon {
             .view
             .observe(local_endpoint.as_deref(), &candidates)
             .await;
+        let etcd_readyz = match &local {
+            Some(m) => self.etcd_readyz(&m.version).await,
+            None => None,
+        };
         Ok(Observed {
+            etcd_readyz,
             now_ms: self.started.elapsed().as_millis() as u64,
             process,
             running,
@@ -117,6 +125,44 @@ impl Daemon {
                 .await,
             pause_problem: self.pause.problem().map(str::to_string),
         })
+    }
+
+    /// etcd's own readiness, from `/readyz` on its metrics listener
+    /// (plain http, served whatever TLS the client port speaks) where the
+    /// member's release has it (`recovery::etcd_readiness`); `None` where
+    /// it has not, or when the listener does not answer (unknown: the
+    /// leader rule alone decides readiness then).
+    async fn etcd_readyz(&self, version: &str) -> Option<Result<(), String>> {
+        let version = crate::etcd::binaries::EtcdVersion::parse(version)?;
+        if !recovery::etcd_readiness::has_readyz(version) {
+            return None;
+        }
+        let bind = self.ctx.me.bind;
+        let host = if bind.is_unspecified() {
+            std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
+        } else {
+            bind
+        };
+        let url = crate::etcd::flags::url(
+            crate::config::Scheme::Http,
+            &crate::provider::Host::Ip(host),
+            self.ctx.config.etcd.metrics_port,
+        );
+        match crate::etcd::metrics_text::fetch(
+            &format!("{url}/readyz"),
+            self.ctx.access.call_timeout(),
+        )
+        .await
+        {
+            Ok(_) => Some(Ok(())),
+            Err(e @ crate::etcd::metrics_text::ScrapeError::Status { .. }) => {
+                Some(Err(format!("etcd's own readiness check fails: {e}")))
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "etcd's /readyz did not answer");
+                None
+            }
+        }
     }
 
     /// Asks the provider for the group and for which members of `V_n` (as

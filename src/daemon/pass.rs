@@ -50,6 +50,7 @@ impl Daemon {
             local: seen.local.as_ref().map(|m| LocalMember {
                 has_leader: m.has_leader(),
                 is_leader: m.is_leader(),
+                etcd_ready: seen.etcd_readyz.as_ref().map(Result::is_ok),
             }),
             members_answer: seen.cluster.members.is_some(),
             data: seen.data,

@@ -160,7 +160,7 @@ impl Daemon {
         state.peer_scheme = Some(scheme);
         let token = state.cluster_token.clone();
         self.durable.persist(state)?;
-        self.etcd.stop().await?;
+        self.stop_etcd_handing_over().await?;
         self.etcd.start_on_data(&self.ctx, &token, scheme).await
     }
 }

@@ -75,6 +75,13 @@ impl Daemon {
                 crate::event!(warn, Event::JoinFailing, %problem, "this instance's join keeps failing");
             }
         }
+        let running = self.ctx.binaries.get().version;
+        let etcd_advisories = recovery::etcd_advisories::advisories(running);
+        if etcd_advisories != self.status.borrow().etcd_advisories {
+            for a in &etcd_advisories {
+                crate::event!(warn, Event::EtcdAdvisory, version = %running, severity = a.severity.as_str(), advisory = %a.text, source = %a.source, "the etcd release the member runs has an advisory");
+            }
+        }
         let certificates = described
             .into_iter()
             .map(|(key, described)| match described {
@@ -98,6 +105,8 @@ impl Daemon {
             s.certificates = certificates;
             s.tls_problem = tls_problem;
             s.join_problem = join_problem;
+            s.etcd_advisories = etcd_advisories;
+            s.etcd_not_ready = seen.etcd_readyz.clone().and_then(Result::err);
             s.ready = ready.ready;
             s.phase = ready.phase;
             s.process = seen.process.clone();

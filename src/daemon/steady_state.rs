@@ -79,6 +79,7 @@ impl Daemon {
                 ),
             },
         };
+        self.last_members = observation.members.clone();
         let plan = planner::plan(&observation);
         tracing::debug!(?plan, "planned");
         if let Some(next) = plan.next() {

@@ -59,7 +59,14 @@ pub(super) struct ConfiguredEtcd {
     /// This member's step onto the configured binary failed: no step is
     /// tried on that binary again until it changes.
     failed: Option<FailedStep>,
+    /// The v2-store check of the local data for a step onto 3.6: for which
+    /// target, when, and what it found.
+    v2store: Option<(Version, Instant, Result<(), String>)>,
 }
+
+/// A v2-store check that found content (or could not run) is run again
+/// after this long: the operator may have cleaned the data.
+const V2STORE_RECHECK: Duration = Duration::from_secs(300);
 
 /// A step that failed, and on which configured binary.
 struct FailedStep {
@@ -171,6 +178,40 @@ impl Daemon {
         c.found.clone()
     }
 
+    /// Before a step onto 3.6: the local data checked for v2-store content
+    /// (`etcdutl check v2store`, with the running release's etcdutl), once
+    /// per target (again after [`V2STORE_RECHECK`] when it found some);
+    /// `None` for any other step.
+    async fn v2store_checked(
+        &mut self,
+        local: &crate::etcd::probe::MemberStatus,
+        configured: &EtcdBinaries,
+    ) -> Option<Result<(), String>> {
+        let running = Version::parse(&local.version)?;
+        if !upgrade::needs_v2store_check(running, configured.version) {
+            return None;
+        }
+        if let Some((target, at, found)) = &self.configured_etcd.v2store {
+            if *target == configured.version && (found.is_ok() || at.elapsed() < V2STORE_RECHECK) {
+                return Some(found.clone());
+            }
+        }
+        let etcdutl = self.ctx.binaries.get().etcdutl;
+        let found =
+            crate::etcd::v2store_check::check(etcdutl.as_deref(), &self.ctx.config.etcd.data_dir)
+                .await;
+        match &found {
+            Ok(()) => {
+                tracing::info!(to = %configured.version, "the member's data holds no v2-store content: it may move to etcd 3.6")
+            }
+            Err(why) => {
+                tracing::warn!(to = %configured.version, %why, "the member's data cannot move to etcd 3.6 as it is")
+            }
+        }
+        self.configured_etcd.v2store = Some((configured.version, Instant::now(), found.clone()));
+        Some(found)
+    }
+
     /// One upgrade step when the configured etcd is another version than
     /// the running one; `true` when it acted (the pass changed etcd).
     pub(super) async fn govern_upgrade(&mut self, seen: &Observed) -> bool {
@@ -212,6 +253,8 @@ impl Daemon {
                 .collect(),
             group: self.group.group.ids().map(str::to_string).collect(),
             max_lag_entries: upgrade::DEFAULT_MAX_LAG_ENTRIES,
+            v2store: self.v2store_checked(local, &configured).await,
+            extra_flags: self.ctx.config.etcd.extra_flags.clone(),
         };
         let step = upgrade::next_step(&facts);
         // A step failed on this very binary: the roll stops here until the

@@ -311,6 +311,26 @@ mod tests {
         }
     }
 
+    /// Every flag eco passes (its member's, with auth and TLS on both
+    /// surfaces, and the surface flags) is one the version-keyed table
+    /// says every supported release accepts.
+    #[test]
+    fn every_flag_eco_passes_is_in_the_version_keyed_table() {
+        let mut spec = spec();
+        spec.auth_token = Some("jwt,pub-key=/k.pub,priv-key=/k,sign-method=RS256".into());
+        let mut args = etcd_args(&EtcdConfig::default(), &spec);
+        args.extend(surface_flags("", &surface("client", true)));
+        args.extend(surface_flags("peer-", &surface("peer", true)));
+        args.push("--force-new-cluster".into());
+        for a in &args {
+            let name = recovery::etcd_flags::flag_name(a);
+            assert!(
+                recovery::etcd_flags::ECO_FLAGS.contains(&name),
+                "--{name} is passed by eco but not in recovery::etcd_flags::ECO_FLAGS"
+            );
+        }
+    }
+
     fn surface(dir: &str, client_cert_auth: bool) -> SurfaceTls {
         SurfaceTls {
             cert_file: format!("/{dir}/server.crt").into(),

@@ -20,4 +20,5 @@ pub mod probe;
 pub mod supervisor;
 pub mod tls;
 pub mod tls_check;
+pub mod v2store_check;
 pub mod wal;

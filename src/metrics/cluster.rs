@@ -21,6 +21,11 @@ struct RoleLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SeverityLabels {
+    severity: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ZoneLabels {
     zone: String,
 }
@@ -54,6 +59,7 @@ pub(super) struct ClusterMetrics {
     leader_changes: Counter,
     last_leader: Mutex<Option<String>>,
     role: Family<RoleLabels, Gauge>,
+    etcd_advisory: Family<SeverityLabels, Gauge>,
     zone_voters: Family<ZoneLabels, Gauge>,
     zones: Gauge,
     zone_loss_survivable: Gauge,
@@ -77,6 +83,11 @@ pub(super) struct ClusterMetrics {
 
 impl ClusterMetrics {
     pub(super) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "etcd_advisory",
+            "Advisories of the etcd project that apply to the release the member runs, by severity (data_loss, end_of_life, upgrade_path; every one always present): recovery::etcd_advisories",
+            self.etcd_advisory.clone(),
+        );
         registry.register(
             "paused",
             "1 while a human has paused eco cluster-wide (eco pause, or a pause object eco cannot read): no membership or recovery action",
@@ -190,6 +201,18 @@ impl ClusterMetrics {
     }
 
     pub(super) fn observe(&self, s: &InstanceStatus) {
+        for severity in recovery::etcd_advisories::Severity::ALL {
+            let n = s
+                .etcd_advisories
+                .iter()
+                .filter(|a| a.severity == severity)
+                .count();
+            self.etcd_advisory
+                .get_or_create(&SeverityLabels {
+                    severity: severity.as_str(),
+                })
+                .set(n as i64);
+        }
         let voters: Vec<_> = s.members.iter().filter(|m| !m.learner).collect();
         self.voters.set(voters.len() as i64);
         self.learners

@@ -65,6 +65,7 @@ pub mod pki;
 pub mod pods;
 pub mod process;
 pub mod s3_server;
+pub mod timed_load;
 pub mod tls_probe;
 
 use std::path::{Path, PathBuf};

@@ -404,6 +404,27 @@ impl PodSet {
         self.ip(ordinal).map(|a| format!("http://{a}:2379"))
     }
 
+    /// Every pod's endpoint as the set's DNS publishes it now, read from
+    /// disk at each call (for a load that follows pods recreated on new
+    /// IPs: `timed_load::TimedLoad::following`).
+    pub fn endpoints_source(&self) -> impl Fn() -> Vec<String> + Send + 'static {
+        let dir = self.dir.join("hosts");
+        move || {
+            let Some(text) = std::fs::read_dir(&dir)
+                .ok()
+                .and_then(|mut d| d.next())
+                .and_then(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+            else {
+                return Vec::new();
+            };
+            text.lines()
+                .filter(|l| !l.contains("localhost"))
+                .filter_map(|l| l.split_whitespace().next())
+                .map(|ip| format!("http://{ip}:2379"))
+                .collect()
+        }
+    }
+
     /// Every running pod's endpoint.
     pub fn endpoints(&self) -> Vec<String> {
         self.pods.keys().filter_map(|o| self.endpoint(*o)).collect()

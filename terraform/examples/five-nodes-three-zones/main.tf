@@ -58,12 +58,12 @@ variable "eco_package_sha256" {
 
 variable "etcd_package_url" {
   type        = string
-  description = "HTTPS URL of etcd-v3.5.21-linux-arm64.tar.gz on a mirror the instances reach."
+  description = "HTTPS URL of etcd-v3.5.30-linux-arm64.tar.gz on a mirror the instances reach."
 }
 
 variable "etcd_package_sha256" {
   type        = string
-  description = "sha256 of etcd-v3.5.21-linux-arm64.tar.gz."
+  description = "sha256 of etcd-v3.5.30-linux-arm64.tar.gz."
 }
 
 variable "application_security_group_id" {
@@ -92,7 +92,7 @@ module "etcd" {
 
   eco_package_url     = var.eco_package_url
   eco_package_sha256  = var.eco_package_sha256
-  etcd_version        = "3.5.21"
+  etcd_version        = "3.5.30"
   etcd_package_url    = var.etcd_package_url
   etcd_package_sha256 = var.etcd_package_sha256
 

@@ -55,7 +55,7 @@ variable "eco_package_sha256" {
 
 variable "etcd_package_sha256" {
   type        = string
-  description = "sha256 of etcd-v3.5.21-linux-amd64.tar.gz (from the release's SHA256SUMS)."
+  description = "sha256 of etcd-v3.5.30-linux-amd64.tar.gz (from the release's SHA256SUMS)."
 }
 
 module "etcd" {
@@ -72,7 +72,7 @@ module "etcd" {
 
   eco_package_url     = var.eco_package_url
   eco_package_sha256  = var.eco_package_sha256
-  etcd_version        = "3.5.21"
+  etcd_version        = "3.5.30"
   etcd_package_sha256 = var.etcd_package_sha256
 
   # The application's network may reach etcd (TLS, with a client
