@@ -60,7 +60,10 @@ fn a_deliberate_bug_is_caught() {
         "skip_conditional_create went unnoticed over {SEEDS} seeds"
     );
     assert!(
-        caught[0].violations.iter().any(|v| v.contains("which the store does not record")),
+        caught[0]
+            .violations
+            .iter()
+            .any(|v| v.contains("which the store does not record")),
         "{:?}",
         caught[0].violations
     );
