@@ -67,7 +67,7 @@ export ECO_TEST_IMAGE="$PWD/target/image-test/eco-oci" ECO_TEST_IMAGE_TAG
 printf 'image step: %ss\n' "$(( $(date +%s) - image_started ))"
 
 step "tests (etcd 3.5)"
-ECO_TEST_ETCD_VERSION=3.5 cargo test --workspace --all-targets
+ECO_TEST_ETCD_VERSION=3.5 cargo test --workspace --all-targets --no-fail-fast
 
 step "integration tests (etcd 3.4)"
 # The tests where etcd's version matters (its flags and errors, learners,

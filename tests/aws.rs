@@ -397,11 +397,23 @@ fn a_scale_in_without_a_hook_leaves_through_the_departed_path() {
         c.etcd_pids(gone).is_empty().then_some(())
     })
     .expect("the removed instance's etcd is stopped by its eco");
+    // (Its phase is "leaving" from the moment the group drops it, while
+    // it still hands leadership away: wait for what it says once removed.)
     let s = wait_until(Duration::from_secs(20), || {
         let s = status_json(&c, gone)?;
-        (s["phase"] == "leaving").then_some(s)
+        (s["phase"] == "leaving"
+            && s["next"]["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("not in the group"))
+        .then_some(s)
     })
-    .expect("the removed instance says it is leaving");
+    .unwrap_or_else(|| {
+        panic!(
+            "the removed instance does not say it left: {}",
+            status_json(&c, gone).unwrap_or_default()
+        )
+    });
     assert!(
         s["next"]["reason"]
             .as_str()
