@@ -8,6 +8,8 @@
 #     without touching the system, by scripts/install-etcd.sh), with
 #     .tools/etcd-3.4, .tools/etcd-3.5 and .tools/etcd-default linking the
 #     defaults (3.5.30 everywhere unless a test is about another version);
+#   - Debian's etcd-server and etcd-client of the machine's own release, for
+#     tests/debian_package.rs only (the package recommends etcd-server);
 #   - nftables and iproute2 (Debian): the chaos harness cuts partitions
 #     between network namespaces it creates;
 #   - umoci, binutils (strip) and ca-certificates (Debian): scripts/build-image.sh
@@ -33,13 +35,17 @@ as_root() {
 }
 
 missing_debs=()
-for pkg in protobuf-compiler libprotobuf-dev nftables iproute2 umoci binutils ca-certificates systemd curl prometheus; do
+for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2 umoci binutils ca-certificates systemd curl prometheus; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
 if [ ${#missing_debs[@]} -gt 0 ]; then
   log "installing Debian packages: ${missing_debs[*]}"
-  # A package's service (prometheus') must not start on a build machine:
-  # forbid service starts for the duration of the install.
+  # Debian's etcd-server (the machine's own release: what a user of eco's
+  # Debian package who installed it gets, tests/debian_package.rs) would
+  # start a system etcd on 127.0.0.1:2379, exactly where tests and the
+  # local cluster listen, and prometheus its server: forbid service starts
+  # for the duration of the install. (The etcd releases eco is tested with
+  # come from scripts/install-etcd.sh below, never from /usr/bin.)
   policy=/usr/sbin/policy-rc.d
   had_policy=0
   [ -e "$policy" ] && had_policy=1
@@ -51,7 +57,7 @@ if [ ${#missing_debs[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_debs[@]}" >/dev/null
   [ $had_policy = 0 ] && as_root rm -f "$policy"
 fi
-# A system etcd (Debian's etcd-server, installed by something else) holds the
+# A system etcd (Debian's etcd-server, started anyway on a host with systemd) holds the
 # standard ports on 127.0.0.1 where tests and the local cluster listen: stop it.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
   log "stopping the system etcd service (it holds 127.0.0.1:2379)"

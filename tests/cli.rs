@@ -269,7 +269,7 @@ fn config_check_shows_tls_on_by_default_with_a_store() {
     assert!(
         with_store.contains("[etcd.tls.generated]")
             && with_store.contains("# etcd's surfaces: TLS with certificates eco issues")
-            && !with_store.contains("# warning"),
+            && !with_store.contains("in the clear"),
         "{with_store}"
     );
     let no_store = check(
@@ -289,7 +289,7 @@ fn config_check_shows_tls_on_by_default_with_a_store() {
     );
     assert!(
         !on_purpose.contains("[etcd.tls.generated]")
-            && !on_purpose.contains("# warning")
+            && !on_purpose.contains("in the clear")
             && on_purpose.contains("plaintext = true"),
         "{on_purpose}"
     );

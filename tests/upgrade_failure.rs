@@ -1,11 +1,11 @@
 //! Rolling upgrades onto an etcd that does not start, on real processes
 //! (127.0.24.x): the binary the config names goes through a symbolic link
 //! (`<root>/etcd-bin`, as in tests/upgrade.rs) and is moved to an
-//! "etcd 3.5.2" — a script that answers `--version` and exits at once
+//! "etcd 3.5.31" — a script that answers `--version` and exits at once
 //! otherwise.
 //!
 //! - Three instances: the first step fails (its etcd exits without
-//!   answering), its member goes back to etcd 3.5.1 before the
+//!   answering), its member goes back to etcd 3.5.30 before the
 //!   unhealthy-member TTL could remove it, and the roll stops there: no
 //!   other member restarts, never fewer than two answer, the member list
 //!   keeps its three members, and `/status` says the step failed.
@@ -57,22 +57,22 @@ fn fake_etcd(root: &Path, name: &str, version: &str, started: &str) -> PathBuf {
     dir
 }
 
-/// An "etcd 3.5.2" that exits at once when started.
+/// An "etcd 3.5.31" that exits at once when started.
 fn broken_etcd(root: &Path, name: &str) -> PathBuf {
     fake_etcd(
         root,
         name,
-        "3.5.2",
+        "3.5.31",
         "echo 'this etcd does not start' >&2; exit 1",
     )
 }
 
-/// `<root>/<name>/etcd`: a copy of this workspace's etcd 3.5.1, a file of
+/// `<root>/<name>/etcd`: a copy of this workspace's etcd 3.5.30, a file of
 /// its own (a release directory that can be removed).
 fn etcd_copy(root: &Path, name: &str) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(bin_dir_of("3.5").join("etcd"), dir.join("etcd")).unwrap();
+    std::fs::copy(bin_dir_of("3.5.30").join("etcd"), dir.join("etcd")).unwrap();
     executable(&dir.join("etcd"));
     dir
 }
@@ -128,13 +128,13 @@ fn a_step_onto_an_etcd_that_does_not_start_stops_the_roll() {
     })
     .expect("cluster");
     c.form_three("127.0.24")
-        .expect("three voters on etcd 3.5.1");
+        .expect("three voters on etcd 3.5.30");
     let ids = ["eco-1", "eco-2", "eco-3"];
     let endpoints: Vec<String> = ids.iter().map(|id| c.nodes[*id].endpoint()).collect();
     let before = c.member_ids().expect("the member list");
     assert_eq!(before.len(), 3, "{before:?}");
 
-    switch(root.path(), &broken_etcd(root.path(), "etcd-3.5.2"));
+    switch(root.path(), &broken_etcd(root.path(), "etcd-3.5.31"));
     // Until one instance says its step failed, and for two
     // unhealthy-member TTLs (5 s each) after: never fewer than two members
     // answer, none is removed.
@@ -188,7 +188,7 @@ fn a_step_onto_an_etcd_that_does_not_start_stops_the_roll() {
     );
     // The failed member is back on the etcd it ran; nobody else moved.
     assert!(
-        after.len() == 3 && after.values().all(|v| v == "3.5.1"),
+        after.len() == 3 && after.values().all(|v| v == "3.5.30"),
         "{after:?}\n{}",
         tails()
     );
@@ -211,7 +211,7 @@ fn a_step_onto_an_etcd_that_does_not_start_stops_the_roll() {
         assert_eq!(s["upgrade"]["state"], "waiting", "{id}: {s}");
     }
 
-    // The link back on etcd 3.5.1: nothing to do, nothing failed.
+    // The link back on etcd 3.5.30: nothing to do, nothing failed.
     switch(root.path(), &good);
     let settled = || {
         wait_until(Duration::from_secs(30), || {
@@ -222,12 +222,12 @@ fn a_step_onto_an_etcd_that_does_not_start_stops_the_roll() {
     };
     assert!(settled().is_some(), "{}", tails());
 
-    // An "etcd 3.5.3" that starts and never answers: the step gives up
+    // An "etcd 3.5.32" that starts and never answers: the step gives up
     // within half the unhealthy-member TTL and the member is back on
-    // 3.5.1 before the TTL could remove it.
+    // 3.5.30 before the TTL could remove it.
     switch(
         root.path(),
-        &fake_etcd(root.path(), "etcd-3.5.3", "3.5.3", "exec sleep 600"),
+        &fake_etcd(root.path(), "etcd-3.5.32", "3.5.32", "exec sleep 600"),
     );
     let mut fewest = 3;
     let mut members_seen = Vec::new();
@@ -320,7 +320,7 @@ fn a_member_stuck_on_an_etcd_that_does_not_start_comes_back_on_the_fixed_binary(
     let answers_on_351 = |i: &Instance| {
         versions(&[i.endpoint()])
             .values()
-            .any(|v| v == "3.5.1")
+            .any(|v| v == "3.5.30")
             .then_some(())
     };
     let failed_step = |api: &str| {
@@ -333,7 +333,7 @@ fn a_member_stuck_on_an_etcd_that_does_not_start_comes_back_on_the_fixed_binary(
     // The release it runs removed, the link moved to the broken one: the
     // step fails and nothing it answered on is left.
     std::fs::remove_dir_all(root.join("etcd-a")).unwrap();
-    switch(&root, &broken_etcd(&root, "etcd-3.5.2"));
+    switch(&root, &broken_etcd(&root, "etcd-3.5.31"));
     let u = failed_step(&api).unwrap_or_else(|| panic!("no failed step\n{}", i.log()));
     assert!(
         u["reason"]
@@ -362,7 +362,7 @@ fn a_member_stuck_on_an_etcd_that_does_not_start_comes_back_on_the_fixed_binary(
     // Again, eco running: the member is stuck on the broken binary, the
     // link is fixed, and etcd moves to it by itself.
     std::fs::remove_dir_all(root.join("etcd-c")).unwrap();
-    switch(&root, &root.join("etcd-3.5.2"));
+    switch(&root, &root.join("etcd-3.5.31"));
     failed_step(&api).unwrap_or_else(|| panic!("no failed step\n{}", i.log()));
     let fallbacks = events(&i.log(), "etcd.fallback");
     switch(&root, &bin_dir_of("3.5"));

@@ -142,7 +142,7 @@ pub fn advisories(version: Version) -> Vec<Advisory> {
             source: r.source.to_string(),
         })
         .collect();
-    out.sort_by(|a, b| b.severity.cmp(&a.severity));
+    out.sort_by_key(|a| std::cmp::Reverse(a.severity));
     out
 }
 
