@@ -11,12 +11,14 @@
 //! Credentials (`[auth] root_password_file`): [`EtcdAccess::connect`]
 //! authenticates as `root` (etcd answers "not enabled" while its
 //! authentication is off: then the client goes without); the file is read
-//! on every connection. [`EtcdAccess::connect_for_status`] never
-//! authenticates: Status and MemberList need no authentication, and
-//! etcd's Authenticate needs a leader and is refused by learners — the
-//! probes must answer without a quorum and on learners. With certificate
-//! authentication eco's identity is its TLS client certificate and
-//! nothing changes here.
+//! on every connection. [`EtcdAccess::connect_for_status`] authenticates
+//! too when it can, and goes without when it cannot: etcd before its RBAC
+//! fixes (3.5.28, 3.4.42) answers Status and MemberList without
+//! authentication, later releases refuse them without a user; etcd's
+//! Authenticate needs a leader and is refused by learners, and the probes
+//! must answer without a quorum and on learners wherever the release
+//! allows it. With certificate authentication eco's identity is its TLS
+//! client certificate and nothing changes here.
 
 use super::credentials::{self, Credentials};
 use super::members::Member;
@@ -146,10 +148,27 @@ impl EtcdAccess {
         }
     }
 
-    /// A client of the member at `endpoint` for Status and MemberList only,
-    /// which etcd answers without authentication (also without a leader,
-    /// and on learners). The connection is lazy: errors show on calls.
+    /// A client of the member at `endpoint` for Status and MemberList.
+    /// Releases before etcd's RBAC fixes (3.5.28, 3.4.42) answer them
+    /// without authentication — also without a leader, and on learners;
+    /// 3.5.28 and later refuse them without a user ("user name is
+    /// empty") once authentication is enabled. So with credentials the
+    /// client authenticates ([`Self::connect_authenticated`]), and when
+    /// that cannot be done (authenticating goes through raft: no leader,
+    /// a learner) it falls back to a client without, which older releases
+    /// still answer. A password-less identity (a client certificate's CN)
+    /// needs neither. The connection is lazy: errors show on calls.
     pub async fn connect_for_status(&self, endpoint: &str) -> Result<Client, ProbeError> {
+        if self.credentials.is_some() {
+            if let Ok((client, _)) = self.connect_authenticated(endpoint).await {
+                return Ok(client);
+            }
+        }
+        self.plain_connect(endpoint).await
+    }
+
+    /// A client without a user name.
+    async fn plain_connect(&self, endpoint: &str) -> Result<Client, ProbeError> {
         self.timed_connect(endpoint, self.options(endpoint)?).await
     }
 
@@ -171,7 +190,7 @@ impl EtcdAccess {
         endpoint: &str,
     ) -> Result<(Client, Authentication), ProbeError> {
         let Some(creds) = &self.credentials else {
-            let client = self.connect_for_status(endpoint).await?;
+            let client = self.plain_connect(endpoint).await?;
             return Ok((client, Authentication::NoCredentials));
         };
         let refused = |message: String| ProbeError::Auth {
@@ -190,7 +209,7 @@ impl EtcdAccess {
             match self.timed_connect(endpoint, options).await {
                 Ok(client) => return Ok((client, Authentication::As(creds.user().into()))),
                 Err(ProbeError::Etcd { source, .. }) if credentials::auth_not_enabled(&source) => {
-                    let client = self.connect_for_status(endpoint).await?;
+                    let client = self.plain_connect(endpoint).await?;
                     return Ok((client, Authentication::NotEnabled));
                 }
                 Err(ProbeError::Etcd { source, .. }) if credentials::auth_failed(&source) => {
