@@ -145,20 +145,27 @@ fn bad_pause_input_and_objects(c: &Cluster, config: &str) {
             .block_on(store.put(&name, &mut &content[..], Default::default()))
             .expect("put");
     };
-    let unreadable_seen = |id: &str| {
+    // Until `id` shows an unreadable object whose reason says `why` (an
+    // instance that has not read the newest object yet still shows the
+    // previous one).
+    let unreadable_seen = |id: &str, why: &str| {
         wait_until(Duration::from_secs(20), || {
             let s = status(c, id)?;
-            (s["phase"] == "paused" && s["paused_unreadable"].is_string()).then_some(s)
+            (s["phase"] == "paused"
+                && s["paused_unreadable"]
+                    .as_str()
+                    .is_some_and(|u| u.contains(why)))
+            .then_some(s)
         })
         .unwrap_or_else(|| {
             panic!(
-                "{id} not paused by an unreadable object:\n{}",
+                "{id} not paused by an unreadable object ({why}):\n{}",
                 c.log_tail(id, 30)
             )
         })
     };
     put(b"{\"by\": \"ann\", \"reas");
-    let s = unreadable_seen("eco-1");
+    let s = unreadable_seen("eco-1", "pause.json");
     assert!(
         s["paused_unreadable"]
             .as_str()
@@ -189,7 +196,7 @@ fn bad_pause_input_and_objects(c: &Cluster, config: &str) {
     let mut big = vec![b' '; 1 << 20];
     big[..2].copy_from_slice(b"{}");
     put(&big);
-    let s = unreadable_seen("eco-3");
+    let s = unreadable_seen("eco-3", "more than");
     assert!(
         s["paused_unreadable"]
             .as_str()
