@@ -11,7 +11,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use testkit::cluster::Cluster;
 use testkit::eco_bin;
-use testkit::process::run_eco;
 use testkit::wait_until;
 
 const IDS: [&str; 3] = ["eco-1", "eco-2", "eco-3"];
@@ -45,21 +44,16 @@ fn member_id_sets(c: &Cluster, span: Duration, sets: &mut Vec<Vec<u64>>) {
 }
 
 fn status_of(c: &Cluster, id: &str) -> Option<serde_json::Value> {
-    let n = &c.nodes[id];
-    let (code, out, _) = run_eco(
-        &eco_bin!(),
-        &[
-            "status",
-            "--json",
-            "--config",
-            n.config.to_str().unwrap(),
-            "--instance-id",
-            id,
-        ],
-    );
-    (code == 0)
-        .then(|| serde_json::from_str(&out).ok())
-        .flatten()
+    c.status_json(id)
+}
+
+/// The member ids, as eco-1 (or the first answering node) lists them.
+fn member_ids(c: &Cluster) -> Vec<u64> {
+    c.member_ids()
+        .expect("members")
+        .iter()
+        .map(|m| m.0)
+        .collect()
 }
 
 /// Nothing of any instance was moved aside, and every etcd runs.
@@ -81,12 +75,7 @@ fn write(path: &Path, text: &str) {
 fn a_group_file_that_lists_nobody_removes_nobody() {
     let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let cluster = three(&mut c, "127.0.22");
-    let before: Vec<u64> = c
-        .member_ids()
-        .expect("members")
-        .iter()
-        .map(|m| m.0)
-        .collect();
+    let before = member_ids(&c);
     let path = c.root().join("group.toml");
     let full = std::fs::read_to_string(&path).unwrap();
     let mut sets = vec![before.clone()];
@@ -149,12 +138,7 @@ fn a_group_file_that_lists_nobody_removes_nobody() {
 fn a_flapping_group_file_churns_nothing_and_a_real_departure_still_happens() {
     let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let cluster = three(&mut c, "127.0.23");
-    let before: Vec<u64> = c
-        .member_ids()
-        .expect("members")
-        .iter()
-        .map(|m| m.0)
-        .collect();
+    let before = member_ids(&c);
     let mut sets = vec![before.clone()];
 
     // eco-3 flips in and out of the group every 300 ms for 12 s.

@@ -91,9 +91,10 @@ fn ten_percent_loss_converges_and_spreads_state() {
     assert!(took.is_some(), "state change reaches everyone under loss");
 }
 
-#[test]
-fn crash_and_restart_with_a_new_boot() {
-    let (mut sim, board) = gossip_sim::build(5, 7, 0.0, PROBE);
+/// Five instances converged, then n2 crashed and seen down by the four
+/// others; n2's boot before the crash.
+fn five_with_n2_crashed(seed: u64) -> (turmoil::Sim<'static>, gossip_sim::Shared, u64) {
+    let (mut sim, board) = gossip_sim::build(5, seed, 0.0, PROBE);
     let all = names(&[0, 1, 2, 3, 4]);
     step_until(&mut sim, Duration::from_secs(30), || {
         converged(&board, &all, &[], up)
@@ -107,6 +108,13 @@ fn crash_and_restart_with_a_new_boot() {
         converged(&board, &live, &dead, up)
     })
     .expect("crash detected");
+    (sim, board, first_boot)
+}
+
+#[test]
+fn crash_and_restart_with_a_new_boot() {
+    let (mut sim, board, first_boot) = five_with_n2_crashed(7);
+    let all = names(&[0, 1, 2, 3, 4]);
     board
         .lock()
         .unwrap()
@@ -137,19 +145,8 @@ fn crash_and_restart_with_a_new_boot() {
 /// identity a minute later).
 #[test]
 fn a_restart_long_after_the_first_boot_is_admitted_at_once() {
-    let (mut sim, board) = gossip_sim::build(5, 11, 0.0, PROBE);
+    let (mut sim, board, _) = five_with_n2_crashed(11);
     let all = names(&[0, 1, 2, 3, 4]);
-    step_until(&mut sim, Duration::from_secs(30), || {
-        converged(&board, &all, &[], up)
-    })
-    .expect("converge");
-    sim.crash("n2");
-    let live = names(&[0, 1, 3, 4]);
-    let dead = names(&[2]);
-    step_until(&mut sim, Duration::from_secs(30), || {
-        converged(&board, &live, &dead, up)
-    })
-    .expect("crash detected");
     // Down long enough that the restart's boot is ~40 s after the first.
     while sim.elapsed() < Duration::from_secs(40) {
         sim.step().expect("step");

@@ -949,6 +949,20 @@ impl Cluster {
             })
     }
 
+    /// `eco status --json` of instance `id` (through its API, as a user
+    /// runs it); `None` when it does not answer or the answer is not JSON.
+    pub fn status_json(&self, id: &str) -> Option<serde_json::Value> {
+        let n = self.nodes.get(id)?;
+        let config = n.config.to_str()?;
+        let (code, out, _) = crate::process::run_eco(
+            &self.opts.eco,
+            &["status", "--json", "--config", config, "--instance-id", id],
+        );
+        (code == 0)
+            .then(|| serde_json::from_str(&out).ok())
+            .flatten()
+    }
+
     /// The member list as eco-1 (or, if it is not running, the first
     /// answering node) sees it, keyed by member id: `(id, name, learner)`.
     /// Names are empty until a member has started, so changes are counted
