@@ -99,6 +99,9 @@ struct Daemon {
     view: ClusterView,
     group: GroupView,
     newest: NewestRecord,
+    /// The etcd release the last pass saw the local member run (which
+    /// readiness check its metrics listener has).
+    etcd_release_seen: Option<String>,
     /// The maintenance switch (`eco pause`), as the store says.
     pause: crate::pause::PauseView,
     /// This `NOSPACE` episode's compaction is done (`recovery::space`).
@@ -405,6 +408,7 @@ async fn run_as(
             answered_at: Some(Instant::now()),
         },
         newest: NewestRecord::default(),
+        etcd_release_seen: None,
         pause: Default::default(),
         space_compacted: false,
         configured_etcd: Default::default(),
@@ -528,7 +532,7 @@ impl Daemon {
         loop {
             // Biased: a signal first, then protocol messages (a coordinator's
             // heartbeat or a promise must not wait behind a second pass),
-            // then the process, then passes.
+            // then the process, then the group, then passes.
             tokio::select! {
                 biased;
                 received = signals.next() => match received {
@@ -562,12 +566,17 @@ impl Daemon {
                         s.process = p;
                     });
                 }
+                // The group before a pass: a pass slower than the probe
+                // interval (calls that wait for their timeouts while the
+                // quorum is lost) leaves the pass tick always ready, and
+                // a group read behind it would never run — no departure
+                // confirmed, no quorum-loss round able to finish.
+                _ = group_tick.tick() => self.refresh_group().await,
                 _ = tick.tick() => {
                     if let Err(e) = self.pass().await {
                         tracing::warn!(error = %format!("{e:#}"), "this pass did not finish; planning again next tick");
                     }
                 }
-                _ = group_tick.tick() => self.refresh_group().await,
             }
         }
     }

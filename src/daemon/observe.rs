@@ -102,12 +102,35 @@ impl Daemon {
         {
             candidates.push(self.ctx.client_url_of(&i.host));
         }
-        let (local, cluster) = self
-            .view
-            .observe(local_endpoint.as_deref(), &candidates)
-            .await;
+        // etcd's /readyz beside the member calls, not after them: on
+        // 3.5.19 and later it waits for a linearizable read, which hangs
+        // for its whole timeout while the cluster has no leader, and a
+        // pass that waits for it in turn slows the quorum-loss detector.
+        // The release is the one the last pass saw (a member's release
+        // changes only with a restart, which the next pass sees).
+        let readyz_version = match local_endpoint {
+            Some(_) => self.etcd_release_seen.clone(),
+            None => None,
+        };
+        let readyz_url = readyz_version
+            .as_deref()
+            .and_then(|v| self.etcd_readyz_url(v));
+        let timeout = self.ctx.access.call_timeout();
+        let ((local, cluster), etcd_readyz) = tokio::join!(
+            self.view.observe(local_endpoint.as_deref(), &candidates),
+            async {
+                match &readyz_url {
+                    Some(url) => etcd_readyz(url, timeout).await,
+                    None => None,
+                }
+            }
+        );
         let etcd_readyz = match &local {
-            Some(m) => self.etcd_readyz(&m.version).await,
+            Some(m) => {
+                self.etcd_release_seen = Some(m.version.clone());
+                // A release other than the one asked about: unknown this pass.
+                etcd_readyz.filter(|_| readyz_version.as_deref() == Some(m.version.as_str()))
+            }
             None => None,
         };
         Ok(Observed {
@@ -127,12 +150,11 @@ impl Daemon {
         })
     }
 
-    /// etcd's own readiness, from `/readyz` on its metrics listener
-    /// (plain http, served whatever TLS the client port speaks) where the
-    /// member's release has it (`recovery::etcd_readiness`); `None` where
-    /// it has not, or when the listener does not answer (unknown: the
-    /// leader rule alone decides readiness then).
-    async fn etcd_readyz(&self, version: &str) -> Option<Result<(), String>> {
+    /// Where etcd's own readiness is asked, for a member of `version`:
+    /// `/readyz` on its metrics listener (plain http, served whatever TLS
+    /// the client port speaks) where the release has it
+    /// (`recovery::etcd_readiness`); `None` where it has not.
+    fn etcd_readyz_url(&self, version: &str) -> Option<String> {
         let version = crate::etcd::binaries::EtcdVersion::parse(version)?;
         if !recovery::etcd_readiness::has_readyz(version) {
             return None;
@@ -148,21 +170,7 @@ impl Daemon {
             &crate::provider::Host::Ip(host),
             self.ctx.config.etcd.metrics_port,
         );
-        match crate::etcd::metrics_text::fetch(
-            &format!("{url}/readyz"),
-            self.ctx.access.call_timeout(),
-        )
-        .await
-        {
-            Ok(_) => Some(Ok(())),
-            Err(e @ crate::etcd::metrics_text::ScrapeError::Status { .. }) => {
-                Some(Err(format!("etcd's own readiness check fails: {e}")))
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "etcd's /readyz did not answer");
-                None
-            }
-        }
+        Some(format!("{url}/readyz"))
     }
 
     /// Asks the provider for the group and for which members of `V_n` (as
@@ -206,6 +214,22 @@ impl Daemon {
             Err(e) => {
                 tracing::error!(error = %e, "cannot ask the provider which instances are gone")
             }
+        }
+    }
+}
+
+/// etcd's answer at `url` (its `/readyz`): `None` when the listener does
+/// not answer within `timeout` (unknown: the leader rule alone decides
+/// readiness then).
+async fn etcd_readyz(url: &str, timeout: std::time::Duration) -> Option<Result<(), String>> {
+    match crate::etcd::metrics_text::fetch(url, timeout).await {
+        Ok(_) => Some(Ok(())),
+        Err(e @ crate::etcd::metrics_text::ScrapeError::Status { .. }) => {
+            Some(Err(format!("etcd's own readiness check fails: {e}")))
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "etcd's /readyz did not answer");
+            None
         }
     }
 }
