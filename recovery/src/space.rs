@@ -17,10 +17,15 @@
 //!   `NOSPACE`, answering), and never a learner's turn before the voters';
 //! - **`NOSPACE`**: compact to the current revision (once per episode; a
 //!   second compaction to the same revision is etcd's "already compacted",
-//!   harmless), then defragment each member that still holds reclaimable
-//!   space, followers first and the leader last, then disarm the alarm.
-//!   Every step is read back from the facts (sizes, the alarm list), so an
-//!   eco restarted in the middle resumes where the facts say;
+//!   harmless), then defragment every member once, followers first and
+//!   the leader last, then disarm the alarm. Once each, not "each that
+//!   still holds reclaimable space": a follower applies the compaction
+//!   after the leader answers it (etcd 3.5.30 here: the followers' Status
+//!   still showed their whole file in use a pass later), so its sizes
+//!   cannot say it is done. The episode (compacted, who was
+//!   defragmented) is the daemon's memory; an eco restarted in the middle
+//!   compacts and defragments again from the start — harmless, and bounded
+//!   by the member count;
 //! - **otherwise**, a member whose reclaimable space passes both the ratio
 //!   and the floor of the [`SpacePolicy`] is defragmented, the one with the
 //!   most reclaimable space first, followers before the leader.
@@ -64,10 +69,6 @@ pub struct SpacePolicy {
     pub min_bytes: u64,
 }
 
-/// Under `NOSPACE`, a member is done once at most this much (or 10 % of its
-/// size, whichever is larger) is still reclaimable.
-pub const NOSPACE_DONE_BYTES: u64 = 1 << 20;
-
 /// The facts of one pass.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpaceFacts {
@@ -83,6 +84,9 @@ pub struct SpaceFacts {
     /// this revision since the alarm was first seen); `false` after a
     /// restart, which compacts again (harmless).
     pub compacted: bool,
+    /// Members defragmented since this episode's compaction (empty after
+    /// a restart).
+    pub defragmented: Vec<u64>,
     pub policy: SpacePolicy,
 }
 
@@ -111,10 +115,6 @@ pub enum SpaceStep {
         members: Vec<u64>,
         reason: String,
     },
-}
-
-fn done_under_nospace(m: &MemberSpace) -> bool {
-    m.reclaimable() <= NOSPACE_DONE_BYTES.max(m.db_size / 10)
 }
 
 /// The next member to defragment among `wanted`: followers (voters, then
@@ -167,7 +167,7 @@ pub fn next_step(f: &SpaceFacts) -> SpaceStep {
                 ),
             };
         }
-        if let Some(m) = next_of(f.members.iter().filter(|m| !done_under_nospace(m))) {
+        if let Some(m) = next_of(f.members.iter().filter(|m| !f.defragmented.contains(&m.id))) {
             return SpaceStep::Defragment {
                 member_id: m.id,
                 name: m.name.clone(),
@@ -243,6 +243,7 @@ mod tests {
             nospace: Vec::new(),
             revision: 500,
             compacted: false,
+            defragmented: Vec::new(),
             policy: SpacePolicy {
                 enabled: true,
                 min_ratio: 0.5,
@@ -367,6 +368,7 @@ mod tests {
                 |f| {
                     f.nospace = vec![1, 2, 3];
                     f.compacted = true;
+                    f.defragmented = vec![2, 3];
                     f.members = vec![
                         member(1, true, 100, 10),
                         member(2, false, 11, 10),
@@ -376,13 +378,27 @@ mod tests {
                 "defrag 1",
             ),
             (
-                "NOSPACE: every member down to its size in use: disarm",
+                "NOSPACE: a follower whose sizes do not show the compaction yet is defragmented all the same",
                 |f| {
                     f.nospace = vec![1, 2, 3];
                     f.compacted = true;
                     f.members = vec![
+                        member(1, true, 100, 10),
+                        member(2, false, 100, 100),
+                        member(3, false, 100, 100),
+                    ];
+                },
+                "defrag 2",
+            ),
+            (
+                "NOSPACE: every member defragmented once: disarm",
+                |f| {
+                    f.nospace = vec![1, 2, 3];
+                    f.compacted = true;
+                    f.defragmented = vec![1, 2, 3];
+                    f.members = vec![
                         member(1, true, 12, 11),
-                        member(2, false, 11, 10),
+                        member(2, false, 100, 100),
                         member(3, false, 12, 12),
                     ];
                 },
@@ -418,21 +434,25 @@ mod tests {
                 member(3, false, 100, 100),
             ];
             let mut defrags = Vec::new();
-            for step in 0..12 {
+            for step in 0..16 {
                 if step == restart_at {
+                    // A restart forgets the episode.
                     f.compacted = false;
+                    f.defragmented.clear();
+                    defrags.clear();
                 }
                 match next_step(&f) {
                     SpaceStep::Compact { .. } => {
                         f.compacted = true;
-                        for m in &mut f.members {
-                            m.db_size_in_use = 5 * MIB;
-                        }
+                        // Only the leader shows the compaction at once.
+                        f.members[0].db_size_in_use = 5 * MIB;
                     }
                     SpaceStep::Defragment { member_id, .. } => {
                         defrags.push(member_id);
+                        f.defragmented.push(member_id);
                         let m = f.members.iter_mut().find(|m| m.id == member_id).unwrap();
-                        m.db_size = m.db_size_in_use;
+                        m.db_size = 5 * MIB;
+                        m.db_size_in_use = 5 * MIB;
                     }
                     SpaceStep::Disarm { .. } => {
                         f.nospace.clear();
@@ -450,7 +470,7 @@ mod tests {
             assert_eq!(
                 defrags,
                 vec![2, 3, 1],
-                "restart at {restart_at}: one at a time, the leader last"
+                "restart at {restart_at}: every member once since the last restart, one at a time, the leader last"
             );
         }
     }

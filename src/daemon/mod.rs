@@ -106,6 +106,8 @@ struct Daemon {
     pause: crate::pause::PauseView,
     /// This `NOSPACE` episode's compaction is done (`recovery::space`).
     space_compacted: bool,
+    /// Members defragmented since this `NOSPACE` episode's compaction.
+    space_defragmented: Vec<u64>,
     /// The etcd binaries the config names now (rolling upgrades).
     configured_etcd: upgrade::ConfiguredEtcd,
     /// How long the local member has been unusable (self-replacement).
@@ -411,6 +413,7 @@ async fn run_as(
         etcd_release_seen: None,
         pause: Default::default(),
         space_compacted: false,
+        space_defragmented: Vec::new(),
         configured_etcd: Default::default(),
         unusable: Default::default(),
         gossip,

@@ -40,6 +40,7 @@ impl Daemon {
         };
         if nospace.is_empty() {
             self.space_compacted = false;
+            self.space_defragmented.clear();
         }
         self.ctx.metrics.decisions.nospace_seen(!nospace.is_empty());
         let spaces: Vec<MemberSpace> = members
@@ -64,6 +65,7 @@ impl Daemon {
             nospace,
             revision: local.revision,
             compacted: self.space_compacted,
+            defragmented: self.space_defragmented.clone(),
             policy: SpacePolicy {
                 enabled: d.enabled,
                 min_ratio: d.min_ratio,
@@ -78,6 +80,7 @@ impl Daemon {
                 {
                     Ok(()) => {
                         self.space_compacted = true;
+                        self.space_defragmented.clear();
                         crate::event!(warn, Event::SpaceCompacted, revision, %reason, "compacted to the current revision");
                     }
                     Err(e) => {
@@ -102,6 +105,9 @@ impl Daemon {
                 };
                 let duration_ms = started.elapsed().as_millis() as u64;
                 self.ctx.metrics.decisions.defragmented(done.is_ok());
+                if done.is_ok() {
+                    self.space_defragmented.push(member_id);
+                }
                 match done {
                     Ok(()) => crate::event!(
                         warn,
@@ -132,6 +138,7 @@ impl Daemon {
                 match failed {
                     None => {
                         self.space_compacted = false;
+                        self.space_defragmented.clear();
                         crate::event!(warn, Event::SpaceDisarmed, members = ?members.iter().map(|m| format!("{m:x}")).collect::<Vec<_>>(), %reason, "NOSPACE disarmed: writes resume");
                     }
                     Some(e) => {
