@@ -91,6 +91,28 @@ pub const ECO_FLAGS: &[&str] = &[
     "force-new-cluster",
 ];
 
+/// Flags eco does not pass but reserves all the same: where the WAL
+/// lives, other ways to find or configure a cluster, and certificates
+/// etcd would make for itself.
+pub const RESERVED_FLAGS: &[&str] = &[
+    "wal-dir",
+    "discovery",
+    "discovery-srv",
+    "discovery-srv-name",
+    "discovery-proxy",
+    "discovery-fallback",
+    "config-file",
+    "auto-tls",
+    "peer-auto-tls",
+];
+
+/// Whether `flag` (a name without its dashes) is eco's own: it passes it
+/// ([`ECO_FLAGS`]) or reserves it ([`RESERVED_FLAGS`]), so
+/// `etcd.extra_flags` may not set it.
+pub fn owned_by_eco(flag: &str) -> bool {
+    ECO_FLAGS.contains(&flag) || RESERVED_FLAGS.contains(&flag)
+}
+
 /// The flags whose life is not "every release since 3.0".
 pub const TABLE: &[FlagLife] = &[
     // Removed in 3.5 (present in 3.4.45).
@@ -236,6 +258,19 @@ mod tests {
 
     fn r(text: &str) -> Version {
         Version::parse(text).expect("a version")
+    }
+
+    #[test]
+    fn eco_owns_what_it_passes_and_what_it_reserves_and_nothing_else() {
+        for f in ECO_FLAGS.iter().chain(RESERVED_FLAGS) {
+            assert!(owned_by_eco(f), "{f}");
+        }
+        for f in RESERVED_FLAGS {
+            assert!(!ECO_FLAGS.contains(f), "{f} is passed, not only reserved");
+        }
+        for f in ["snapshot-count", "max-request-bytes", "log-level", "wal"] {
+            assert!(!owned_by_eco(f), "{f} is the operator's");
+        }
     }
 
     fn kind(a: &Acceptance) -> &'static str {

@@ -27,7 +27,7 @@ pub use tls::{
     EcoClientTls, EtcdTlsConfig, GeneratedTls, SurfaceTls, apply_default, generated_dir,
     plaintext_warning,
 };
-pub use validate::{FLAGS_OWNED_BY_ECO, Problem, validate};
+pub use validate::{Problem, validate};
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;

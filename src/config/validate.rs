@@ -24,46 +24,6 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Flags eco derives itself; `etcd.extra_flags` may not set them.
-pub const FLAGS_OWNED_BY_ECO: &[&str] = &[
-    "name",
-    "data-dir",
-    "wal-dir",
-    "listen-client-urls",
-    "advertise-client-urls",
-    "listen-peer-urls",
-    "initial-advertise-peer-urls",
-    "initial-cluster",
-    "initial-cluster-state",
-    "initial-cluster-token",
-    "quota-backend-bytes",
-    "auto-compaction-mode",
-    "auto-compaction-retention",
-    "listen-metrics-urls",
-    "heartbeat-interval",
-    "election-timeout",
-    "force-new-cluster",
-    "logger",
-    "log-outputs",
-    "discovery",
-    "discovery-srv",
-    "discovery-srv-name",
-    "discovery-proxy",
-    "discovery-fallback",
-    "config-file",
-    "cert-file",
-    "key-file",
-    "trusted-ca-file",
-    "client-cert-auth",
-    "auto-tls",
-    "peer-cert-file",
-    "peer-key-file",
-    "peer-trusted-ca-file",
-    "peer-client-cert-auth",
-    "peer-auto-tls",
-    "auth-token",
-];
-
 /// `[etcd.tls]` against the schemes: a surface is `https` exactly when it
 /// has TLS; eco has a client certificate exactly when it needs one (or may
 /// present one); no empty path; generated mode alone, with sane times and
@@ -472,7 +432,7 @@ pub fn validate(c: &Config) -> Vec<Problem> {
             continue;
         };
         let name = body.split('=').next().unwrap_or(body);
-        if FLAGS_OWNED_BY_ECO.contains(&name) {
+        if recovery::etcd_flags::owned_by_eco(name) {
             ck.fail(
                 &key,
                 format!("--{name} is set by eco itself and may not be overridden; set the matching eco key instead (see docs/configuration.md)"),

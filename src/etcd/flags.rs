@@ -259,7 +259,7 @@ pub fn cluster_token(cluster: &str, incarnation: u64, random_suffix: u32) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::FLAGS_OWNED_BY_ECO;
+    use recovery::etcd_flags::owned_by_eco;
 
     fn spec() -> LaunchSpec {
         LaunchSpec {
@@ -304,10 +304,7 @@ mod tests {
         // Every flag eco derives is one that extra_flags may not override.
         for a in &args[..args.len() - 1] {
             let name = a.trim_start_matches("--").split('=').next().unwrap();
-            assert!(
-                FLAGS_OWNED_BY_ECO.contains(&name),
-                "{name} should be owned by eco"
-            );
+            assert!(owned_by_eco(name), "{name} should be owned by eco");
         }
     }
 
@@ -371,7 +368,7 @@ mod tests {
         }
         for a in &args {
             let name = a.trim_start_matches("--").split('=').next().unwrap();
-            assert!(FLAGS_OWNED_BY_ECO.contains(&name), "{name}");
+            assert!(owned_by_eco(name), "{name}");
         }
         let plain = etcd_args(&EtcdConfig::default(), &spec());
         assert!(!plain.iter().any(|a| a.contains("cert")), "{plain:?}");
@@ -463,7 +460,7 @@ mod tests {
         // Every flag the replay sets is one eco owns.
         for a in &args {
             let name = a.trim_start_matches("--").split('=').next().unwrap();
-            assert!(FLAGS_OWNED_BY_ECO.contains(&name), "{name}");
+            assert!(owned_by_eco(name), "{name}");
         }
     }
 
@@ -520,7 +517,7 @@ mod tests {
             flags,
             ["--auth-token=jwt,pub-key=/k/jwt.pub,priv-key=/k/jwt.key,sign-method=ES256,ttl=600s"]
         );
-        assert!(FLAGS_OWNED_BY_ECO.contains(&"auth-token"));
+        assert!(owned_by_eco("auth-token"));
         let subsecond = TokenConfig {
             ttl: Some(ConfigDuration::from_millis(1500)),
             ..jwt
