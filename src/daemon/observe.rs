@@ -115,7 +115,15 @@ impl Daemon {
         let readyz_url = readyz_version
             .as_deref()
             .and_then(|v| self.etcd_readyz_url(v));
-        let timeout = self.ctx.access.call_timeout();
+        // Bounded by the probe interval too: a healthy member answers in
+        // milliseconds, and one that waits (no leader) would hold the pass
+        // for a whole call timeout — the detector's samples, taken once a
+        // pass, would come that far apart. Unanswered is "unknown".
+        let timeout = self
+            .ctx
+            .access
+            .call_timeout()
+            .min(self.ctx.config.etcd.probe_interval.get());
         let ((local, cluster), etcd_readyz) = tokio::join!(
             self.view.observe(local_endpoint.as_deref(), &candidates),
             async {

@@ -14,7 +14,10 @@
 //! - [`cluster`]: one process cluster of `eco run` instances with the
 //!   static provider (a shared group file written atomically, a shared
 //!   directory store, one gossip key), on loopback or in network
-//!   namespaces with nftables partitions, killed by pid when dropped;
+//!   namespaces with nftables partitions, killed by pid when dropped
+//!   (every instance's log printed when a test fails, or always with
+//!   `ECO_TEST_PRINT_LOGS` set: `RUST_LOG=eco=debug ECO_TEST_PRINT_LOGS=1`
+//!   shows a passing run's timeline);
 //! - [`instance`]: one eco instance alone in a temporary directory (a
 //!   group of one);
 //! - [`ledger`]: a write load that records every acknowledged write, and

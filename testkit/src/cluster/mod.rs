@@ -1050,7 +1050,9 @@ impl Drop for Cluster {
         if self.opts.network == Network::Namespaces {
             netns::remove_namespaces(self.opts.net);
         }
-        if std::thread::panicking() {
+        // A failing test prints every instance's log; so does any test
+        // with `ECO_TEST_PRINT_LOGS` set (to read a passing run's timeline).
+        if std::thread::panicking() || std::env::var_os("ECO_TEST_PRINT_LOGS").is_some() {
             for n in self.nodes.values() {
                 eprintln!("--- {} ---\n{}", n.id, eco_lines(&n.log()).join("\n"));
             }
