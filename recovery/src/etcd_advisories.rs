@@ -10,7 +10,7 @@
 //! know about releases newer than the table, or refuse to run anything
 //! (an operator may have reasons; eco says what it knows).
 
-use crate::upgrade::Version;
+use crate::etcd_version::Version;
 use serde::{Deserialize, Serialize};
 
 /// How serious an advisory is.

@@ -12,7 +12,7 @@
 //! Pure. What it does not know: releases after 3.7, and flags not in the
 //! table (accepted: the table lists what changed, not every flag).
 
-use crate::upgrade::Version;
+use crate::etcd_version::Version;
 
 const fn v(major: u32, minor: u32, patch: u32) -> Version {
     Version::new(major, minor, patch)

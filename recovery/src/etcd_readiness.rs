@@ -11,7 +11,7 @@
 //!
 //! Pure. What it does not do: probe anything.
 
-use crate::upgrade::Version;
+use crate::etcd_version::Version;
 
 /// The release answers `/livez` and `/readyz`.
 pub fn has_readyz(release: Version) -> bool {

@@ -65,7 +65,8 @@
 //!   member runs (known data-loss bugs, end of life, the release a move to
 //!   3.6 starts from); [`etcd_flags`]: which release accepts which flag
 //!   (eco's own, and the ones etcd removed or renamed up to 3.7);
-//!   [`etcd_readiness`]: which release answers etcd's own `/readyz`.
+//!   [`etcd_readiness`]: which release answers etcd's own `/readyz`; all
+//!   keyed by [`etcd_version`]'s `Version`.
 //!
 //! What this crate does not do: talk to etcd, the store, the provider or
 //! the network; read files; sleep. It also does not decide anything the
@@ -79,6 +80,7 @@ pub mod departures;
 pub mod etcd_advisories;
 pub mod etcd_flags;
 pub mod etcd_readiness;
+pub mod etcd_version;
 pub mod fenced;
 pub mod formation;
 pub mod handover;
