@@ -33,19 +33,14 @@ pub enum Handover {
     Nobody { reason: String },
 }
 
-/// Whom a leading member hands leadership to before it stops: a healthy
-/// voter that has started (a learner cannot lead), the lowest member id
-/// first (the planner's rule for a leaving leader, so two instances never
-/// disagree on the heir).
+/// Whom a leading member hands leadership to before it stops: its heir
+/// ([`crate::planner::heir`], the rule the planner hands a leaving
+/// leader's leadership by, so two instances never disagree on it).
 pub fn before_stop(local_member_id: u64, is_leader: bool, members: &[MemberFacts]) -> Handover {
     if !is_leader {
         return Handover::NotLeading;
     }
-    let heir = members
-        .iter()
-        .filter(|m| m.id != local_member_id && !m.is_learner && m.healthy && !m.never_started())
-        .min_by_key(|m| m.id);
-    match heir {
+    match crate::planner::heir(local_member_id, members) {
         Some(m) => Handover::To {
             member_id: m.id,
             name: m.name.clone(),

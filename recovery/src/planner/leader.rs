@@ -47,11 +47,7 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
             // healthy voter first; that one's instance removes this member
             // with a stable leader (a leader removing itself steps down
             // only once the removal commits, and the cluster elects blind).
-            if let Some(to) = members
-                .iter()
-                .filter(|v| !v.is_learner && v.healthy && v.id != m.id && !v.never_started())
-                .min_by_key(|v| v.id)
-            {
+            if let Some(to) = heir(m.id, members) {
                 return Some(Step::new(
                     Action::TransferLeadership {
                         member_id: to.id,
@@ -195,4 +191,15 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
         }
     }
     None
+}
+
+/// Who takes over from the leading member `local_member_id`: a healthy
+/// voter that has started (a learner cannot lead), the lowest member id
+/// first. One rule for every handover — a leaving leader here, a planned
+/// stop (`crate::handover`) — so two instances never disagree on the heir.
+pub fn heir(local_member_id: u64, members: &[MemberFacts]) -> Option<&MemberFacts> {
+    members
+        .iter()
+        .filter(|m| m.id != local_member_id && !m.is_learner && m.healthy && !m.never_started())
+        .min_by_key(|m| m.id)
 }

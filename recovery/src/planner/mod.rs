@@ -35,6 +35,7 @@ mod observation;
 mod quorum;
 
 pub use action::{Action, Plan, Step, WaitReason};
+pub use leader::heir;
 pub use observation::{DataState, LocalFacts, MemberFacts, Observation, PlannerConfig};
 pub use quorum::{quorum, removal_keeps_quorum};
 
