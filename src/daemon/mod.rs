@@ -104,10 +104,10 @@ struct Daemon {
     etcd_release_seen: Option<String>,
     /// The maintenance switch (`eco pause`), as the store says.
     pause: crate::pause::PauseView,
-    /// This `NOSPACE` episode's compaction is done (`recovery::space`).
-    space_compacted: bool,
-    /// Members defragmented since this `NOSPACE` episode's compaction.
-    space_defragmented: Vec<u64>,
+    /// This `NOSPACE` episode once its compaction is done: the members
+    /// defragmented since (`recovery::space`); `None` before, and after a
+    /// disarm or a restart.
+    nospace_episode: Option<Vec<u64>>,
     /// The etcd binaries the config names now (rolling upgrades).
     configured_etcd: upgrade::ConfiguredEtcd,
     /// How long the local member has been unusable (self-replacement).
@@ -412,8 +412,7 @@ async fn run_as(
         newest: NewestRecord::default(),
         etcd_release_seen: None,
         pause: Default::default(),
-        space_compacted: false,
-        space_defragmented: Vec::new(),
+        nospace_episode: None,
         configured_etcd: Default::default(),
         unusable: Default::default(),
         gossip,

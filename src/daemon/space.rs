@@ -39,8 +39,7 @@ impl Daemon {
             }
         };
         if nospace.is_empty() {
-            self.space_compacted = false;
-            self.space_defragmented.clear();
+            self.nospace_episode = None;
         }
         self.ctx.metrics.decisions.nospace_seen(!nospace.is_empty());
         let spaces: Vec<MemberSpace> = members
@@ -64,8 +63,8 @@ impl Daemon {
             members: spaces,
             nospace,
             revision: local.revision,
-            compacted: self.space_compacted,
-            defragmented: self.space_defragmented.clone(),
+            compacted: self.nospace_episode.is_some(),
+            defragmented: self.nospace_episode.clone().unwrap_or_default(),
             policy: SpacePolicy {
                 enabled: d.enabled,
                 min_ratio: d.min_ratio,
@@ -79,8 +78,7 @@ impl Daemon {
                 match maintenance::compact(&mut client, revision, timeout * COMPACT_TIMEOUTS).await
                 {
                     Ok(()) => {
-                        self.space_compacted = true;
-                        self.space_defragmented.clear();
+                        self.nospace_episode = Some(Vec::new());
                         crate::event!(warn, Event::SpaceCompacted, revision, %reason, "compacted to the current revision");
                     }
                     Err(e) => {
@@ -106,7 +104,9 @@ impl Daemon {
                 let duration_ms = started.elapsed().as_millis() as u64;
                 self.ctx.metrics.decisions.defragmented(done.is_ok());
                 if done.is_ok() {
-                    self.space_defragmented.push(member_id);
+                    if let Some(defragmented) = &mut self.nospace_episode {
+                        defragmented.push(member_id);
+                    }
                 }
                 match done {
                     Ok(()) => crate::event!(
@@ -137,8 +137,7 @@ impl Daemon {
                 }
                 match failed {
                     None => {
-                        self.space_compacted = false;
-                        self.space_defragmented.clear();
+                        self.nospace_episode = None;
                         crate::event!(warn, Event::SpaceDisarmed, members = ?members.iter().map(|m| format!("{m:x}")).collect::<Vec<_>>(), %reason, "NOSPACE disarmed: writes resume");
                     }
                     Some(e) => {
