@@ -388,7 +388,7 @@ fn eco_keeps_working_with_auth_enabled_a_wiped_member_rejoins_and_snapshots_are_
     })
     .expect("authentication enabled");
     let ledger = Ledger::start(c.endpoints(&all), 20_000);
-    std::thread::sleep(Duration::from_secs(1));
+    ledger.wait_acked(100, Duration::from_secs(30));
 
     // A wiped member: removed, re-added as a learner and promoted — calls
     // that need root once authentication is on.
@@ -475,7 +475,7 @@ fn two_of_three_lost_with_auth_enabled_reseed_with_every_acknowledged_write() {
     )
     .expect("authentication enabled");
     let ledger = Ledger::start(c.endpoints(&all), 20_000);
-    std::thread::sleep(Duration::from_secs(3));
+    ledger.wait_acked(100, Duration::from_secs(30));
 
     // The replacements get the same [auth] (lose_two_of_three declares
     // them with the cluster's config: set it before they start).

@@ -162,7 +162,7 @@ fn forms_from_the_group_and_an_unusable_instance_is_replaced_with_nothing_lost()
         );
     }
     let ledger = Ledger::start(c.endpoints(&ids), 20_000);
-    std::thread::sleep(Duration::from_secs(2));
+    ledger.wait_acked(100, Duration::from_secs(30));
 
     let victim = ids[1].clone();
     let frozen_at = Instant::now();
@@ -313,7 +313,7 @@ fn two_of_three_terminated_and_replaced_recover_from_s3_with_every_acknowledged_
     })
     .expect("cluster id");
     let ledger = Ledger::start(c.endpoints(&ids), 20_000);
-    std::thread::sleep(Duration::from_secs(3));
+    ledger.wait_acked(100, Duration::from_secs(30));
     let gone = vec![ids[1].clone(), ids[2].clone()];
     for id in &gone {
         c.kill_with_etcd(id).unwrap();

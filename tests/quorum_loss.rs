@@ -53,7 +53,7 @@ fn two_of_three_replaced_empty_over_generated_tls_reseeds_with_every_acknowledge
 fn two_of_three_replaced(mut c: Cluster, base: &str, label: &str) {
     let old_cluster = three(&mut c, base);
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
-    std::thread::sleep(Duration::from_secs(3));
+    ledger.wait_acked(100, Duration::from_secs(30));
 
     // Two of three die with their disks; the group replaces them.
     let lost_at = c.lose_two_of_three(base).unwrap();
@@ -121,7 +121,7 @@ fn everything_killed_and_restarted_with_disks_rejoins_without_a_reseed() {
     let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let cluster = three(&mut c, "127.0.12");
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
-    std::thread::sleep(Duration::from_secs(3));
+    ledger.wait_acked(100, Duration::from_secs(30));
     for id in ["eco-1", "eco-2", "eco-3"] {
         c.kill_with_etcd(id).unwrap();
     }
@@ -151,7 +151,7 @@ fn all_stopped_wiped_and_replaced_restores_the_final_snapshot_with_nothing_lost(
     let mut c = Cluster::integration(eco_bin!()).expect("cluster");
     let old_cluster = three(&mut c, "127.0.13");
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
-    std::thread::sleep(Duration::from_secs(3));
+    ledger.wait_acked(100, Duration::from_secs(30));
     let (acked, _) = ledger.finish();
     // SIGTERM: the instance beside the leader takes a final snapshot.
     for id in ["eco-1", "eco-2", "eco-3"] {
@@ -214,11 +214,11 @@ fn all_killed_and_wiped_restores_the_newest_snapshot_losing_only_later_writes() 
     three(&mut c, "127.0.14");
     let endpoints = c.endpoints(&["eco-1", "eco-2", "eco-3"]);
     let before = Ledger::with_prefix(endpoints.clone(), 20_000, "before");
-    std::thread::sleep(Duration::from_secs(2));
+    before.wait_acked(100, Duration::from_secs(30));
     let (acked_before, _) = before.finish();
     c.snapshot_now("eco-1").unwrap();
     let after = Ledger::with_prefix(endpoints, 20_000, "after");
-    std::thread::sleep(Duration::from_secs(2));
+    after.wait_acked(100, Duration::from_secs(30));
     for id in ["eco-1", "eco-2", "eco-3"] {
         c.kill_with_etcd(id).unwrap();
     }
@@ -295,7 +295,7 @@ fn three_of_five_replaced_empty_comes_back_with_every_acknowledged_write() {
     c.wait_voters(&five, Duration::from_secs(120))
         .expect("five voters");
     let ledger = Ledger::start(c.endpoints(&five), 20_000);
-    std::thread::sleep(Duration::from_secs(3));
+    ledger.wait_acked(100, Duration::from_secs(30));
     for id in ["eco-3", "eco-4", "eco-5"] {
         c.kill_with_etcd(id).unwrap();
     }
@@ -344,7 +344,7 @@ fn a_second_loss_right_after_a_recovery_recovers_with_every_acknowledged_write()
     let first = three(&mut c, "127.0.19");
     let all = ["eco-1", "eco-2", "eco-3"];
     let ledger = Ledger::start(c.endpoints(&all), 20_000);
-    std::thread::sleep(Duration::from_secs(2));
+    ledger.wait_acked(100, Duration::from_secs(30));
 
     let lose_two = |c: &mut Cluster| -> (Vec<String>, Instant) {
         let leader = wait_until(Duration::from_secs(30), || c.leader()).expect("a leader");

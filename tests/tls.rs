@@ -62,7 +62,7 @@ fn a_tls_cluster_forms_and_rebuilds_a_wiped_member_under_load() {
     let endpoints = c.endpoints(&["eco-1", "eco-2", "eco-3"]);
     assert!(endpoints.iter().all(|e| e.starts_with("https://")));
     let ledger = Ledger::start(endpoints, 20_000);
-    std::thread::sleep(Duration::from_secs(2));
+    ledger.wait_acked(100, Duration::from_secs(30));
 
     // A member wiped: rebuilt as a learner, promoted, over TLS.
     c.stop("eco-3", libc::SIGTERM).unwrap();

@@ -183,7 +183,7 @@ fn a_cluster_makes_its_ca_issues_its_certificates_and_serves_an_operator() {
 
     // A wiped member comes back with new certificates, nothing lost.
     let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
-    std::thread::sleep(Duration::from_secs(2));
+    ledger.wait_acked(100, Duration::from_secs(30));
     let old_key = std::fs::read(tls_dir(&c, "eco-3").join("member.key")).unwrap();
     c.stop("eco-3", libc::SIGTERM).unwrap();
     c.wipe("eco-3").unwrap();

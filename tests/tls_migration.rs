@@ -60,7 +60,7 @@ fn tls_is_turned_on_for_a_running_cluster_member_by_member_and_nothing_is_lost()
     let plain = c.endpoints(&IDS);
     assert!(plain.iter().all(|e| e.starts_with("http://")), "{plain:?}");
     let over_http = Ledger::with_prefix(plain, 100_000, "http");
-    std::thread::sleep(Duration::from_secs(2));
+    over_http.wait_acked(100, Duration::from_secs(30));
 
     // The operator's rolling config change: one instance at a time, each
     // back and healthy before the next.
@@ -113,7 +113,7 @@ fn tls_is_turned_on_for_a_running_cluster_member_by_member_and_nothing_is_lost()
     );
     let (acked_http, failed_http) = over_http.finish();
     let over_https = Ledger::with_prefix(c.endpoints(&IDS), 100_000, "https");
-    std::thread::sleep(Duration::from_secs(3));
+    over_https.wait_acked(100, Duration::from_secs(30));
     let (acked_https, failed_https) = over_https.finish();
     eprintln!(
         "TLS migration: {} writes acknowledged over http ({failed_http} failed), {} over https ({failed_https} failed)",

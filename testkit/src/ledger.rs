@@ -9,7 +9,7 @@
 use crate::etcd::{block_on, dump};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Acknowledged `(key, value)` writes and the number of failed writes.
@@ -27,6 +27,8 @@ pub struct TimedLedgerResult {
 /// write; bounded by `max_writes` and stopped by [`Ledger::finish`].
 pub struct Ledger {
     pub stop: Arc<AtomicBool>,
+    /// How many writes were acknowledged so far ([`Ledger::wait_acked`]).
+    acked_so_far: Arc<AtomicUsize>,
     pub handle: Option<std::thread::JoinHandle<TimedLedgerResult>>,
 }
 
@@ -41,6 +43,8 @@ impl Ledger {
         let prefix = prefix.to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let acked_so_far = Arc::new(AtomicUsize::new(0));
+        let counter = acked_so_far.clone();
         let handle = std::thread::spawn(move || {
             block_on(async move {
                 let mut acked = Vec::new();
@@ -80,6 +84,7 @@ impl Ledger {
                     if ok {
                         acked.push((key, value));
                         acked_at.push(Instant::now());
+                        counter.fetch_add(1, Ordering::Relaxed);
                     } else {
                         failed += 1;
                         conn = None;
@@ -100,7 +105,22 @@ impl Ledger {
         });
         Self {
             stop,
+            acked_so_far,
             handle: Some(handle),
+        }
+    }
+
+    /// Waits until the load has `n` acknowledged writes, at most `within`
+    /// (a test's fault comes after a load that means something, however
+    /// slow the machine); returns how many it has.
+    pub fn wait_acked(&self, n: usize, within: Duration) -> usize {
+        let deadline = Instant::now() + within;
+        loop {
+            let acked = self.acked_so_far.load(Ordering::Relaxed);
+            if acked >= n || Instant::now() >= deadline {
+                return acked;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
