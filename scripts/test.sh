@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Every test and lint, in one build profile (dev), built once:
-#   1. format check and the Helm chart (cheap, first; the chart:
+#   1. format check, the floors (scripts/check-floors.py: the crates
+#      point one way, no file imports from a file that imports it back,
+#      and src/'s modules import only from their own floor or below) and
+#      the Helm chart (cheap, first; the chart:
 #      scripts/check-chart.sh, helm lint and template over chart/ci/,
 #      kubernetes-validate --strict on 1.29/1.31/1.33, the bad value sets
 #      refused; seconds, no cluster; eco.toml of each set in target/chart/)
@@ -36,21 +39,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
 started=$(date +%s)
+# Each step says how long it took ("<== <step>: <seconds>s"), for the
+# budget (docs/testing.md).
+step_name=""
+step_started=$started
+step_done() {
+  [ -n "$step_name" ] && printf '<== %s: %ss\n' "$step_name" "$(( $(date +%s) - step_started ))"
+  return 0
+}
+step() {
+  step_done
+  step_name="$*"
+  step_started=$(date +%s)
+  printf '\n==> %s\n' "$*"
+}
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "floors (crates one way, no file circle, src/ modules import only downward)"
+python3 scripts/check-floors.py
+
 step "Helm chart (helm lint/template, kubernetes-validate; no cluster)"
-chart_started=$(date +%s)
 bash scripts/check-chart.sh
-printf 'chart step: %ss\n' "$(( $(date +%s) - chart_started ))"
 
 step "Terraform module (fmt, python-hcl2, policy, checkov; no provider)"
-terraform_started=$(date +%s)
 bash scripts/check-terraform.sh
-printf 'terraform step: %ss\n' "$(( $(date +%s) - terraform_started ))"
 
 step "build (dev profile, all targets)"
 cargo build --workspace --all-targets --locked
@@ -59,15 +74,20 @@ step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "OCI image of the dev build (reproducible, checked)"
-image_started=$(date +%s)
 ECO_TEST_IMAGE_TAG=$(./target/debug/eco version | sed -n '1s/^eco //p')
 bash scripts/build-image.sh --eco target/debug/eco --out target/image-test --tag "$ECO_TEST_IMAGE_TAG" --check-reproducible
 bash scripts/check-image.sh --image target/image-test/eco-oci --tag "$ECO_TEST_IMAGE_TAG" --etcd "$(bash scripts/install-etcd.sh --print-default)"
 export ECO_TEST_IMAGE="$PWD/target/image-test/eco-oci" ECO_TEST_IMAGE_TAG
-printf 'image step: %ss\n' "$(( $(date +%s) - image_started ))"
+
+# The tests run under cargo nextest (.config/nextest.toml): a process per
+# test, the real-process tests several at once (their addresses claimed
+# across processes, testkit::address_claim), the longest first; a JUnit
+# file of every test's time, whose ten slowest are printed.
+slowest() { python3 scripts/slowest-tests.py target/nextest/ci/junit.xml 10 | tee "target/nextest/slowest-$1.txt"; }
 
 step "tests (etcd 3.5)"
-ECO_TEST_ETCD_VERSION=3.5 cargo test --workspace --all-targets --no-fail-fast
+ECO_TEST_ETCD_VERSION=3.5 cargo nextest run --workspace --all-targets --profile ci --no-fail-fast
+slowest etcd-3.5
 
 step "integration tests (etcd 3.4)"
 # The tests where etcd's version matters (its flags and errors, learners,
@@ -84,9 +104,10 @@ step "integration tests (etcd 3.4)"
 # its own way, so the write gaps are measured on it too.
 # (`--workspace`, as the pass above: `-p eco` resolves features anew and
 # rebuilt eco and its dependencies, about 5 minutes on 2 cores.)
-ECO_TEST_ETCD_VERSION=3.4 cargo test --workspace --test single_instance --test bad_input --test membership --test snapshots --test resize --test wal --test quorum_loss --test auth --test tls_generated --test tls_migration --test rolling_restart -- --skip over_generated_tls --skip five_instances_restarted \
-  --skip everything_killed_and_restarted --skip no_data_and_no_snapshot --skip three_of_five --skip all_stopped_wiped \
-  --skip a_second_loss_right_after_a_recovery
+ECO_TEST_ETCD_VERSION=3.4 cargo nextest run --workspace --profile ci --no-fail-fast \
+  -E 'binary(/^(single_instance|bad_input|membership|snapshots|resize|wal|quorum_loss|auth|tls_generated|tls_migration|rolling_restart)$/) &
+      not test(/over_generated_tls|five_instances_restarted|everything_killed_and_restarted|no_data_and_no_snapshot|three_of_five|all_stopped_wiped|a_second_loss_right_after_a_recovery/)'
+slowest etcd-3.4
 
 step "chaos subset (real processes, the dev build of eco)"
 ./target/debug/simulations chaos --eco-bin target/debug/eco --out target/chaos-ci \
@@ -103,4 +124,5 @@ step "chaos subset with TLS on etcd's surfaces and etcd's authentication (JWT)"
 step "monkey soak, 3 minutes (real processes, the dev build of eco)"
 ./target/debug/simulations chaos --monkey --duration 3m --seed 1 --eco-bin target/debug/eco --out target/chaos-ci
 
+step_done
 printf '\n==> all tests passed in %ss\n' "$(( $(date +%s) - started ))"

@@ -108,10 +108,21 @@ fn paused_instances_take_no_membership_action_until_resumed() {
     );
     let (ok, said) = eco(&["resume", "--config", &config]);
     assert!(ok && said.contains("was not paused"), "{said}");
+    // Each instance logs the resume when it next reads the pause object:
+    // waited for (on a loaded machine the departed eco-3 reads it after
+    // its member was already removed).
     for id in ids {
-        let log = c.nodes[id].log();
-        assert!(log.contains("event=\"maintenance.paused\""), "{id}");
-        assert!(log.contains("event=\"maintenance.resumed\""), "{id}");
+        let logged = wait_until(Duration::from_secs(20), || {
+            let log = c.nodes[id].log();
+            (log.contains("event=\"maintenance.paused\"")
+                && log.contains("event=\"maintenance.resumed\""))
+            .then_some(())
+        });
+        assert!(
+            logged.is_some(),
+            "{id} logged the pause and the resume:\n{}",
+            c.log_tail(id, 20)
+        );
     }
     bad_pause_input_and_objects(&c, &config);
 }

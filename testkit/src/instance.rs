@@ -28,6 +28,8 @@ pub struct Instance {
     /// credentials).
     pub env: Vec<(String, String)>,
     eco: PathBuf,
+    /// `address`, held against other tests ([`crate::address_claim`]).
+    _claim: crate::address_claim::AddressClaim,
 }
 
 impl Instance {
@@ -40,6 +42,7 @@ impl Instance {
             .expect("tempdir");
         let id = "eco-1".to_string();
         let address: IpAddr = address.parse().expect("address");
+        let claim = crate::address_claim::claim(&address.to_string()).expect("address claim");
         let member = (id.as_str(), address.to_string());
         write_group_file(
             &dir.path().join("group.toml"),
@@ -58,6 +61,7 @@ impl Instance {
             process: None,
             env: Vec::new(),
             eco,
+            _claim: claim,
         }
     }
 

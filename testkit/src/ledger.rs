@@ -152,9 +152,12 @@ impl Drop for Ledger {
     }
 }
 
-/// Acknowledged writes missing (or with another value) at `endpoint`.
+/// Acknowledged writes missing (or with another value) at `endpoint`;
+/// `["<cannot read>"]` when no read of the member succeeded in 15 s (one
+/// failed read on a loaded machine, an authentication that timed out, is
+/// not a lost write).
 pub fn lost_writes(endpoint: &str, acked: &[(String, String)]) -> Vec<String> {
-    let Some((_, kvs)) = dump(endpoint) else {
+    let Some((_, kvs)) = crate::wait_until(Duration::from_secs(15), || dump(endpoint)) else {
         return vec!["<cannot read>".into()];
     };
     let present: BTreeMap<String, String> = kvs.into_iter().collect();

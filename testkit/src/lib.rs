@@ -34,6 +34,8 @@
 //! - [`process`]: signals by pid, `PR_SET_PDEATHSIG`, starting `eco run`,
 //!   the PID 1 of namespaces a test made and processes rooted under a
 //!   directory (pods, machines), tools that are missing;
+//! - [`address_claim`]: the addresses a test runs on, held across test
+//!   processes so that tests run at once never share one;
 //! - [`auth`]: etcd's authentication in tests (secret files, JWT keys,
 //!   clients as a user); test clients authenticate through
 //!   [`etcd::authenticate`].
@@ -56,6 +58,7 @@
 //! every caller would unwrap anyway. Every wait is bounded in time (and so
 //! in count); every process is killed by its pid, never by name.
 
+pub mod address_claim;
 pub mod auth;
 pub mod aws;
 pub mod cluster;

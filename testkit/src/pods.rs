@@ -155,6 +155,9 @@ pub struct PodSet {
     store: PathBuf,
     pods: BTreeMap<u32, Pod>,
     next_host: u8,
+    /// Its `10.<net>` block, held against other tests
+    /// ([`crate::address_claim`]).
+    _claim: crate::address_claim::AddressClaim,
 }
 
 impl PodSet {
@@ -171,6 +174,7 @@ impl PodSet {
         gossip_key: &str,
     ) -> anyhow::Result<Self> {
         let dir = std::path::absolute(dir)?;
+        let claim = crate::address_claim::claim(&format!("ns-10.{net}"))?;
         crate::process::kill_processes_rooted_under(&dir);
         std::fs::create_dir_all(&dir)?;
         let s = PodSet {
@@ -185,6 +189,7 @@ impl PodSet {
             namespace: "eco-test".into(),
             pods: BTreeMap::new(),
             next_host: 1,
+            _claim: claim,
         };
         s.remove_network();
         ip(&["link", "add", &s.bridge(), "type", "bridge"])?;

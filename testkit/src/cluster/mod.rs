@@ -24,6 +24,7 @@ pub mod netns;
 pub use aws_group::{AwsOptions, AwsSide};
 pub use netns::{partitions_unavailable, remove_all_namespaces};
 
+use crate::address_claim::{self, AddressClaim};
 use crate::config::ConfigBuilder;
 use crate::etcd::{self, block_on, client, read};
 use crate::process::{EcoRun, eco_lines, kill, wait_exit};
@@ -207,6 +208,10 @@ pub struct Cluster {
     pub aws: Option<AwsSide>,
     /// The CA of a TLS cluster (`<root>/pki`).
     pub pki: Option<crate::pki::Pki>,
+    /// The addresses (and namespace block) this cluster runs on, held
+    /// against other tests until every process is killed
+    /// ([`crate::address_claim`]).
+    claims: BTreeMap<String, AddressClaim>,
 }
 
 impl Cluster {
@@ -249,7 +254,10 @@ impl Cluster {
         };
         // The store must exist: a missing store is an error, never "empty".
         std::fs::create_dir_all(dir.join("store")).context("store dir")?;
+        let mut claims = BTreeMap::new();
         if opts.network == Network::Namespaces {
+            let block = format!("ns-10.{}", opts.net);
+            claims.insert(block.clone(), address_claim::claim(&block)?);
             netns::add_bridge(opts.net)?;
         }
         let keys = dir.join("gossip.keys");
@@ -283,6 +291,7 @@ impl Cluster {
             strays: Vec::new(),
             aws,
             pki,
+            claims,
         })
     }
 
@@ -350,6 +359,10 @@ impl Cluster {
         zone: Option<String>,
         netns: Option<String>,
     ) -> anyhow::Result<()> {
+        if netns.is_none() && !self.claims.contains_key(&address) {
+            let claim = address_claim::claim(&address)?;
+            self.claims.insert(address.clone(), claim);
+        }
         let dir = self.root().join(id);
         std::fs::create_dir_all(&dir).context("node dir")?;
         let config = dir.join("eco.toml");
