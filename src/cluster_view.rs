@@ -123,7 +123,7 @@ impl ClusterView {
         let probe = self
             .probes
             .entry(endpoint.to_string())
-            .or_insert_with(|| self.access.probe(endpoint.to_string()));
+            .or_insert_with(|| MemberProbe::new(endpoint.to_string(), self.access.clone()));
         probe.status().await.ok()
     }
 
@@ -251,7 +251,7 @@ impl ClusterView {
         let mut probe = self
             .probes
             .remove(&endpoint)
-            .unwrap_or_else(|| self.access.probe(endpoint.clone()));
+            .unwrap_or_else(|| MemberProbe::new(endpoint.clone(), self.access.clone()));
         async move {
             let status = probe.status().await.ok();
             (id, endpoint, probe, status)

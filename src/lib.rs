@@ -53,6 +53,7 @@ pub mod file_stamp;
 pub mod instance_lock;
 pub mod logging;
 pub mod metrics;
+pub mod names;
 pub mod pause;
 pub mod pki;
 pub mod preflight;

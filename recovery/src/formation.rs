@@ -26,9 +26,10 @@ pub struct PeerFacts {
     pub data_present: bool,
 }
 
-/// The store's listing of seeding records.
+/// The store's listing of seeding records, each as `(incarnation, seeder)`
+/// (the fenced protocol reads whole records: `fenced::RecordListing`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RecordListing {
+pub enum RecordSeeders {
     /// Complete listing: `(incarnation, seeder)` of every record.
     Complete(Vec<(u64, String)>),
     /// The listing failed: never read as empty.
@@ -49,7 +50,7 @@ pub fn decide(
     me: &str,
     group: &[String],
     peers: &BTreeMap<String, PeerFacts>,
-    records: &RecordListing,
+    records: &RecordSeeders,
     any_member_answers: bool,
 ) -> Formation {
     let wait = |reason: String| Formation::Wait { reason };
@@ -60,16 +61,16 @@ pub fn decide(
     // member answers: its own seeding was interrupted (between creating the
     // record and starting etcd) and may be finished.
     let resuming = match records {
-        RecordListing::Failed(e) => {
+        RecordSeeders::Failed(e) => {
             return wait(format!(
                 "the store listing failed ({e}); an error is never read as empty"
             ));
         }
-        RecordListing::Complete(list) if list.is_empty() => false,
-        RecordListing::Complete(list) if list.len() == 1 && list[0].0 == 1 && list[0].1 == me => {
+        RecordSeeders::Complete(list) if list.is_empty() => false,
+        RecordSeeders::Complete(list) if list.len() == 1 && list[0].0 == 1 && list[0].1 == me => {
             true
         }
-        RecordListing::Complete(list) => {
+        RecordSeeders::Complete(list) => {
             return wait(format!(
                 "the store holds {} record(s) of this cluster: a cluster existed; eco never seeds an empty one over it \
                  (its members must come back, or restore it)",
@@ -131,9 +132,53 @@ pub fn decide(
     }
 }
 
+/// Whose record of incarnation 1 the store holds after this instance's
+/// conditional create (`create` returns the record that exists, this
+/// instance's or one created first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FirstRecord {
+    /// This instance's own: same seeder and same token (a retry of its own
+    /// interrupted formation or bootstrap is its own too).
+    Ours,
+    /// Another's, created first: it wins, and this instance joins it.
+    Theirs { seeder: String },
+}
+
+/// [`FirstRecord`] from the record held (`held_seeder`, `held_token`) and
+/// the one this instance tried to create.
+pub fn first_record(held_seeder: &str, held_token: &str, me: &str, my_token: &str) -> FirstRecord {
+    if held_seeder == me && held_token == my_token {
+        FirstRecord::Ours
+    } else {
+        FirstRecord::Theirs {
+            seeder: held_seeder.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_record_held_is_ours_only_with_our_seeder_and_token() {
+        let theirs = |s: &str| FirstRecord::Theirs { seeder: s.into() };
+        // (held seeder, held token, why, expected)
+        let table = [
+            ("a", "t1", "our own create", FirstRecord::Ours),
+            ("b", "t2", "another instance created it first", theirs("b")),
+            (
+                "a",
+                "t0",
+                "our name under another token: an earlier life of ours, or a forger",
+                theirs("a"),
+            ),
+            ("b", "t1", "another seeder with our token", theirs("b")),
+        ];
+        for (seeder, token, why, want) in table {
+            assert_eq!(first_record(seeder, token, "a", "t1"), want, "{why}");
+        }
+    }
 
     fn empty() -> PeerFacts {
         PeerFacts {
@@ -161,7 +206,7 @@ mod tests {
     #[test]
     fn table() {
         let all_empty = peers(|_| Some(empty()));
-        let ok = RecordListing::Complete(vec![]);
+        let ok = RecordSeeders::Complete(vec![]);
         assert!(
             is_seed(&decide("a", &group(), &all_empty, &ok, false)),
             "lowest id seeds"
@@ -174,12 +219,12 @@ mod tests {
             !is_seed(&decide("a", &group(), &all_empty, &ok, true)),
             "a cluster answers: join"
         );
-        let theirs = RecordListing::Complete(vec![(1, "b".into())]);
+        let theirs = RecordSeeders::Complete(vec![(1, "b".into())]);
         assert!(
             !is_seed(&decide("a", &group(), &all_empty, &theirs, false)),
             "a record exists"
         );
-        let mine = RecordListing::Complete(vec![(1, "a".into())]);
+        let mine = RecordSeeders::Complete(vec![(1, "a".into())]);
         let own_state = peers(|id| {
             Some(PeerFacts {
                 has_state: id == "a",
@@ -194,7 +239,7 @@ mod tests {
             !is_seed(&decide("b", &group(), &all_empty, &mine, false)),
             "not someone else's"
         );
-        let later = RecordListing::Complete(vec![(1, "a".into()), (2, "b".into())]);
+        let later = RecordSeeders::Complete(vec![(1, "a".into()), (2, "b".into())]);
         assert!(
             !is_seed(&decide("a", &group(), &all_empty, &later, false)),
             "later incarnations exist"
@@ -204,7 +249,7 @@ mod tests {
                 "a",
                 &group(),
                 &all_empty,
-                &RecordListing::Failed("io".into()),
+                &RecordSeeders::Failed("io".into()),
                 false
             )),
             "store error"

@@ -44,12 +44,16 @@
 //!   running cluster — each member records its new peer URL, then its
 //!   listener follows, one member at a time while all are healthy.
 //! - [`store_fitness`]: whether the store may hold quorum-loss recovery's
-//!   record of truth (an atomic conditional create every instance sees).
+//!   record of truth (an atomic conditional create every instance sees);
+//!   [`quorum_loss_switch`]: whether this instance takes part in
+//!   quorum-loss recovery at all (gossip and a fit store).
 //! - [`snapshot_schedule`] and [`retention`]: who writes snapshots, when,
-//!   and which stored snapshots to keep; [`restore_check`]: when the
+//!   and which stored snapshots to keep; [`newest_snapshot`]: which one
+//!   is the newest (one rule for every reader); [`restore_check`]: when the
 //!   newest snapshot is restored into a throwaway etcd and whether the
 //!   restore matches its record (revision, HashKV); [`moved_aside`]: which moved-aside
 //!   data directories may go (by age, never the last copy of data);
+//! - [`quorum`]: quorum arithmetic, once for every part.
 //! - [`zone_spread`]: the voters per zone and whether losing any one zone
 //!   would lose quorum (reported, never acted on).
 //! - [`space`]: the space governor — which member to defragment (one at a
@@ -86,9 +90,12 @@ pub mod formation;
 pub mod handover;
 pub mod join_diagnosis;
 pub mod moved_aside;
+pub mod newest_snapshot;
 pub mod pass;
 pub mod peer_scheme;
 pub mod planner;
+pub mod quorum;
+pub mod quorum_loss_switch;
 pub mod restore_check;
 pub mod retention;
 pub mod seeding;

@@ -81,7 +81,7 @@ pub fn decide(f: &ReplacementFacts) -> ReplacementStep {
         };
     }
     let voters = f.other_voters + usize::from(f.local_is_voter);
-    let quorum = voters / 2 + 1;
+    let quorum = crate::quorum::quorum(voters);
     if f.healthy_other_voters < f.other_voters || f.healthy_other_voters < quorum {
         return ReplacementStep::Wait {
             reason: format!(

@@ -247,7 +247,7 @@ pub fn final_snapshot_due(
     if is_leader {
         return Some("final snapshot: eco is stopping beside the leader".into());
     }
-    let quorum = voters / 2 + 1;
+    let quorum = crate::quorum::quorum(voters);
     if is_voter && healthy_other_voters < quorum {
         return Some(format!(
             "final snapshot: eco is stopping and leaves {healthy_other_voters} healthy voter(s) of {voters} (quorum {quorum}): nothing more can be acknowledged"

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::planner::quorum;
+use crate::quorum::quorum;
 
 /// The zone label of voters whose zone is not known.
 pub const UNKNOWN: &str = "unknown";

@@ -2,8 +2,8 @@
 //! from the config and the password files ([`desired`]), what this
 //! instance applied ([`applied`], `eco-acl.json`), the files' checks
 //! ([`files`], [`jwt_keys`]), the config file looked at again while eco
-//! runs ([`config_watch`]), and the reconciler beside the daemon's loop
-//! ([`reconciler`]). What to change is decided by `recovery::acl`
+//! runs ([`config_watch`]); the reconciler beside the daemon's loop that
+//! uses them is the daemon's (`daemon/acl.rs`). What to change is decided by `recovery::acl`
 //! (pure); etcd's calls are in `crate::etcd::acl`; eco's own credentials
 //! in `crate::etcd::credentials` (used by `EtcdAccess`).
 
@@ -12,6 +12,5 @@ pub mod config_watch;
 pub mod desired;
 pub mod files;
 pub mod jwt_keys;
-pub mod reconciler;
 
 pub use files::{check_files, describe_identity};

@@ -67,7 +67,7 @@ fn tls(ck: &mut Checker, e: &EtcdConfig, store: SnapshotStoreKind) {
             );
         }
         for (i, name) in g.extra_names.iter().enumerate() {
-            if crate::provider::Host::parse(name).is_err() {
+            if crate::names::Host::parse(name).is_err() {
                 ck.fail(
                     &format!("etcd.tls.generated.extra_names[{i}]"),
                     format!("{name:?} is not an IP address or a DNS name"),
@@ -153,7 +153,7 @@ fn valid_name(s: &str) -> bool {
 }
 
 fn valid_instance_id(s: &str) -> bool {
-    crate::provider::check_instance_id(s).is_ok()
+    crate::names::check_instance_id(s).is_ok()
 }
 
 /// A DNS label (RFC 1123): what Kubernetes names services, namespaces and
@@ -638,7 +638,7 @@ fn check_s3(ck: &mut Checker, s3: &S3StoreConfig) {
     }
     if s3.prefix.starts_with('/')
         || s3.prefix.ends_with('/')
-        || crate::store::check_name(&s3.prefix).is_err()
+        || crate::names::check_object_name(&s3.prefix).is_err()
         || s3.prefix.len() > 256
     {
         ck.fail(

@@ -13,9 +13,6 @@ use crate::state_file::LocalState;
 use anyhow::Context;
 use recovery::planner::{Action, Step};
 
-/// A snapshot before a risky change gets this many call timeouts per call.
-const TRANSFER_TIMEOUTS: u32 = 5;
-
 impl Daemon {
     pub(super) async fn execute(&mut self, step: &Step, seen: &Seen) -> anyhow::Result<()> {
         match &step.action {
@@ -239,7 +236,7 @@ impl Daemon {
         let reason = format!("snapshot before {what}");
         if self.ctx.store.is_some()
             && self
-                .snapshot_to_store(endpoint, TRANSFER_TIMEOUTS, &reason)
+                .snapshot_to_store(endpoint, crate::etcd::access::LONG_CALL_TIMEOUTS, &reason)
                 .await
                 .is_none()
         {
@@ -314,7 +311,11 @@ impl Daemon {
             .collect();
         let mut raft_index = 0;
         for endpoint in endpoints {
-            if let Ok(st) = self.ctx.access.probe(endpoint.clone()).status().await {
+            if let Ok(st) =
+                crate::etcd::probe::MemberProbe::new(endpoint.clone(), self.ctx.access.clone())
+                    .status()
+                    .await
+            {
                 raft_index = st.raft_index;
                 break;
             }

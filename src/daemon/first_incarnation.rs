@@ -29,7 +29,7 @@ use crate::record::{self, IncarnationRecord};
 use crate::state_file::LocalState;
 use crate::wall_clock::unix_ms;
 use anyhow::Context;
-use recovery::formation::{self, Formation, PeerFacts, RecordListing};
+use recovery::formation::{self, FirstRecord, Formation, PeerFacts, RecordSeeders};
 use recovery::pass::Phase;
 use recovery::seeding::SeedFrom;
 use recovery::startup::{self, InitialSource, RecordSummary};
@@ -174,13 +174,12 @@ impl Daemon {
         }
         let ours = self.first_record(token, source);
         let holds = record::create(store, &ours).await?;
-        if holds.seeder != ours.seeder || holds.token != ours.token {
-            return Ok(Err(format!(
-                "incarnation 1 was created concurrently by {} with another token: that record wins",
-                holds.seeder
-            )));
+        match formation::first_record(&holds.seeder, &holds.token, &ours.seeder, &ours.token) {
+            FirstRecord::Ours => Ok(Ok(())),
+            FirstRecord::Theirs { seeder } => Ok(Err(format!(
+                "incarnation 1 was created concurrently by {seeder} with another token: that record wins"
+            ))),
         }
-        Ok(Ok(()))
     }
 
     fn first_record(&self, token: &str, source: &InitialSource) -> IncarnationRecord {
@@ -211,14 +210,14 @@ impl Daemon {
             self.ctx.protocol.peer_fresh,
         );
         let records = match self.ctx.store.as_deref() {
-            None => RecordListing::Failed(
+            None => RecordSeeders::Failed(
                 "no snapshot store is configured (it holds the record of truth)".into(),
             ),
             Some(store) => match record::all(store, self.ctx.cluster()).await {
-                Ok(all) => RecordListing::Complete(
+                Ok(all) => RecordSeeders::Complete(
                     all.iter().map(|(n, r)| (*n, r.seeder.clone())).collect(),
                 ),
-                Err(e) => RecordListing::Failed(e.to_string()),
+                Err(e) => RecordSeeders::Failed(e.to_string()),
             },
         };
         let group: Vec<String> = self.group.group.ids().map(str::to_string).collect();
@@ -260,11 +259,10 @@ impl Daemon {
         let source = self.initial_source().await?;
         let ours = self.first_record(&token, &source);
         let holds = record::create(store, &ours).await?;
-        if holds.seeder != ours.seeder || holds.token != ours.token {
-            anyhow::bail!(
-                "incarnation 1 was created by {} first; that record wins",
-                holds.seeder
-            );
+        if let FirstRecord::Theirs { seeder } =
+            formation::first_record(&holds.seeder, &holds.token, &ours.seeder, &ours.token)
+        {
+            anyhow::bail!("incarnation 1 was created by {seeder} first; that record wins");
         }
         self.seed_first(&token, &source).await
     }

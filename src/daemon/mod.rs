@@ -7,7 +7,7 @@
 //! carried out), and the loop: a pass every `etcd.probe_interval`
 //! (`pass.rs`: observe → decide → dispatch), protocol messages as they
 //! arrive, the group refreshed every `provider.static.refresh_interval`,
-//! the snapshot writer and the ACL reconciler (`crate::auth`, `[auth]`)
+//! the snapshot writer and the ACL reconciler (`acl`, `[auth]`)
 //! beside it. SIGTERM/SIGINT: final snapshot (if this instance writes
 //! them), etcd stopped, exit 0. SIGHUP: the group read again and a pass
 //! at once; never a stop.
@@ -30,6 +30,7 @@
 //!   out: final snapshot, heartbeats, completion;
 //! - `signals.rs`: SIGTERM and SIGINT (stop), SIGHUP (reload).
 
+mod acl;
 mod certificates;
 mod context;
 mod durable;
@@ -73,6 +74,7 @@ use gossip_link::GossipLink;
 use local_etcd::LocalEtcd;
 use observe::{GroupView, NewestRecord};
 use recovery::fenced::{Protocol, ProtocolConfig};
+use recovery::quorum_loss_switch::{QuorumLossRecovery, RecoveryMeans, quorum_loss_recovery};
 use recovery::retention::RetentionPolicy;
 use recovery::snapshot_schedule::SnapshotSchedule;
 use signals::Signals;
@@ -130,7 +132,7 @@ struct Daemon {
     termination: Option<termination::Terminating>,
     started: Instant,
     /// The TLS certificates shown in `/status`, read again when renewed.
-    certificates: crate::etcd::tls::CertificatesInForce,
+    certificates: crate::etcd::tls_in_force::CertificatesInForce,
 }
 
 /// Refuses to start with TLS files etcd or eco could not use (for this
@@ -370,15 +372,14 @@ async fn run_as(
     if let Some(g) = &gossip {
         metrics.watch_gossip(g.node.metrics());
     }
-    let refused_store = store_refusal.is_some();
-    if let Some(why) = store_refusal {
-        tracing::error!(
-            store = %ctx.store.as_ref().map(|s| s.describe()).unwrap_or_default(),
-            "quorum-loss recovery is OFF: {why}; snapshots are still written"
-        );
-    }
-    let quorum_loss = match (&gossip, &ctx.store) {
-        (Some(_), Some(_)) if !refused_store => Some(
+    let means = RecoveryMeans {
+        gossip: gossip.is_some(),
+        store: ctx.store.is_some(),
+        store_refused: store_refusal.map(str::to_string),
+        group_size: group.instances.len(),
+    };
+    let quorum_loss = match quorum_loss_recovery(&means) {
+        QuorumLossRecovery::On => Some(
             Driver::new(Protocol::new(
                 ctx.id(),
                 rand::random(),
@@ -387,11 +388,12 @@ async fn run_as(
             ))
             .with_metrics(ctx.metrics.decisions.clone()),
         ),
-        _ => {
-            if group.instances.len() > 1 && !refused_store {
-                tracing::warn!(
-                    "quorum-loss recovery needs gossip keys and a snapshot store; without them a lost quorum waits for a human"
-                );
+        QuorumLossRecovery::Off { said, error } => {
+            let store = ctx.store.as_ref().map(|s| s.describe()).unwrap_or_default();
+            match said {
+                Some(said) if error => tracing::error!(store = %store, "{said}"),
+                Some(said) => tracing::warn!("{said}"),
+                None => {}
             }
             None
         }
@@ -431,7 +433,7 @@ async fn run_as(
     // The provider's certified-gone answer is known before the first pass.
     d.refresh_group().await;
     // Beside the loop: etcd's users and roles, kept from [auth].
-    let acl = crate::auth::reconciler::AclReconciler {
+    let acl = acl::AclReconciler {
         config: d.ctx.config.clone(),
         config_file,
         access: d.ctx.access.clone(),

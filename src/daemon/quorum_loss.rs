@@ -334,7 +334,7 @@ impl Daemon {
             Some(Hold::Seeding) => "seed the new incarnation",
             Some(Hold::Joining) => "join the new incarnation",
             Some(Hold::Frozen) => match d.protocol().explain().phase {
-                recovery::fenced::Phase::Accepted => "stay frozen (accepted a value)",
+                recovery::fenced::ProtocolPhase::Accepted => "stay frozen (accepted a value)",
                 _ => "stay frozen (promised in a recovery round)",
             },
             None => "observe again",

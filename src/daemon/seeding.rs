@@ -32,8 +32,6 @@ const LEADER_WITHIN: Duration = Duration::from_secs(60);
 const REPLAY_WITHIN: Duration = Duration::from_secs(120);
 /// How long a restore may take.
 const RESTORE_WITHIN: Duration = Duration::from_secs(300);
-/// Snapshot transfers get this many call timeouts per call.
-const TRANSFER_TIMEOUTS: u32 = 5;
 
 /// What to seed.
 #[derive(Clone, Debug)]
@@ -270,7 +268,8 @@ impl Seeding<'_> {
         token: String,
     ) -> anyhow::Result<String> {
         let store = self.ctx.store_for("snapshotting")?;
-        let access = access.with_call_timeout(access.call_timeout() * TRANSFER_TIMEOUTS);
+        let access = access
+            .with_call_timeout(access.call_timeout() * crate::etcd::access::LONG_CALL_TIMEOUTS);
         let taken = take::take(
             store,
             &access,

@@ -14,9 +14,6 @@ use crate::events::Event;
 use recovery::space::{self, MemberSpace, SpaceFacts, SpacePolicy, SpaceStep};
 use std::time::Instant;
 
-/// Compactions get this many call timeouts.
-const COMPACT_TIMEOUTS: u32 = 5;
-
 impl Daemon {
     pub(super) async fn govern_space(&mut self, seen: &Observed) {
         let Some(local) = seen.local.as_ref().filter(|l| l.is_leader()) else {
@@ -75,7 +72,12 @@ impl Daemon {
             SpaceStep::Nothing { .. } => {}
             SpaceStep::Wait { reason } => tracing::debug!(%reason, "space governor waits"),
             SpaceStep::Compact { revision, reason } => {
-                match maintenance::compact(&mut client, revision, timeout * COMPACT_TIMEOUTS).await
+                match maintenance::compact(
+                    &mut client,
+                    revision,
+                    timeout * crate::etcd::access::LONG_CALL_TIMEOUTS,
+                )
+                .await
                 {
                     Ok(()) => {
                         self.nospace_episode = Some(Vec::new());

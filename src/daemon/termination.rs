@@ -14,9 +14,6 @@ use crate::events::Event;
 use crate::provider::{TerminationHook, TerminationNotice};
 use recovery::termination::{self, MemberNow, TerminationFacts, TerminationStep};
 
-/// A final snapshot gets this many call timeouts per call.
-const FINAL_SNAPSHOT_TIMEOUTS: u32 = 5;
-
 /// What the daemon remembers of a termination in progress.
 #[derive(Debug)]
 pub(super) struct Terminating {
@@ -134,7 +131,7 @@ impl Daemon {
     async fn final_snapshot(&self) -> bool {
         self.snapshot_to_store(
             &self.ctx.client_url.get(),
-            FINAL_SNAPSHOT_TIMEOUTS,
+            crate::etcd::access::LONG_CALL_TIMEOUTS,
             "the final snapshot before the termination",
         )
         .await

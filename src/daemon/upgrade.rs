@@ -43,8 +43,6 @@ const CHECK_EVERY_PROBES: u32 = 10;
 const CHECK_AT_MOST_EVERY: Duration = Duration::from_secs(1);
 /// How often the member restarted by a step is asked whether it answers.
 const STEP_POLL: Duration = Duration::from_millis(200);
-/// The snapshot before the first step gets this many call timeouts per call.
-const SNAPSHOT_TIMEOUTS: u32 = 5;
 
 /// The etcd binaries the config names now, looked at again every
 /// [`CHECK_EVERY_PROBES`] probe intervals.
@@ -450,7 +448,7 @@ impl Daemon {
         }
         self.snapshot_to_store(
             &self.ctx.client_url.get(),
-            SNAPSHOT_TIMEOUTS,
+            crate::etcd::access::LONG_CALL_TIMEOUTS,
             &format!("before upgrading etcd {from} → {to}"),
         )
         .await

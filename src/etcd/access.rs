@@ -22,7 +22,7 @@
 
 use super::credentials::{self, Credentials};
 use super::members::Member;
-use super::probe::{MemberProbe, ProbeError};
+use super::probe_error::ProbeError;
 use super::tls::ClientTls;
 use crate::config::{Config, EtcdConfig, Scheme};
 use etcd_client::{Client, ConnectOptions};
@@ -56,6 +56,11 @@ pub enum Authentication {
     /// Authenticated as this user.
     As(String),
 }
+
+/// A long call — a snapshot streamed from a member, a compaction, a
+/// transfer into the store — gets this many call timeouts: one bound for
+/// every such call, so that `etcd.call_timeout` scales them all.
+pub const LONG_CALL_TIMEOUTS: u32 = 5;
 
 impl EtcdAccess {
     /// Every call times out after `call_timeout`.
@@ -246,11 +251,6 @@ impl EtcdAccess {
             }),
             Ok(Ok(c)) => Ok(c),
         }
-    }
-
-    /// A reusable Status probe of the member at `endpoint`.
-    pub fn probe(&self, endpoint: String) -> MemberProbe {
-        MemberProbe::new(endpoint, self.clone())
     }
 }
 

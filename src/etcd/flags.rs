@@ -250,6 +250,44 @@ pub fn apply_args(spec: &ReplaySpec, metrics_port: u16) -> Vec<String> {
     ]
 }
 
+/// A restored snapshot's throwaway member (the verified restore,
+/// `snapshot/verify.rs`): the data `etcdutl snapshot restore` made for
+/// `name` with the peer URL [`VerifySpec::peer_url`], alone on
+/// 127.0.0.1 ports nobody else knows, plain http (eco alone asks it, for
+/// its revision and HashKV).
+#[derive(Clone, Debug)]
+pub struct VerifySpec {
+    pub name: String,
+    pub data_dir: PathBuf,
+    pub client_port: u16,
+    pub peer_port: u16,
+}
+
+impl VerifySpec {
+    pub fn client_url(&self) -> String {
+        url(Scheme::Http, &loopback(), self.client_port as u32)
+    }
+
+    pub fn peer_url(&self) -> String {
+        url(Scheme::Http, &loopback(), self.peer_port as u32)
+    }
+}
+
+/// The argument list of a verified restore's throwaway member.
+pub fn verify_args(spec: &VerifySpec) -> Vec<String> {
+    let client = spec.client_url();
+    let peer = spec.peer_url();
+    vec![
+        format!("--name={}", spec.name),
+        format!("--data-dir={}", spec.data_dir.display()),
+        format!("--listen-client-urls={client}"),
+        format!("--advertise-client-urls={client}"),
+        format!("--listen-peer-urls={peer}"),
+        format!("--initial-advertise-peer-urls={peer}"),
+        format!("--initial-cluster={}={peer}", spec.name),
+    ]
+}
+
 /// The token passed to etcd for incarnation `incarnation` of `cluster`:
 /// never etcd's default, and different for every seeding.
 pub fn cluster_token(cluster: &str, incarnation: u64, random_suffix: u32) -> String {
@@ -431,6 +469,32 @@ mod tests {
             "--initial-advertise-peer-urls=http://eco-0.eco.ns.svc.cluster.local:2380"
         ));
         assert!(has("--listen-metrics-urls=http://0.0.0.0:2381"));
+    }
+
+    #[test]
+    fn a_verified_restore_runs_alone_on_loopback_in_plain_http() {
+        let args = verify_args(&VerifySpec {
+            name: "eco-verify".into(),
+            data_dir: "/tmp/v/data".into(),
+            client_port: 40011,
+            peer_port: 40012,
+        });
+        assert_eq!(
+            args,
+            [
+                "--name=eco-verify",
+                "--data-dir=/tmp/v/data",
+                "--listen-client-urls=http://127.0.0.1:40011",
+                "--advertise-client-urls=http://127.0.0.1:40011",
+                "--listen-peer-urls=http://127.0.0.1:40012",
+                "--initial-advertise-peer-urls=http://127.0.0.1:40012",
+                "--initial-cluster=eco-verify=http://127.0.0.1:40012",
+            ]
+        );
+        for a in &args {
+            let name = a.trim_start_matches("--").split('=').next().unwrap();
+            assert!(owned_by_eco(name), "{name}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! connected to. Clients come from [`super::access::EtcdAccess`].
 
 use super::access::EtcdAccess;
+pub use super::probe_error::ProbeError;
 use etcd_client::Client;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -36,27 +37,6 @@ impl MemberStatus {
     pub fn is_leader(&self) -> bool {
         self.leader != 0 && self.leader == self.member_id
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    #[error("etcd at {endpoint} did not answer within {timeout:?}")]
-    Timeout { endpoint: String, timeout: Duration },
-    #[error("etcd at {endpoint}: {source}")]
-    Etcd {
-        endpoint: String,
-        #[source]
-        source: etcd_client::Error,
-    },
-    #[error("etcd at {endpoint}: eco's TLS files cannot be used: {message}")]
-    Tls { endpoint: String, message: String },
-    /// eco's credentials could not be used (the file, or etcd refused them).
-    #[error("etcd at {endpoint}: eco cannot authenticate as {user}: {message}")]
-    Auth {
-        endpoint: String,
-        user: String,
-        message: String,
-    },
 }
 
 /// Status of the member `client` is connected to.

@@ -14,7 +14,6 @@
 //! certificates short-lived instead).
 
 use crate::config::EtcdTlsConfig;
-use crate::file_stamp::FileStamp;
 use crate::secret_file::{self, SecretFileError};
 use etcd_client::{Certificate, Identity, TlsOptions};
 use rustls::pki_types::pem::PemObject;
@@ -266,61 +265,6 @@ pub fn describe(der: &[u8]) -> Result<Described, String> {
         not_before_unix: validity.not_before.timestamp(),
         not_after_unix: validity.not_after.timestamp(),
     })
-}
-
-/// The certificates of `[etcd.tls]` (the leaf of each certificate file,
-/// not the CAs) as their files say, for `/status`: each file is read and
-/// parsed again only when its [`FileStamp`] changed (a renewal), not at
-/// every pass.
-#[derive(Debug, Default)]
-pub struct CertificatesInForce {
-    read: Vec<(PathBuf, FileStamp, Result<Described, String>)>,
-    /// The whole check of the files (chains, keys, validity, names).
-    material: super::tls_check::MaterialWatch,
-}
-
-impl CertificatesInForce {
-    /// Why the files of `tls`, as they are on disk, cannot be used by this
-    /// instance (advertised as `host`), or `None`
-    /// ([`super::tls_check::MaterialWatch`]).
-    pub fn problem(&mut self, tls: &EtcdTlsConfig, host: &str) -> Option<String> {
-        self.material.problem(tls, host)
-    }
-
-    /// `(key, described)` of each certificate file, or the reason it cannot
-    /// be read.
-    pub fn now(&mut self, tls: &EtcdTlsConfig) -> Vec<(&'static str, Result<Described, String>)> {
-        let files = [
-            (
-                "etcd.tls.client.cert_file",
-                tls.client.as_ref().map(|c| &c.cert_file),
-            ),
-            (
-                "etcd.tls.peer.cert_file",
-                tls.peer.as_ref().map(|p| &p.cert_file),
-            ),
-            (
-                "etcd.tls.eco.cert_file",
-                tls.eco.as_ref().map(|e| &e.cert_file),
-            ),
-        ];
-        let mut read = Vec::new();
-        let mut out = Vec::new();
-        for (key, path) in files {
-            let Some(path) = path else { continue };
-            let stamp = FileStamp::of(path);
-            let described = match self.read.iter().find(|(p, s, _)| p == path && *s == stamp) {
-                Some((_, _, known)) => known.clone(),
-                None => std::fs::read_to_string(path)
-                    .map_err(|e| format!("{}: {e}", path.display()))
-                    .and_then(|pem| describe_pem(&pem)),
-            };
-            out.push((key, described.clone()));
-            read.push((path.clone(), stamp, described));
-        }
-        self.read = read;
-        out
-    }
 }
 
 /// The first certificate of a PEM text, described.

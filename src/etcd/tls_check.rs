@@ -17,13 +17,12 @@
 
 use super::tls::{CertificateInfo, TlsFileError, certificates, certified_key, describe, valid_now};
 use crate::config::EtcdTlsConfig;
-use crate::file_stamp::FileStamp;
 use crate::secret_file::GroupReadable;
 use rustls::RootCertStore;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 /// What the check found usable.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -246,78 +245,16 @@ fn names(
     })
 }
 
-/// How often files that did not change are checked again anyway (a
-/// certificate expires without its file changing).
-const RECHECK: Duration = Duration::from_secs(30);
-
-/// `[etcd.tls]`'s files as they are on disk, checked again for `/status`
-/// with [`check_files`] (names included): when one of them changed, and
-/// at least every [`RECHECK`]. A problem is reported once two checks in a
-/// row found one: a renewal in place renames the certificate and its key
-/// one after the other, and a check between the two is not a problem.
-#[derive(Debug, Default)]
-pub struct MaterialWatch {
-    stamps: Vec<FileStamp>,
-    checked_at: Option<Instant>,
-    failed_before: bool,
-    problem: Option<String>,
-}
-
-impl MaterialWatch {
-    /// Why the files of `tls` cannot be used now by this instance (its
-    /// advertised host `host`), or `None`.
-    pub fn problem(&mut self, tls: &EtcdTlsConfig, host: &str) -> Option<String> {
-        let stamps: Vec<FileStamp> = files(tls).iter().map(|p| FileStamp::of(p)).collect();
-        let due = self.failed_before
-            || stamps != self.stamps
-            || self.checked_at.is_none_or(|t| t.elapsed() >= RECHECK);
-        if !due {
-            return self.problem.clone();
-        }
-        self.stamps = stamps;
-        self.checked_at = Some(Instant::now());
-        match check_files(tls, SystemTime::now(), Some(host)) {
-            Ok(_) => {
-                self.failed_before = false;
-                self.problem = None;
-            }
-            Err(e) => {
-                if self.failed_before {
-                    self.problem = Some(e.to_string());
-                }
-                self.failed_before = true;
-            }
-        }
-        self.problem.clone()
-    }
-}
-
-/// Every file `tls` names.
-fn files(tls: &EtcdTlsConfig) -> Vec<&Path> {
-    let mut out: Vec<&Path> = Vec::new();
-    for s in [&tls.client, &tls.peer].into_iter().flatten() {
-        out.extend([
-            s.cert_file.as_path(),
-            s.key_file.as_path(),
-            s.trusted_ca_file.as_path(),
-        ]);
-    }
-    if let Some(e) = &tls.eco {
-        out.extend([e.cert_file.as_path(), e.key_file.as_path()]);
-        out.extend(e.trusted_ca_file.as_deref());
-    }
-    out
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::{EcoClientTls, SurfaceTls};
     use crate::pki::ca::{ClusterCa, Purpose};
     use std::os::unix::fs::PermissionsExt;
     use std::path::PathBuf;
+    use std::time::Duration;
 
-    fn write(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
+    pub(crate) fn write(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -326,7 +263,12 @@ mod tests {
 
     /// Given mode: one CA, a member certificate for `names` on both
     /// surfaces, eco's client certificate.
-    fn given(dir: &Path, ca: &ClusterCa, names: &[&str], now: SystemTime) -> EtcdTlsConfig {
+    pub(crate) fn given(
+        dir: &Path,
+        ca: &ClusterCa,
+        names: &[&str],
+        now: SystemTime,
+    ) -> EtcdTlsConfig {
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let day = Duration::from_secs(86_400);
         let member = ca.issue(Purpose::Member, "m", &names, day, now).unwrap();
@@ -423,44 +365,6 @@ mod tests {
             e.contains("etcd.tls.peer.cert_file") && e.contains("as a TLS server"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn the_watch_says_a_problem_found_twice_in_a_row_and_forgets_it_once_fixed() {
-        let d = tempfile::tempdir().unwrap();
-        let now = SystemTime::now();
-        let ca = ClusterCa::generate("c", now).unwrap();
-        let tls = given(d.path(), &ca, &["10.1.2.3"], now);
-        let mut watch = MaterialWatch::default();
-        assert_eq!(watch.problem(&tls, "10.1.2.3"), None);
-        // Rotated in place to a certificate of another CA.
-        let good = std::fs::read_to_string(d.path().join("member.crt")).unwrap();
-        let good_key = std::fs::read_to_string(d.path().join("member.key")).unwrap();
-        let other = ClusterCa::generate("other", now).unwrap();
-        let stray = other
-            .issue(
-                Purpose::Member,
-                "m",
-                &["10.1.2.3".into()],
-                Duration::from_secs(86_400),
-                now,
-            )
-            .unwrap();
-        write(d.path(), "member.crt", &stray.cert_pem, 0o644);
-        write(d.path(), "member.key", &stray.key_pem, 0o600);
-        assert_eq!(
-            watch.problem(&tls, "10.1.2.3"),
-            None,
-            "once may be a renewal's middle"
-        );
-        let said = watch.problem(&tls, "10.1.2.3").expect("twice is a problem");
-        assert!(
-            said.contains("member.crt") && said.contains("UnknownIssuer"),
-            "{said}"
-        );
-        write(d.path(), "member.crt", &good, 0o644);
-        write(d.path(), "member.key", &good_key, 0o600);
-        assert_eq!(watch.problem(&tls, "10.1.2.3"), None);
     }
 
     #[test]

@@ -8,7 +8,6 @@
 mod cluster;
 pub mod decisions;
 pub mod snapshots;
-pub mod store;
 pub mod text_format;
 
 use crate::status::InstanceStatus;
@@ -51,7 +50,7 @@ pub struct Metrics {
     /// Counted by the snapshot writer.
     pub snapshots: snapshots::SnapshotMetrics,
     /// Recorded by the store wrapper (`store::measured`).
-    pub store: store::StoreMetrics,
+    pub store: crate::store::metrics::StoreMetrics,
 }
 
 /// Reads one of the gossip node's counters.
@@ -103,7 +102,7 @@ impl Metrics {
             cluster: cluster::ClusterMetrics::default(),
             decisions: decisions::DecisionMetrics::default(),
             snapshots: snapshots::SnapshotMetrics::default(),
-            store: store::StoreMetrics::default(),
+            store: crate::store::metrics::StoreMetrics::default(),
         };
         m.cluster.register(&mut registry);
         m.decisions.register(&mut registry);

@@ -35,9 +35,9 @@ use crate::events::Event;
 use crate::metrics::decisions::{DecisionMetrics, RoundOutcome};
 use gossip::Gossip;
 use recovery::fenced::{
-    AlertKind, Ballot, CreateResult, Effect, EffectKind, Envelope, GroupFacts, Incarnation, Input,
-    InstanceId, LocalData, Message, Millis, Observation, Owed, PersistedState, Probe, Protocol,
-    SeedPlan, SeedRecord, StoreFacts,
+    AlertKind, Ballot, CreateResult, DetectorSample, Effect, EffectKind, Envelope, GroupFacts,
+    Incarnation, Input, InstanceId, LocalData, Message, Millis, Owed, PersistedState, Probe,
+    Protocol, SeedPlan, SeedRecord, StoreFacts,
 };
 use recovery::pass::Hold;
 use std::collections::VecDeque;
@@ -220,7 +220,7 @@ impl Driver {
                 own.leader_seen_at = Some(now);
             }
         }
-        inputs.push(Input::Observe(Observation {
+        inputs.push(Input::Observe(DetectorSample {
             at: now,
             probe: Some(probe),
             peers,

@@ -7,7 +7,6 @@
 use crate::etcd::flags;
 use crate::etcd::probe::MemberStatus;
 use crate::record::{IncarnationRecord, VotersRecord};
-use crate::snapshot::name::SnapshotName;
 use crate::snapshot::take::meta;
 use crate::store::ObjectInfo;
 use gossip::{Liveness, PeerView};
@@ -166,27 +165,23 @@ pub fn incarnation_record(
     }
 }
 
-/// The newest snapshot among `objects` (by incarnation, then revision),
+/// The newest snapshot among `objects` (`crate::snapshot::listing::newest`),
 /// with its recorded position. The commit index is the raft applied index
 /// the member reported just before the snapshot
 /// (`snapshot::take::recorded_position`): a lower bound, so the store
 /// never outranks live data it does not really exceed.
 pub fn newest_snapshot(objects: &[ObjectInfo]) -> Option<SnapshotFacts> {
-    objects
-        .iter()
-        .filter_map(|o| SnapshotName::parse(&o.name).map(|n| (n, o)))
-        .max_by_key(|(n, _)| (n.incarnation, n.revision))
-        .map(|(n, o)| SnapshotFacts {
-            name: o.name.clone(),
-            cluster_id: None,
-            incarnation: n.incarnation,
-            commit_index: o
-                .metadata
-                .get(meta::RAFT_INDEX)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-            revision: n.revision.max(0) as u64,
-        })
+    crate::snapshot::listing::newest(objects).map(|(n, o)| SnapshotFacts {
+        name: o.name.clone(),
+        cluster_id: None,
+        incarnation: n.incarnation,
+        commit_index: o
+            .metadata
+            .get(meta::RAFT_INDEX)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+        revision: n.revision.max(0) as u64,
+    })
 }
 
 #[cfg(test)]

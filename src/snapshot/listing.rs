@@ -16,6 +16,7 @@
 use super::name::SnapshotName;
 use super::take::meta;
 use crate::store::{ObjectInfo, ObjectStore, Skipped, StoreError, list_all_matching};
+use recovery::newest_snapshot::{self, SnapshotRank};
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
@@ -63,6 +64,35 @@ pub async fn list(store: &dyn ObjectStore, cluster: &str) -> Result<Listing, Sto
         }
     }
     Ok(listing)
+}
+
+/// A snapshot's recorded creation time (0 when it has none).
+pub fn taken_ms(o: &ObjectInfo) -> u64 {
+    o.metadata
+        .get(meta::CREATED_UNIX_MS)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The newest of `snapshots`, with its name, by the one rule every reader
+/// follows (`recovery::newest_snapshot`); objects whose names are not
+/// snapshot names are not candidates.
+pub fn newest(snapshots: &[ObjectInfo]) -> Option<(SnapshotName, &ObjectInfo)> {
+    let parsed: Vec<(SnapshotName, &ObjectInfo)> = snapshots
+        .iter()
+        .filter_map(|o| SnapshotName::parse(&o.name).map(|n| (n, o)))
+        .collect();
+    let ranks: Vec<SnapshotRank<'_>> = parsed
+        .iter()
+        .map(|(n, o)| SnapshotRank {
+            incarnation: n.incarnation,
+            revision: n.revision,
+            taken_unix_ms: taken_ms(o),
+            name: &o.name,
+        })
+        .collect();
+    let i = newest_snapshot::newest(&ranks)?;
+    parsed.into_iter().nth(i)
 }
 
 /// Why the snapshot `name` with `metadata` is not `cluster`'s, if it is

@@ -177,17 +177,19 @@ async fn restore_and_ask(
         .await
         .map_err(|e| e.to_string())?;
     let record = recorded(&info.metadata, req.snapshot);
-    let (client_port, peer_port) = (free_port()?, free_port()?);
-    let peer_url = format!("http://127.0.0.1:{peer_port}");
-    let client_url = format!("http://127.0.0.1:{client_port}");
-    let data = dir.join("data");
-    let name = "eco-verify";
+    let spec = crate::etcd::flags::VerifySpec {
+        name: "eco-verify".into(),
+        data_dir: dir.join("data"),
+        client_port: free_port()?,
+        peer_port: free_port()?,
+    };
+    let client_url = spec.client_url();
     restore::restore_file(
         &file,
         &RestoreRequest {
-            data_dir: data.clone(),
-            name: name.into(),
-            peer_url: peer_url.clone(),
+            data_dir: spec.data_dir.clone(),
+            name: spec.name.clone(),
+            peer_url: spec.peer_url(),
             token: format!("eco-verify-{:08x}", rand::random::<u32>()),
             etcdutl: req.binaries.etcdutl.clone(),
             etcdctl: req.binaries.etcdctl.clone(),
@@ -201,13 +203,7 @@ async fn restore_and_ask(
     let log = std::fs::File::create(dir.join("etcd.log")).map_err(|e| e.to_string())?;
     let log2 = log.try_clone().map_err(|e| e.to_string())?;
     let mut etcd = tokio::process::Command::new(&req.binaries.etcd)
-        .arg(format!("--name={name}"))
-        .arg(format!("--data-dir={}", data.display()))
-        .arg(format!("--listen-client-urls={client_url}"))
-        .arg(format!("--advertise-client-urls={client_url}"))
-        .arg(format!("--listen-peer-urls={peer_url}"))
-        .arg(format!("--initial-advertise-peer-urls={peer_url}"))
-        .arg(format!("--initial-cluster={name}={peer_url}"))
+        .args(crate::etcd::flags::verify_args(&spec))
         .stdout(log)
         .stderr(log2)
         .kill_on_drop(true)

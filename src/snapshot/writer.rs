@@ -10,9 +10,9 @@
 //! instance's writer reads the store's verification record, so every
 //! instance reports the last result.
 
-use super::name::SnapshotName;
+use super::listing::taken_ms;
 use super::recorded::take_recorded;
-use super::take::{SnapshotRequest, TakenSnapshot, meta};
+use super::take::{SnapshotRequest, TakenSnapshot};
 use super::verify::{self, VerificationRecord, VerifyRequest};
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::binaries::RunningBinaries;
@@ -125,13 +125,6 @@ impl Known {
     }
 }
 
-fn taken_ms(o: &ObjectInfo) -> u64 {
-    o.metadata
-        .get(meta::CREATED_UNIX_MS)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 impl SnapshotWriter {
     /// The cluster's snapshots in the store (every page), oldest first.
     async fn snapshots(&self) -> Result<Vec<ObjectInfo>, crate::store::StoreError> {
@@ -163,10 +156,7 @@ impl SnapshotWriter {
                     s.alert = Some(alert);
                 }
                 s.stored = list.len();
-                let newest = list
-                    .iter()
-                    .filter_map(|o| SnapshotName::parse(&o.name).map(|n| (n, o)))
-                    .max_by_key(|(n, o)| (n.incarnation, n.revision, taken_ms(o), o.name.clone()));
+                let newest = super::listing::newest(&list);
                 s.newest = newest.as_ref().map(|(_, o)| o.name.clone());
                 s.newest_revision = newest.as_ref().map(|(n, _)| n.revision);
                 s.newest_taken_unix_ms = newest

@@ -1,5 +1,5 @@
 //! A store that measures another: every call is timed and its failures
-//! counted by operation ([`crate::metrics::store::StoreMetrics`]); what the
+//! counted by operation ([`crate::store::metrics::StoreMetrics`]); what the
 //! call returns is passed through untouched. The daemon wraps the store
 //! the config chose in it, so every caller is measured alike.
 
@@ -7,7 +7,7 @@ use super::{
     ConditionalCreate, CreateOutcome, ListPage, NameFilter, ObjectInfo, ObjectReader, ObjectStore,
     StoreError,
 };
-use crate::metrics::store::StoreMetrics;
+use crate::store::metrics::StoreMetrics;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;

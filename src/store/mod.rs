@@ -26,6 +26,7 @@ pub mod dir;
 pub mod json_object;
 pub mod measured;
 pub mod memory;
+pub mod metrics;
 pub mod s3;
 mod skipped;
 
@@ -238,27 +239,7 @@ pub fn is_record_name(name: &str) -> bool {
     )
 }
 
-/// Checks an object name: relative, `/`-separated, no empty, `.` or `..`
-/// segments, no segment starting with `.` (reserved for temporary and
-/// metadata files).
+/// Checks an object name ([`crate::names::check_object_name`]).
 pub fn check_name(name: &str) -> Result<(), StoreError> {
-    let bad = |why| Err(StoreError::BadName(name.to_string(), why));
-    if name.is_empty() || name.len() > 512 {
-        return bad("must be 1 to 512 bytes");
-    }
-    for seg in name.split('/') {
-        if seg.is_empty() {
-            return bad("has an empty segment");
-        }
-        if seg.starts_with('.') {
-            return bad("a segment starts with '.'");
-        }
-        if !seg
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'+' | b'='))
-        {
-            return bad("only letters, digits and - _ . + = are allowed");
-        }
-    }
-    Ok(())
+    crate::names::check_object_name(name).map_err(|why| StoreError::BadName(name.to_string(), why))
 }

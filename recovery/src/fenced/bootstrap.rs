@@ -9,10 +9,10 @@
 //! A record with no data anywhere is not emptiness: it pages a human
 //! (see the coordinator's `NoDataAnywhere` alert).
 
-use super::coordinator::Round;
 use super::detector::Verdict;
 use super::observation::RecordListing;
 use super::protocol::Protocol;
+use super::round::Round;
 use super::value::{SeedRecord, SeedSource, SeedValue};
 
 impl Protocol {

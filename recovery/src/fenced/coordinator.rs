@@ -6,56 +6,14 @@ use super::ballot::Ballot;
 use super::effects::Effect;
 use super::effects::{AlertKind, EffectKind};
 use super::ids::{Incarnation, InstanceId, Millis, majority};
-use super::messages::{AcceptedValue, Envelope, Message, Rejection};
+use super::messages::{Envelope, Message, Rejection};
 use super::observation::{DataReport, RecordListing, SnapshotListing};
 use super::protocol::{CreateResult, Protocol, effect};
 use super::ranking::{RankError, rank};
 use super::value::{SeedRecord, SeedSource, SeedValue};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Where a round stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Stage {
-    /// Waiting for a promise and a data report from every member of `V_n`
-    /// that is not certified gone.
-    Collecting,
-    /// Proposed `value`; waiting for a majority to accept.
-    Accepting {
-        value: SeedValue,
-        data_loss: bool,
-        accepted: BTreeSet<InstanceId>,
-    },
-    /// Chosen; the conditional create of the record is under way.
-    Creating {
-        record: SeedRecord,
-        in_flight: bool,
-    },
-    Done,
-}
-
-/// A round this instance coordinates.
-#[derive(Clone, Debug)]
-pub struct Round {
-    pub target: Incarnation,
-    pub n: Incarnation,
-    /// The acceptors: `V_n` (for bootstrap: every instance the provider
-    /// knows).
-    pub voters: Vec<InstanceId>,
-    pub ballot: Ballot,
-    pub started: Millis,
-    pub last_send: Millis,
-    pub promises: BTreeMap<InstanceId, Option<AcceptedValue>>,
-    pub reports: BTreeMap<InstanceId, DataReport>,
-    pub stage: Stage,
-    /// The alert already raised for this round (raised once).
-    pub alerted: Option<String>,
-}
-
-impl Round {
-    pub fn is_done(&self) -> bool {
-        matches!(self.stage, Stage::Done)
-    }
-}
+pub use super::round::{Round, Stage};
 
 impl Protocol {
     /// The round this instance coordinates, if any (for the harness and

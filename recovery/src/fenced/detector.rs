@@ -19,7 +19,7 @@
 
 use super::config::ProtocolConfig;
 use super::ids::{Incarnation, InstanceId, Millis, majority};
-use super::observation::{Observation, Probe};
+use super::observation::{DetectorSample, Probe};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -52,7 +52,7 @@ impl Verdict {
 /// the window's span is known).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Window {
-    samples: VecDeque<Observation>,
+    samples: VecDeque<DetectorSample>,
 }
 
 impl Window {
@@ -62,7 +62,7 @@ impl Window {
 
     /// Add a sample (samples arrive in time order; an older one is
     /// dropped) and forget what is older than needed.
-    pub fn push(&mut self, obs: Observation, t: Millis) {
+    pub fn push(&mut self, obs: DetectorSample, t: Millis) {
         if self.samples.back().is_some_and(|last| last.at > obs.at) {
             return;
         }
@@ -74,11 +74,11 @@ impl Window {
         }
     }
 
-    pub fn samples(&self) -> &VecDeque<Observation> {
+    pub fn samples(&self) -> &VecDeque<DetectorSample> {
         &self.samples
     }
 
-    pub fn latest(&self) -> Option<&Observation> {
+    pub fn latest(&self) -> Option<&DetectorSample> {
         self.samples.back()
     }
 
@@ -91,7 +91,7 @@ impl Window {
 /// fresh in gossip, holding data of `n`, not frozen, and a voter by its
 /// own account (a learner listed in a view that counted a promotion
 /// before it took effect is not one of the quorum).
-pub fn viable(obs: &Observation, id: &str, n: Incarnation, cfg: &ProtocolConfig) -> bool {
+pub fn viable(obs: &DetectorSample, id: &str, n: Incarnation, cfg: &ProtocolConfig) -> bool {
     if obs.certified_gone.contains(id) {
         return false;
     }
@@ -240,7 +240,7 @@ mod tests {
     }
 
     /// One sample every 2 s over `span` ms ending at `end`, built by `f`.
-    fn window(end: Millis, span: Millis, f: impl Fn(Millis) -> Observation) -> Window {
+    fn window(end: Millis, span: Millis, f: impl Fn(Millis) -> DetectorSample) -> Window {
         let mut w = Window::new();
         let mut at = end.saturating_sub(span);
         while at <= end {
@@ -252,8 +252,8 @@ mod tests {
 
     /// `a` (this instance) probes without a leader; `b` and `c` are silent
     /// unless `alive` says otherwise.
-    fn sample(at: Millis, probe: Option<Probe>, alive: &[(&str, PeerFact)]) -> Observation {
-        Observation {
+    fn sample(at: Millis, probe: Option<Probe>, alive: &[(&str, PeerFact)]) -> DetectorSample {
+        DetectorSample {
             at,
             probe,
             peers: alive

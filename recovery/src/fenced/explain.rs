@@ -1,12 +1,14 @@
 //! `explain()`: what this instance is doing in the protocol and what it
 //! waits for, in words, for `eco status`.
 
-use super::coordinator::Stage;
 use super::protocol::Protocol;
+use super::round::Stage;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Phase {
+/// Where this instance stands in the fenced protocol (`eco status`), not
+/// where it is in its life (that is [`crate::pass::Phase`]).
+pub enum ProtocolPhase {
     /// No loss detected; nothing to do.
     Watching,
     /// `lost(n)` holds; waiting for a coordinator or the takeover time.
@@ -27,7 +29,7 @@ pub enum Phase {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Explanation {
-    pub phase: Phase,
+    pub phase: ProtocolPhase,
     /// One line per thing the instance waits for.
     pub waiting_for: Vec<String>,
     /// The detector's verdict and the last problem met.
@@ -44,7 +46,7 @@ impl Protocol {
         let mut waiting_for = Vec::new();
         let phase = if self.state.seed_pending {
             waiting_for.push(format!("seeding incarnation {n} to finish"));
-            Phase::Seeding
+            ProtocolPhase::Seeding
         } else if let Some(round) = &self.round {
             match &round.stage {
                 Stage::Collecting => {
@@ -62,7 +64,7 @@ impl Protocol {
                             round.n
                         ));
                     }
-                    Phase::Collecting
+                    ProtocolPhase::Collecting
                 }
                 Stage::Accepting { accepted, .. } => {
                     for id in self
@@ -75,16 +77,16 @@ impl Protocol {
                             round.ballot
                         ));
                     }
-                    Phase::Proposing
+                    ProtocolPhase::Proposing
                 }
                 Stage::Creating { record, .. } => {
                     waiting_for.push(format!(
                         "waiting for the store to create incarnations/{}",
                         record.incarnation
                     ));
-                    Phase::Committing
+                    ProtocolPhase::Committing
                 }
-                Stage::Done => Phase::Watching,
+                Stage::Done => ProtocolPhase::Watching,
             }
         } else if let Some(a) = &self.state.accepted {
             waiting_for.push(format!(
@@ -93,7 +95,7 @@ impl Protocol {
                 a.value,
                 n + 1
             ));
-            Phase::Accepted
+            ProtocolPhase::Accepted
         } else if self.state.frozen {
             waiting_for.push(format!(
                 "promised ballot {}; frozen until a value is chosen or the cluster shows itself healthy",
@@ -102,7 +104,7 @@ impl Protocol {
                     .as_ref()
                     .map_or("?".to_string(), |b| b.to_string())
             ));
-            Phase::Promised
+            ProtocolPhase::Promised
         } else if self.verdict.is_lost() {
             match self.takeover_at {
                 Some(at) => waiting_for.push(format!(
@@ -111,9 +113,9 @@ impl Protocol {
                 )),
                 None => waiting_for.push("starting a round".into()),
             }
-            Phase::LossDetected
+            ProtocolPhase::LossDetected
         } else {
-            Phase::Watching
+            ProtocolPhase::Watching
         };
         let mut summary = format!("incarnation {n}: {}", self.verdict.text());
         if let Some(p) = &self.last_problem {

@@ -15,7 +15,5 @@ pub type Incarnation = u64;
 /// restarted coordinator never counts answers meant for its previous life.
 pub type BootId = u64;
 
-/// Majority of `n` voters.
-pub fn majority(n: usize) -> usize {
-    n / 2 + 1
-}
+/// Majority of `n` voters ([`crate::quorum::quorum`]).
+pub use crate::quorum::quorum as majority;

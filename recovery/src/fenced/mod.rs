@@ -52,7 +52,7 @@
 //!
 //! Talk to anything: gossip, etcd, the store and the provider belong to the
 //! daemon's driver (`eco::quorum_loss::driver`, also run by the turmoil
-//! simulation), which fills [`Observation`], [`LocalData`], [`StoreFacts`],
+//! simulation), which fills [`DetectorSample`], [`LocalData`], [`StoreFacts`],
 //! [`GroupFacts`] and executes [`Effect`]s, then pays what [`Owed`] says
 //! the state still owes. It does not replay WALs or restore snapshots
 //! ([`SeedPlan`] says what to do; `crate::seeding` lists the steps), nor
@@ -75,6 +75,7 @@ mod owed;
 pub mod persisted;
 pub mod protocol;
 pub mod ranking;
+pub mod round;
 pub mod value;
 mod views;
 
@@ -90,12 +91,12 @@ pub use config::{
 };
 pub use detector::{Verdict, Window, lost};
 pub use effects::{AlertKind, Effect, EffectKind, SeedPlan};
-pub use explain::{Explanation, Phase};
+pub use explain::{Explanation, ProtocolPhase};
 pub use ids::{BootId, Incarnation, InstanceId, Millis};
 pub use messages::{AcceptedValue, Envelope, Message, Rejection};
 pub use observation::{
-    DataReport, GroupFacts, LocalData, Observation, PeerFact, Probe, RecordListing, SnapshotFacts,
-    SnapshotListing, StoreFacts,
+    DataReport, DetectorSample, GroupFacts, LocalData, PeerFact, Probe, RecordListing,
+    SnapshotFacts, SnapshotListing, StoreFacts,
 };
 pub use owed::Owed;
 pub use persisted::{PersistError, PersistedState, decode, encode};

@@ -62,7 +62,7 @@ impl PeerFact {
 
 /// One sample of the detector's window, taken at `at`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Observation {
+pub struct DetectorSample {
     pub at: Millis,
     /// The own etcd probe of this sample, if one was made.
     pub probe: Option<Probe>,

@@ -4,15 +4,15 @@
 
 use super::ballot::Ballot;
 use super::config::ProtocolConfig;
-use super::coordinator::Round;
 use super::detector::{self, Verdict, Window};
 use super::effects::{Effect, EffectKind, SeedPlan};
 use super::ids::{BootId, Incarnation, InstanceId, Millis};
 use super::messages::{AcceptedValue, Envelope, Message, Rejection};
 use super::observation::{
-    DataReport, GroupFacts, LocalData, Observation, RecordListing, StoreFacts,
+    DataReport, DetectorSample, GroupFacts, LocalData, RecordListing, StoreFacts,
 };
 use super::persisted::PersistedState;
+use super::round::Round;
 use super::value::{SeedRecord, SeedSource};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -24,7 +24,7 @@ pub enum Input {
     /// value: the takeover jitter and the new token's suffix derive from it.
     Tick { random: u64 },
     /// A detector sample (own etcd probe, gossip facts, certified gone).
-    Observe(Observation),
+    Observe(DetectorSample),
     /// What the local WAL holds (answer to [`EffectKind::ReadLocalData`],
     /// or volunteered).
     LocalData(LocalData),

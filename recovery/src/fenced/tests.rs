@@ -125,9 +125,9 @@ fn replay_seed() {
 /// Set-up shared by the protocol's scenario tests below.
 mod scenario {
     use crate::fenced::{
-        Ballot, Effect, EffectKind, Envelope, Input, InstanceId, LocalData, Message, Observation,
-        PersistedState, Probe, Protocol, ProtocolConfig, RecordListing, SeedRecord, SeedSource,
-        SeedValue, SnapshotFacts, SnapshotListing, StoreFacts, observation::DataReport,
+        Ballot, DetectorSample, Effect, EffectKind, Envelope, Input, InstanceId, LocalData,
+        Message, PersistedState, Probe, Protocol, ProtocolConfig, RecordListing, SeedRecord,
+        SeedSource, SeedValue, SnapshotFacts, SnapshotListing, StoreFacts, observation::DataReport,
     };
     use std::collections::{BTreeMap, BTreeSet};
 
@@ -186,7 +186,7 @@ mod scenario {
     }
 
     pub fn observe(at: u64, probe: Probe, certified_gone: &BTreeSet<InstanceId>) -> Input {
-        Input::Observe(Observation {
+        Input::Observe(DetectorSample {
             at,
             probe: Some(probe),
             peers: BTreeMap::new(),

@@ -144,7 +144,7 @@ impl Protocol {
 #[cfg(test)]
 mod tests {
     use crate::fenced::{
-        Ballot, EffectKind, Envelope, Incarnation, Input, LocalData, Message, Observation,
+        Ballot, DetectorSample, EffectKind, Envelope, Incarnation, Input, LocalData, Message,
         PeerFact, PersistedState, Probe, Protocol, ProtocolConfig, RecordListing, SeedRecord,
         SeedSource, SeedValue, SnapshotListing, StoreFacts,
     };
@@ -202,7 +202,7 @@ mod tests {
     }
 
     fn observe(at: u64, probe: Probe, peers: &[(&str, PeerFact)]) -> Input {
-        Input::Observe(Observation {
+        Input::Observe(DetectorSample {
             at,
             probe: Some(probe),
             peers: peers
@@ -349,7 +349,7 @@ mod tests {
     /// does not have.
     #[test]
     fn a_member_that_does_not_list_itself_is_not_viable() {
-        let obs = Observation {
+        let obs = DetectorSample {
             at: 100,
             probe: None,
             peers: BTreeMap::from([

@@ -3,7 +3,7 @@
 
 use super::action::{Action, Step, WaitReason};
 use super::observation::{MemberFacts, Observation};
-use super::quorum::{quorum, removal_keeps_quorum};
+use crate::quorum::{quorum, removal_keeps_quorum};
 
 fn label(m: &MemberFacts) -> String {
     if m.name.is_empty() {

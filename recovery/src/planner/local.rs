@@ -2,7 +2,7 @@
 
 use super::action::{Action, Step, WaitReason};
 use super::observation::{DataState, MemberFacts, Observation};
-use super::quorum::{quorum, removal_keeps_quorum};
+use crate::quorum::{quorum, removal_keeps_quorum};
 
 pub(super) fn plan_local(o: &Observation) -> Vec<Step> {
     let l = &o.local;

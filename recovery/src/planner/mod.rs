@@ -32,12 +32,11 @@ mod action;
 mod leader;
 mod local;
 mod observation;
-mod quorum;
 
+pub use crate::quorum::{quorum, removal_keeps_quorum};
 pub use action::{Action, Plan, Step, WaitReason};
 pub use leader::heir;
 pub use observation::{DataState, LocalFacts, MemberFacts, Observation, PlannerConfig};
-pub use quorum::{quorum, removal_keeps_quorum};
 
 /// What this instance should do next.
 pub fn plan(o: &Observation) -> Plan {

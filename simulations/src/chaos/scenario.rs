@@ -103,7 +103,7 @@ impl Scenario {
             Scenario::PartitionMajorityReplaced => followers
                 .iter()
                 .rev()
-                .take(group.len() - majority(group.len()))
+                .take(group.len() - recovery::quorum::quorum(group.len()))
                 .cloned()
                 .collect(),
             _ => Vec::new(),
@@ -157,10 +157,6 @@ pub struct Injected {
 /// The step at which every process of a wipe-all is dead.
 pub const KILLED_ALL: &str = "every instance killed";
 
-fn majority(n: usize) -> usize {
-    n / 2 + 1
-}
-
 /// Replaces `gone` by new instances (empty disks, started): new ids in
 /// the same zones in the group file, or new EC2 instances the AWS group
 /// launches when they are terminated; returns the group.
@@ -184,7 +180,7 @@ pub fn inject(
     // The majority to lose: followers first, then the leader.
     let mut losers: Vec<String> = followers.clone();
     losers.push(leader.to_string());
-    losers.truncate(majority(group.len()));
+    losers.truncate(recovery::quorum::quorum(group.len()));
     let snapshot_revision = c.newest_snapshot_revision();
     let mut steps = vec![(t(), "fault".to_string())];
     let mut notes = Vec::new();
@@ -208,7 +204,7 @@ pub fn inject(
                     group
                         .iter()
                         .filter(|id| *id != leader)
-                        .take(majority(group.len()) - 1)
+                        .take(recovery::quorum::quorum(group.len()) - 1)
                         .cloned(),
                 );
                 for id in &victims {
@@ -475,7 +471,7 @@ pub fn inject(
             let minority: Vec<String> = followers
                 .iter()
                 .rev()
-                .take(group.len() - majority(group.len()))
+                .take(group.len() - recovery::quorum::quorum(group.len()))
                 .cloned()
                 .collect();
             let kept: Vec<String> = group

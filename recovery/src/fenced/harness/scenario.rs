@@ -140,7 +140,7 @@ impl Scenario {
         let mut aftermath = None;
         match kind {
             Kind::QuorumLoss => {
-                let quorum = nodes / 2 + 1;
+                let quorum = crate::quorum::quorum(nodes);
                 let down = rng.range((nodes - quorum + 1) as u64, (nodes - 1) as u64) as usize;
                 let mut order: Vec<usize> = (0..nodes).collect();
                 for i in (1..nodes).rev() {
@@ -191,7 +191,7 @@ impl Scenario {
                 // usual leader) among them in most seeds; the learner
                 // may go too.
                 let voters = promoted + 1;
-                let quorum = voters / 2 + 1;
+                let quorum = crate::quorum::quorum(voters);
                 let down = after.range((voters - quorum + 1) as u64, voters as u64) as usize;
                 let mut order: Vec<usize> = (0..voters).collect();
                 for i in (1..voters).rev() {

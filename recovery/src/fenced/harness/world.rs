@@ -9,10 +9,10 @@ use super::rng::Rng;
 use super::scenario::{FAULTS_UNTIL, Fate, Kind, Scenario};
 use crate::fenced::ids::{Incarnation, InstanceId, Millis, majority};
 use crate::fenced::{
-    AlertKind, Ballot, CreateResult, Effect, EffectKind, Envelope, Faults, GroupFacts, Input,
-    LocalData, Message, Observation, PeerFact, Probe, Protocol, ProtocolConfig, RecordListing,
-    SeedPlan, SeedRecord, SeedSource, SeedValue, SnapshotFacts, SnapshotListing, StoreFacts,
-    decode, encode,
+    AlertKind, Ballot, CreateResult, DetectorSample, Effect, EffectKind, Envelope, Faults,
+    GroupFacts, Input, LocalData, Message, PeerFact, Probe, Protocol, ProtocolConfig,
+    RecordListing, SeedPlan, SeedRecord, SeedSource, SeedValue, SnapshotFacts, SnapshotListing,
+    StoreFacts, decode, encode,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -632,7 +632,7 @@ impl World {
     }
 
     /// The detector sample of node `i`: its probe, its gossip view.
-    fn observation(&mut self, i: usize) -> Observation {
+    fn observation(&mut self, i: usize) -> DetectorSample {
         let leader = self.current_has_leader();
         let me_runs = self.runs(&self.nodes[i], self.current);
         let probe = if leader && me_runs {
@@ -683,7 +683,7 @@ impl World {
             .filter(|n| n.certified_gone)
             .map(|n| n.id.clone())
             .collect();
-        Observation {
+        DetectorSample {
             at: self.now,
             probe: Some(probe),
             peers: self.nodes[i].view.clone(),

@@ -1,6 +1,6 @@
 //! The ACL reconciler: a task beside the daemon's loop (like the snapshot
 //! writer). Every [`CHECK_EVERY`] it looks at the config file for a new
-//! `[auth]` (`config_watch.rs`), reads the password files (a changed file
+//! `[auth]` (`auth/config_watch.rs`), reads the password files (a changed file
 //! is a changed fingerprint), and asks the pure `recovery::acl::due`
 //! whether this instance reconciles now — only when it is ready and its
 //! etcd member leads (the daemon's pass says so through the typed facts
@@ -9,15 +9,15 @@
 //! enabled and the users and roles, `recovery::acl::plan`, carry out the
 //! steps in order (each call under the call timeout, the whole under
 //! [`BOUND_CALLS`] call timeouts), record each password set
-//! (`applied.rs`), and stop at the first error — logged once with its
+//! (`auth/applied.rs`), and stop at the first error — logged once with its
 //! context, tried again after `RETRY_AFTER_MS`. Each step is logged with
 //! its reason; `/status` shows the state (`auth`). No password is ever
 //! logged or shown.
 
-use super::applied::AppliedFile;
-use super::config_watch::ConfigWatch;
-use super::desired::{self, Desired};
-use super::files::describe_identity;
+use crate::auth::applied::AppliedFile;
+use crate::auth::config_watch::ConfigWatch;
+use crate::auth::desired::{self, Desired};
+use crate::auth::files::describe_identity;
 use crate::config::Config;
 use crate::etcd::access::{Authentication, EtcdAccess};
 use crate::etcd::acl as calls;

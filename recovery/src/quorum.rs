@@ -1,4 +1,7 @@
-//! Quorum arithmetic.
+//! Quorum arithmetic, once for every part: the planner's membership
+//! changes, the fenced protocol's majorities (promises, acceptances, the
+//! detector's quorum), the snapshot schedule, self-replacement, zone
+//! spread, and the harnesses' invariants.
 
 /// Votes needed among `voters`.
 pub fn quorum(voters: usize) -> usize {
