@@ -54,8 +54,8 @@ FLOORS = [
     # The config, read and validated.
     ("config", {"config", "logging", "state_file", "data_dir"}),
     # The world outside: the group, the store, etcd, the CA, auth.
-    ("outside", {"provider", "store", "record", "pause", "etcd", "version", "pki", "auth",
-                 "cluster_view", "preflight", "api_tls"}),
+    ("outside", {"provider", "store", "etcd", "version", "pki", "auth", "preflight",
+                 "api_tls"}),
     # What eco does with them: snapshots, metrics, the quorum-loss driver.
     ("work", {"snapshot", "metrics", "status", "quorum_loss", "api", "api_budget",
               "status_client", "systemd_notify"}),

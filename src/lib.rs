@@ -23,7 +23,7 @@
 //! - [`quorum_loss`]: the driver of the fenced protocol, generic over its
 //!   host, so the daemon and the simulations run the same driver;
 //! - durable state ([`state_file`], [`atomic_file`], [`data_dir`]), the
-//!   store's records ([`record`]), [`snapshot`]s, the HTTP API ([`api`],
+//!   store's records ([`store::record`]), [`snapshot`]s, the HTTP API ([`api`],
 //!   [`status`], [`metrics`]), the one-shot commands ([`commands`]);
 //! - [`auth`]: authentication inside etcd — eco's own identity, and the
 //!   users and roles of `[auth]` kept by the instance beside the leader;
@@ -41,7 +41,6 @@ pub mod api_budget;
 pub mod api_tls;
 pub mod atomic_file;
 pub mod auth;
-pub mod cluster_view;
 pub mod commands;
 pub mod config;
 pub mod daemon;
@@ -54,13 +53,11 @@ pub mod instance_lock;
 pub mod logging;
 pub mod metrics;
 pub mod names;
-pub mod pause;
 pub mod pki;
 pub mod preflight;
 pub mod printable;
 pub mod provider;
 pub mod quorum_loss;
-pub mod record;
 pub mod secret_file;
 pub mod snapshot;
 pub mod state_file;

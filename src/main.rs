@@ -1,6 +1,11 @@
-//! The `eco` command line. Everything it runs lives in the `eco` library.
+//! The `eco` command line: its arguments (clap) and which command runs.
+//! Every command's body lives in the `eco` library (`eco::commands`).
 
-use eco::{config, daemon, logging, version};
+use eco::commands::{
+    self,
+    one_shot::{load_or_exit, one_shot, print_out},
+};
+use eco::{logging, version};
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -215,15 +220,15 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            let by = by.unwrap_or_else(eco::commands::pause::default_by);
-            one_shot(async move { eco::commands::pause::pause(&config, &by, &reason).await })
+            let by = by.unwrap_or_else(commands::pause::default_by);
+            one_shot(async move { commands::pause::pause(&config, &by, &reason).await })
         }
         Command::Resume { config } => {
             let config = match load_or_exit(&config) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            one_shot(async move { eco::commands::pause::resume(&config).await })
+            one_shot(async move { commands::pause::resume(&config).await })
         }
         Command::Version => {
             print_out(&format!(
@@ -236,63 +241,11 @@ fn main() -> ExitCode {
         }
         Command::Config {
             command: ConfigCommand::Check { file },
-        } => match config::load_file(&file) {
-            Ok(c) => {
-                let mut checked = eco::commands::config_check::referenced_files(&c);
-                match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => {
-                        rt.block_on(eco::commands::config_check::etcd_release(&c, &mut checked))
-                    }
-                    Err(e) => checked.not_checked.push(format!(
-                        "the etcd release (cannot start the async runtime: {e})"
-                    )),
-                }
-                if !checked.problems.is_empty() {
-                    for p in checked.problems {
-                        eprintln!("eco: {}: {p}", file.display());
-                    }
-                    for w in checked.warnings {
-                        eprintln!("eco: {}: warning: {w}", file.display());
-                    }
-                    return ExitCode::from(2);
-                }
-                match toml::to_string_pretty(&c) {
-                    Ok(text) => {
-                        let identity = eco::auth::describe_identity(&c)
-                            .map(|who| format!("# eco's identity inside etcd: {who}\n"))
-                            .unwrap_or_default();
-                        let api = eco::commands::config_check::describe_api(&c);
-                        let mut notes = String::new();
-                        for w in checked.warnings {
-                            notes.push_str(&format!("# warning: {w}\n"));
-                        }
-                        for n in checked.not_checked {
-                            notes.push_str(&format!("# not checked here: {n}\n"));
-                        }
-                        print_out(&format!(
-                            "# {}: valid; effective configuration:\n{notes}{identity}{api}{text}",
-                            file.display()
-                        ));
-                        ExitCode::SUCCESS
-                    }
-                    Err(e) => {
-                        eprintln!("eco: cannot print the configuration: {e}");
-                        ExitCode::from(1)
-                    }
-                }
-            }
-            Err(e) => {
-                eprintln!("eco: {e}");
-                ExitCode::from(2)
-            }
-        },
+        } => commands::config_check::check(&file),
         Command::Run {
             config,
             instance_id,
-        } => run(config, instance_id),
+        } => commands::run::run(config, instance_id),
         Command::Status {
             api,
             config,
@@ -312,7 +265,7 @@ fn main() -> ExitCode {
                     server_name: tls_server_name.unwrap_or_else(|| addr.ip().to_string()),
                 }),
             });
-            status(api, config, instance_id, json, cluster)
+            commands::status::status(api, config, instance_id, json, cluster)
         }
         Command::Certs {
             command:
@@ -322,18 +275,33 @@ fn main() -> ExitCode {
                     out,
                     validity,
                 },
-        } => {
-            match config::load_file(&config) {
-                Ok(c) => one_shot(async move {
-                    eco::commands::certs::client(&c, &user, validity, &out).await
-                }),
-                Err(e) => {
-                    eprintln!("eco: {e}");
-                    ExitCode::from(2)
-                }
+        } => match load_or_exit(&config) {
+            Ok(c) => {
+                one_shot(async move { commands::certs::client(&c, &user, validity, &out).await })
             }
+            Err(code) => code,
+        },
+        Command::Snapshot {
+            command:
+                SnapshotCommand::Now {
+                    config,
+                    instance_id,
+                },
+        } => {
+            let config = match load_or_exit(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            // Progress of a long transfer goes to the log (stderr).
+            logging::init(&config.log);
+            one_shot(async move { commands::snapshot::now(&config, instance_id.as_deref()).await })
         }
-        Command::Snapshot { command } => snapshot(command),
+        Command::Snapshot {
+            command: SnapshotCommand::List { config, json },
+        } => match load_or_exit(&config) {
+            Ok(c) => one_shot(async move { commands::snapshot::list_text(&c, json).await }),
+            Err(code) => code,
+        },
         Command::Restore {
             from,
             data_dir,
@@ -342,237 +310,8 @@ fn main() -> ExitCode {
             token,
             config,
             etcd_bin_dir,
-        } => restore(from, data_dir, name, peer_url, token, config, etcd_bin_dir),
-    }
-}
-
-/// Runs `work` on a small runtime; prints its text or its error.
-fn one_shot(work: impl std::future::Future<Output = anyhow::Result<String>>) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("eco: error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(work) {
-        Ok(text) => {
-            print_out(&text);
-            if !text.ends_with('\n') {
-                print_out("\n");
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("eco: error: {}", eco::error_report::one_line(&e));
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn load_or_exit(path: &std::path::Path) -> Result<config::Config, ExitCode> {
-    config::load_file(path).map_err(|e| {
-        eprintln!("eco: {e}");
-        ExitCode::from(2)
-    })
-}
-
-fn snapshot(command: SnapshotCommand) -> ExitCode {
-    match command {
-        SnapshotCommand::Now {
-            config,
-            instance_id,
         } => {
-            let config = match load_or_exit(&config) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            // Progress of a long transfer goes to the log (stderr).
-            logging::init(&config.log);
-            one_shot(
-                async move { eco::commands::snapshot::now(&config, instance_id.as_deref()).await },
-            )
-        }
-        SnapshotCommand::List { config, json } => {
-            let config = match load_or_exit(&config) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            one_shot(async move {
-                let list = eco::commands::snapshot::list(&config).await?;
-                if json {
-                    // The objects that are not this cluster's, on stderr.
-                    eprint!("{}", eco::commands::snapshot::foreign(&list));
-                    Ok(serde_json::to_string_pretty(&list.snapshots)?)
-                } else {
-                    Ok(eco::commands::snapshot::render(&list))
-                }
-            })
+            commands::restore::from_cli(from, data_dir, name, peer_url, token, config, etcd_bin_dir)
         }
     }
-}
-
-fn restore(
-    from: String,
-    data_dir: PathBuf,
-    name: String,
-    peer_url: String,
-    token: Option<String>,
-    config: Option<PathBuf>,
-    etcd_bin_dir: Option<PathBuf>,
-) -> ExitCode {
-    let config = match config.as_deref().map(load_or_exit) {
-        None => None,
-        Some(Ok(c)) => Some(c),
-        Some(Err(code)) => return code,
-    };
-    one_shot(async move {
-        let (etcdutl, etcdctl) = match (&etcd_bin_dir, &config) {
-            (Some(dir), _) => (
-                Some(dir.join("etcdutl")).filter(|p| p.exists()),
-                Some(dir.join("etcdctl")).filter(|p| p.exists()),
-            ),
-            (None, Some(c)) => {
-                let b = eco::etcd::binaries::find(&c.etcd).await?;
-                (b.etcdutl, b.etcdctl)
-            }
-            (None, None) => {
-                let b = eco::etcd::binaries::find(&Default::default()).await?;
-                (b.etcdutl, b.etcdctl)
-            }
-        };
-        let req = eco::snapshot::restore::RestoreRequest {
-            data_dir,
-            token: token
-                .unwrap_or_else(|| format!("{name}-restored-{:08x}", rand::random::<u32>())),
-            name,
-            peer_url,
-            etcdutl,
-            etcdctl,
-            timeout: std::time::Duration::from_secs(30 * 60),
-            bump_revision: true,
-        };
-        eco::commands::restore::run(&from, config.as_ref(), &req).await
-    })
-}
-
-fn status(
-    api: Option<eco::status_client::ApiTarget>,
-    config: Option<PathBuf>,
-    id: Option<String>,
-    json: bool,
-    cluster: bool,
-) -> ExitCode {
-    // (`--cluster` asks the other instances on the API port of the config,
-    // never on this instance's api.status_bind; with --api, on its port)
-    let (target, others_port) = match (api, config) {
-        (Some(a), _) => {
-            let port = a.addr.port();
-            (a, port)
-        }
-        (None, Some(path)) => {
-            let found = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(anyhow::Error::from)
-                .and_then(|rt| rt.block_on(api_target(&path, id.as_deref())));
-            match found {
-                Ok(a) => a,
-                Err(e) => {
-                    eprintln!("eco: error: {}", eco::error_report::one_line(&e));
-                    return ExitCode::from(2);
-                }
-            }
-        }
-        (None, None) => {
-            eprintln!("eco: error: give --api ADDR:PORT or --config FILE");
-            return ExitCode::from(2);
-        }
-    };
-    one_shot(async move {
-        let (code, body) =
-            eco::status_client::get_from(&target, "/status", std::time::Duration::from_secs(5))
-                .await?;
-        let url = target.url();
-        if code != 200 {
-            anyhow::bail!("{url} answered {code}: {}", String::from_utf8_lossy(&body));
-        }
-        if json && !cluster {
-            return Ok(String::from_utf8_lossy(&body).to_string());
-        }
-        let status: eco::status::InstanceStatus = serde_json::from_slice(&body).map_err(|e| {
-            anyhow::anyhow!("{url} sent a status this eco cannot read ({e}); try --json")
-        })?;
-        if cluster {
-            use eco::commands::cluster_status;
-            let rows = cluster_status::gather(status.clone(), &target, others_port).await;
-            if json {
-                return Ok(serde_json::to_string_pretty(&rows)?);
-            }
-            return Ok(cluster_status::render(&status, &rows));
-        }
-        Ok(eco::status_client::render(&status))
-    })
-}
-
-/// Where and how to reach the API of the instance of a config, and the
-/// API port of the config (where the other instances serve theirs).
-async fn api_target(
-    path: &std::path::Path,
-    id: Option<&str>,
-) -> anyhow::Result<(eco::status_client::ApiTarget, u16)> {
-    let config = config::load_file(path)?;
-    let target = eco::commands::api_target(&config, id).await?;
-    Ok((target, config.api.port as u16))
-}
-
-fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {
-    let config = match config::load_file(&path) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("eco: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    logging::init(&config.log);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("eco: error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    // Which instance this is comes from the provider; not knowing is a
-    // configuration error (exit 2), like the config itself.
-    let provider =
-        match runtime.block_on(eco::provider::from_config(&config, instance_id.as_deref())) {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::error!("{e}");
-                eprintln!("eco: error: {e}");
-                let config_error = matches!(e, eco::provider::ProviderError::NoInstanceId);
-                return ExitCode::from(if config_error { 2 } else { 1 });
-            }
-        };
-    let result = runtime.block_on(daemon::run(config, Some(path), provider));
-    match result {
-        Ok(daemon::Exit::Signalled) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{}", eco::error_report::one_line(&e));
-            eprintln!("eco: error: {}", eco::error_report::one_line(&e));
-            ExitCode::from(1)
-        }
-    }
-}
-
-/// Prints to stdout; a closed pipe (`eco version | head -1`) is not an error.
-fn print_out(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().write_all(text.as_bytes());
 }

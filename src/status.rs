@@ -56,7 +56,7 @@ pub struct InstanceStatus {
     pub gossip: Vec<GossipPeer>,
     /// A human paused eco cluster-wide (`eco pause`): who, when, why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paused: Option<crate::pause::Pause>,
+    pub paused: Option<crate::store::pause::Pause>,
     /// The pause object is there but cannot be read: the instance treats
     /// the cluster as paused, and this says why (`eco resume` removes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

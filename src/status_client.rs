@@ -394,9 +394,9 @@ pub fn render(s: &InstanceStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pause::Pause;
     use crate::snapshot::verify::VerificationRecord;
     use crate::status::{SnapshotStatus, example};
+    use crate::store::pause::Pause;
 
     /// What the store holds is shown with control characters escaped, and
     /// a verification record dated in the future is said to be.

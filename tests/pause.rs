@@ -134,7 +134,7 @@ fn bad_pause_input_and_objects(c: &Cluster, config: &str) {
         ("ann\u{1b}[2J", "disk", "--by"),
         (
             "ann",
-            &"x".repeat(eco::pause::MAX_REASON + 1) as &str,
+            &"x".repeat(eco::store::pause::MAX_REASON + 1) as &str,
             "--reason",
         ),
     ] {
@@ -149,7 +149,7 @@ fn bad_pause_input_and_objects(c: &Cluster, config: &str) {
 
     // A corrupt pause object, then one too large: paused, said so.
     let store = eco::store::dir::DirStore::new(c.store());
-    let name = eco::pause::object_name("it");
+    let name = eco::store::pause::object_name("it");
     let put = |content: &[u8]| {
         use eco::store::ObjectStore;
         testkit::etcd::rt()

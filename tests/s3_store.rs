@@ -1076,7 +1076,7 @@ async fn a_pause_object_eco_did_not_commit_is_said_and_removed() {
     let server = S3Server::start(Kind::Moto);
     create_bucket(&server, BUCKET).await;
     let store = store_on(&server, "eco", "").await;
-    let name = eco::pause::object_name(CLUSTER);
+    let name = eco::store::pause::object_name(CLUSTER);
     raw(&server)
         .put_object()
         .bucket(BUCKET)
@@ -1087,15 +1087,15 @@ async fn a_pause_object_eco_did_not_commit_is_said_and_removed() {
         .send()
         .await
         .unwrap();
-    let e = eco::pause::read(&store, CLUSTER).await.unwrap_err();
+    let e = eco::store::pause::read(&store, CLUSTER).await.unwrap_err();
     assert!(
-        matches!(e, eco::pause::PauseError::Uncommitted { .. }),
+        matches!(e, eco::store::pause::PauseError::Uncommitted { .. }),
         "{e}"
     );
     assert!(e.to_string().contains(&name), "{e}");
     assert!(matches!(
-        eco::pause::clear(&store, CLUSTER).await.unwrap(),
-        eco::pause::Cleared::Removed(_)
+        eco::store::pause::clear(&store, CLUSTER).await.unwrap(),
+        eco::store::pause::Cleared::Removed(_)
     ));
     assert!(
         raw_keys(&server, "eco/")
@@ -1110,7 +1110,7 @@ async fn a_pause_object_eco_did_not_commit_is_said_and_removed() {
         .put(&name, &mut &big[..], BTreeMap::new())
         .await
         .unwrap();
-    let e = eco::pause::read(&store, CLUSTER)
+    let e = eco::store::pause::read(&store, CLUSTER)
         .await
         .unwrap_err()
         .to_string();

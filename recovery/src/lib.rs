@@ -34,7 +34,9 @@
 //! - [`departures`]: when a departure is confirmed — consecutive reads of
 //!   the group over a span derived from the refresh interval; a read that
 //!   lists nobody is never evidence.
-//! - [`voters`]: keeping `V_n` in the state file and the store's record.
+//! - [`voters`]: keeping `V_n` in the state file and the store's record;
+//!   [`live_since`]: since when each instance has been alive in gossip
+//!   without a break (the planner's unhealthy-voter TTL runs only then).
 //! - [`acl`]: authentication inside etcd — the steps from etcd's users,
 //!   roles and permissions to the config's (root and eco's identity never
 //!   removed, enabling last), and whether this instance reconciles now.
@@ -56,6 +58,8 @@
 //! - [`quorum`]: quorum arithmetic, once for every part.
 //! - [`zone_spread`]: the voters per zone and whether losing any one zone
 //!   would lose quorum (reported, never acted on).
+//! - [`maintenance`]: which maintenance jobs run after a settled plan,
+//!   in what order (peer scheme, an upgrade step before space).
 //! - [`space`]: the space governor — which member to defragment (one at a
 //!   time, the leader last, only with every member answering) and how to
 //!   come back from etcd's `NOSPACE` alarm (compact, defragment, disarm).
@@ -89,6 +93,8 @@ pub mod fenced;
 pub mod formation;
 pub mod handover;
 pub mod join_diagnosis;
+pub mod live_since;
+pub mod maintenance;
 pub mod moved_aside;
 pub mod newest_snapshot;
 pub mod pass;

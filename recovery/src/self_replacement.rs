@@ -100,9 +100,137 @@ pub fn decide(f: &ReplacementFacts) -> ReplacementStep {
     }
 }
 
+/// A request the provider did not take is made again after this long.
+pub const RETRY_AFTER_MS: u64 = 60_000;
+
+/// The current unusable episode, kept by the daemon from pass to pass on
+/// the pass clock: since when the member has been unusable (timed only
+/// from when it was in the member list), whether the provider was asked,
+/// and when a request last failed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Episode {
+    since_ms: Option<u64>,
+    asked: bool,
+    failed_at_ms: Option<u64>,
+}
+
+/// What an episode says of this pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EpisodeNow {
+    /// The member is usable: the episode is over (reset).
+    Usable,
+    /// A request failed less than [`RETRY_AFTER_MS`] ago: nothing this pass.
+    RetryLater,
+    /// Unusable: the facts [`decide`] needs from the episode.
+    Unusable {
+        /// Its member was in the list during the episode.
+        was_member: bool,
+        /// How long it has been unusable (`None`: never a member, not timed).
+        unusable_for_ms: Option<u64>,
+        /// The provider was asked already in this episode.
+        asked: bool,
+    },
+}
+
+impl Episode {
+    /// This pass at `now_ms`: `usable` (the member answers with a
+    /// leader), `is_member` (its member is in the list now). An episode
+    /// is timed from when the member is in the list and unusable, and goes
+    /// on if eco's own repair removes it meanwhile; an instance that was
+    /// never a member is not timed (its join is the planner's).
+    pub fn observe(&mut self, now_ms: u64, usable: bool, is_member: bool) -> EpisodeNow {
+        if usable {
+            *self = Episode::default();
+            return EpisodeNow::Usable;
+        }
+        let was_member = is_member || self.since_ms.is_some();
+        let since = was_member.then(|| *self.since_ms.get_or_insert(now_ms));
+        if self
+            .failed_at_ms
+            .is_some_and(|at| now_ms.saturating_sub(at) < RETRY_AFTER_MS)
+        {
+            return EpisodeNow::RetryLater;
+        }
+        EpisodeNow::Unusable {
+            was_member,
+            unusable_for_ms: since.map(|at| now_ms.saturating_sub(at)),
+            asked: self.asked,
+        }
+    }
+
+    /// The provider took the request (or said it cannot): not again in
+    /// this episode.
+    pub fn asked(&mut self) {
+        self.asked = true;
+    }
+
+    /// The request failed at `now_ms`: again after [`RETRY_AFTER_MS`].
+    pub fn failed(&mut self, now_ms: u64) {
+        self.failed_at_ms = Some(now_ms);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_episode_is_timed_from_membership_asks_once_and_retries_after_a_failure() {
+        let mut e = Episode::default();
+        // Never a member: not timed.
+        assert_eq!(
+            e.observe(0, false, false),
+            EpisodeNow::Unusable {
+                was_member: false,
+                unusable_for_ms: None,
+                asked: false
+            }
+        );
+        // A member, unusable from 1 000 on.
+        assert_eq!(
+            e.observe(1_000, false, true),
+            EpisodeNow::Unusable {
+                was_member: true,
+                unusable_for_ms: Some(0),
+                asked: false
+            }
+        );
+        // Removed by eco's repair meanwhile: the episode goes on.
+        assert_eq!(
+            e.observe(31_000, false, false),
+            EpisodeNow::Unusable {
+                was_member: true,
+                unusable_for_ms: Some(30_000),
+                asked: false
+            }
+        );
+        // A failed request: nothing for a minute, then asked again.
+        e.failed(31_000);
+        assert_eq!(e.observe(60_000, false, false), EpisodeNow::RetryLater);
+        assert!(matches!(
+            e.observe(91_000, false, false),
+            EpisodeNow::Unusable {
+                unusable_for_ms: Some(90_000),
+                asked: false,
+                ..
+            }
+        ));
+        e.asked();
+        assert!(matches!(
+            e.observe(92_000, false, false),
+            EpisodeNow::Unusable { asked: true, .. }
+        ));
+        // Usable again: a new episode starts from nothing.
+        assert_eq!(e.observe(93_000, true, true), EpisodeNow::Usable);
+        assert_eq!(
+            e.observe(94_000, false, true),
+            EpisodeNow::Unusable {
+                was_member: true,
+                unusable_for_ms: Some(0),
+                asked: false
+            }
+        );
+    }
 
     fn facts() -> ReplacementFacts {
         ReplacementFacts {

@@ -1,11 +1,11 @@
 //! Who writes snapshots and when (DESIGN §8). Pure.
 //!
 //! Only the instance beside the etcd leader writes, and only while it is
-//! ready ([`WriterFacts::writes`]). It snapshots when the revision advanced
+//! ready ([`LeaderFacts::writes`]). It snapshots when the revision advanced
 //! and `interval` passed since the last snapshot, and in any case once
 //! `max_age` passed — so even a quiet cluster has a recent, verified
 //! snapshot. When eco stops, the leader and any voter whose departure
-//! leaves no healthy quorum take a final one ([`WriterFacts::final_due`]).
+//! leaves no healthy quorum take a final one ([`LeaderFacts::final_due`]).
 //!
 //! The age is measured from the last snapshot actually stored
 //! ([`Followed`]): a quiet cluster's snapshots all have one name (one
@@ -163,10 +163,12 @@ pub fn snapshot_due(
     None
 }
 
-/// What the snapshot writer knows of its instance, from the daemon's
-/// latest pass.
+/// What the tasks beside the daemon's loop know of their instance, from
+/// its latest pass (sent one way, on a watch channel, to its named
+/// subscribers: the snapshot writer, the ACL reconciler, the termination
+/// handling); nothing flows back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WriterFacts {
+pub struct LeaderFacts {
     /// The instance is ready (`crate::pass`).
     pub ready: bool,
     /// The etcd process runs.
@@ -188,11 +190,17 @@ pub struct WriterMember {
     pub revision: i64,
 }
 
-impl WriterFacts {
+impl LeaderFacts {
+    /// This instance is ready and its member leads the cluster: the one
+    /// instance that writes the periodic snapshots and reconciles the ACL.
+    pub fn ready_leader(&self) -> bool {
+        self.ready && self.member.is_some_and(|m| m.is_leader)
+    }
+
     /// This instance writes the periodic snapshots: it is ready and beside
     /// the etcd leader (one writer per cluster).
     pub fn writes(&self) -> bool {
-        self.ready && self.member.is_some_and(|m| m.is_leader)
+        self.ready_leader()
     }
 
     /// The revision a snapshot would capture (0 when not the writer).
@@ -460,7 +468,7 @@ mod tests {
             is_leader: false,
             ..leader
         };
-        let f = |ready, running, member, voters, others| WriterFacts {
+        let f = |ready, running, member, voters, others| LeaderFacts {
             ready,
             etcd_running: running,
             member,
@@ -545,7 +553,7 @@ mod tests {
 
     #[test]
     fn a_leaving_leader_snapshots_though_it_is_not_ready() {
-        let leaving_leader = WriterFacts {
+        let leaving_leader = LeaderFacts {
             ready: false,
             etcd_running: true,
             member: Some(WriterMember {
@@ -562,7 +570,7 @@ mod tests {
             "not ready: not the writer"
         );
         assert!(leaving_leader.final_due_leaving().is_some());
-        let follower = WriterFacts {
+        let follower = LeaderFacts {
             member: Some(WriterMember {
                 is_leader: false,
                 is_learner: false,
@@ -571,12 +579,12 @@ mod tests {
             ..leaving_leader
         };
         assert_eq!(follower.final_due_leaving(), None, "a healthy quorum stays");
-        let last_quorum = WriterFacts {
+        let last_quorum = LeaderFacts {
             healthy_other_voters: 1,
             ..follower
         };
         assert!(last_quorum.final_due_leaving().is_some());
-        let stopped = WriterFacts {
+        let stopped = LeaderFacts {
             etcd_running: false,
             ..leaving_leader
         };

@@ -227,6 +227,64 @@ fn s3_credential_files(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<
     problems
 }
 
+/// `eco config check FILE`: exit 0 with the effective config (defaults
+/// filled in, warnings and what only `eco run` checks as comments), 2 with
+/// every problem, 1 when the result cannot be printed.
+pub fn check(file: &std::path::Path) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    match crate::config::load_file(file) {
+        Ok(c) => {
+            let mut checked = referenced_files(&c);
+            match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt.block_on(etcd_release(&c, &mut checked)),
+                Err(e) => checked.not_checked.push(format!(
+                    "the etcd release (cannot start the async runtime: {e})"
+                )),
+            }
+            if !checked.problems.is_empty() {
+                for p in checked.problems {
+                    eprintln!("eco: {}: {p}", file.display());
+                }
+                for w in checked.warnings {
+                    eprintln!("eco: {}: warning: {w}", file.display());
+                }
+                return ExitCode::from(2);
+            }
+            match toml::to_string_pretty(&c) {
+                Ok(text) => {
+                    let identity = crate::auth::describe_identity(&c)
+                        .map(|who| format!("# eco's identity inside etcd: {who}\n"))
+                        .unwrap_or_default();
+                    let api = describe_api(&c);
+                    let mut notes = String::new();
+                    for w in checked.warnings {
+                        notes.push_str(&format!("# warning: {w}\n"));
+                    }
+                    for n in checked.not_checked {
+                        notes.push_str(&format!("# not checked here: {n}\n"));
+                    }
+                    super::one_shot::print_out(&format!(
+                        "# {}: valid; effective configuration:\n{notes}{identity}{api}{text}",
+                        file.display()
+                    ));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("eco: cannot print the configuration: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("eco: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::s3_credential_files;

@@ -1,15 +1,19 @@
-//! Implementations of the one-shot CLI commands (`eco snapshot`, `eco
-//! restore`, and what `eco status --config` needs: [`api_target`];
-//! `eco status --cluster`: [`cluster_status`]).
-//! `main.rs` parses arguments and calls these. They reach the provider and
+//! The CLI's commands, whole: `eco run` ([`run`]), `eco status`
+//! ([`status`], what `--config` needs: [`api_target`]; `--cluster`:
+//! [`cluster_status`]), `eco snapshot`, `eco restore`, `eco config check`,
+//! `eco pause`/`resume`, `eco certs`; what they share ([`one_shot`]).
+//! `main.rs` only parses arguments and calls these. They reach the provider and
 //! the store through the same factories as the daemon.
 
 pub mod certs;
 pub mod cluster_status;
 pub mod config_check;
+pub mod one_shot;
 pub mod pause;
 pub mod restore;
+pub mod run;
 pub mod snapshot;
+pub mod status;
 
 use crate::config::Config;
 use crate::provider::Identity;

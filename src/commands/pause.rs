@@ -1,12 +1,12 @@
 //! `eco pause` and `eco resume`: the cluster-wide maintenance switch in
-//! the configured store (`crate::pause`). Every instance sees it within
+//! the configured store (`crate::store::pause`). Every instance sees it within
 //! `pause::PAUSE_FRESH` plus one pass. A pause object that cannot be read
 //! (corrupt, too large, or not committed by the store) is replaced by
 //! `eco pause` and removed by `eco resume`, each saying so.
 
 use crate::config::Config;
-use crate::pause::{self, Cleared, Pause, PauseError};
 use crate::printable::printable;
+use crate::store::pause::{self, Cleared, Pause, PauseError};
 
 /// Pauses the cluster of `config`; what `eco pause` prints.
 pub async fn pause(config: &Config, by: &str, reason: &str) -> anyhow::Result<String> {

@@ -84,3 +84,15 @@ pub fn foreign(listing: &Listing) -> String {
         })
         .collect()
 }
+
+/// `eco snapshot list`: the table, or with `json` the snapshots as JSON
+/// (and the objects that are not this cluster's on stderr).
+pub async fn list_text(config: &Config, json: bool) -> anyhow::Result<String> {
+    let list = list(config).await?;
+    if json {
+        eprint!("{}", foreign(&list));
+        Ok(serde_json::to_string_pretty(&list.snapshots)?)
+    } else {
+        Ok(render(&list))
+    }
+}

@@ -76,7 +76,7 @@ impl AclReconciler {
             tick.tick().await;
             let leader = {
                 let f = &facts.borrow().facts;
-                f.ready && f.member.is_some_and(|m| m.is_leader)
+                f.ready_leader()
             };
             r.pass(leader).await;
         }

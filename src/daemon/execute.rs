@@ -3,11 +3,11 @@
 //! learner not in sync, an unsafe change) come back as waits.
 
 use super::Daemon;
-use crate::cluster_view::Seen;
+use crate::etcd::cluster_view::Seen;
 use crate::etcd::flags::InitialClusterState;
 use crate::etcd::members::{self, MembershipError};
 use crate::events::Event;
-use crate::record;
+use crate::store::record;
 
 use crate::state_file::LocalState;
 use anyhow::Context;

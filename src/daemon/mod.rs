@@ -39,7 +39,6 @@ mod first_incarnation;
 mod gossip_link;
 mod handover;
 mod join_problem;
-mod live_since;
 mod local_etcd;
 mod observe;
 mod pass;
@@ -56,17 +55,17 @@ mod steady_state;
 mod termination;
 mod upgrade;
 
-use crate::cluster_view::ClusterView;
 use crate::config::Config;
 use crate::etcd::access::EtcdAccess;
+use crate::etcd::cluster_view::ClusterView;
 use crate::etcd::{binaries, flags};
 use crate::metrics::Metrics;
 use crate::provider::Provider;
 use crate::quorum_loss::driver::Driver;
-use crate::record::VotersRecord;
 use crate::snapshot::writer::{SnapshotWriter, WriterInput};
 use crate::status::{InstanceStatus, NextAction, Phase};
 use crate::store::ConditionalCreate;
+use crate::store::record::VotersRecord;
 use anyhow::Context;
 use context::Ctx;
 use durable::Durable;
@@ -105,7 +104,7 @@ struct Daemon {
     /// readiness check its metrics listener has).
     etcd_release_seen: Option<String>,
     /// The maintenance switch (`eco pause`), as the store says.
-    pause: crate::pause::PauseView,
+    pause: crate::store::pause::PauseView,
     /// This `NOSPACE` episode once its compaction is done: the members
     /// defragmented since (`recovery::space`); `None` before, and after a
     /// disarm or a restart.
@@ -113,9 +112,9 @@ struct Daemon {
     /// The etcd binaries the config names now (rolling upgrades).
     configured_etcd: upgrade::ConfiguredEtcd,
     /// How long the local member has been unusable (self-replacement).
-    unusable: self_replacement::Unusable,
+    unusable: recovery::self_replacement::Episode,
     gossip: Option<GossipLink>,
-    live_since: live_since::LiveSince,
+    live_since: recovery::live_since::LiveSince,
     /// The quorum-loss protocol (with gossip keys and a store).
     quorum_loss: Option<Driver>,
     /// The last problem of the quorum-loss side worth a human's eye.
@@ -124,6 +123,9 @@ struct Daemon {
     refused: Option<String>,
     status: watch::Sender<InstanceStatus>,
     writer: watch::Sender<WriterInput>,
+    /// The leader facts of the latest pass, as published on `writer` (kept
+    /// here: a channel's last value is never read back).
+    leader_facts: recovery::snapshot_schedule::LeaderFacts,
     voters_written: Option<VotersRecord>,
     /// The members as the last steady-state pass saw them: whom a leading
     /// member hands leadership to before a planned stop (`handover`).
@@ -418,12 +420,13 @@ async fn run_as(
         configured_etcd: Default::default(),
         unusable: Default::default(),
         gossip,
-        live_since: live_since::LiveSince::default(),
+        live_since: recovery::live_since::LiveSince::default(),
         quorum_loss,
         problem: None,
         refused: None,
         status,
         writer,
+        leader_facts: Default::default(),
         voters_written: None,
         last_members: None,
         termination: None,

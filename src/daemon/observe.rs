@@ -7,13 +7,13 @@
 //! Facts only: nothing here decides.
 
 use super::Daemon;
-use crate::cluster_view::Seen;
 use crate::data_dir::DataState;
+use crate::etcd::cluster_view::Seen;
 use crate::etcd::probe::MemberStatus;
 use crate::etcd::supervisor::ProcessStatus;
 use crate::provider::Group;
-use crate::record;
 use crate::store::ObjectStore;
+use crate::store::record;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,7 @@ pub(super) struct Observed {
     pub newest_recorded: Option<u64>,
     /// The cluster is paused (`eco pause`, or a pause object that cannot
     /// be read), as the store last said.
-    pub paused: Option<crate::pause::PauseSeen>,
+    pub paused: Option<crate::store::pause::PauseSeen>,
     /// What is wrong with the pause object, if anything (`/status`).
     pub pause_problem: Option<String>,
     /// etcd's own `/readyz` where the member's release has it: `Ok` ready,

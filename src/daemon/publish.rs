@@ -12,7 +12,7 @@ use crate::snapshot::writer::WriterInput;
 use crate::status::{GossipPeer, MemberRow, NextAction, Phase};
 use gossip::Liveness;
 use recovery::pass::{Hold, Ready};
-use recovery::snapshot_schedule::{WriterFacts, WriterMember};
+use recovery::snapshot_schedule::{LeaderFacts, WriterMember};
 
 impl Daemon {
     pub(super) fn publish(&mut self, seen: &Observed, ready: &Ready) {
@@ -119,7 +119,7 @@ impl Daemon {
             s.termination = termination;
             s.paused = seen.paused.as_ref().and_then(|p| p.pause().cloned());
             s.paused_unreadable = match &seen.paused {
-                Some(p @ crate::pause::PauseSeen::Unreadable(_)) => Some(p.describe()),
+                Some(p @ crate::store::pause::PauseSeen::Unreadable(_)) => Some(p.describe()),
                 _ => None,
             };
             s.pause_problem = seen.pause_problem.clone();
@@ -180,7 +180,7 @@ impl Daemon {
     }
 
     /// What the snapshot writer needs from this pass.
-    fn publish_writer(&self, seen: &Observed, ready: &Ready) {
+    fn publish_writer(&mut self, seen: &Observed, ready: &Ready) {
         let (voters, healthy_other_voters) = match &seen.cluster.members {
             Some((list, _)) => {
                 let voters: Vec<_> = list.iter().filter(|m| !m.is_learner).collect();
@@ -199,18 +199,22 @@ impl Daemon {
             }
             None => (0, 0),
         };
+        let facts = LeaderFacts {
+            ready: ready.ready,
+            etcd_running: seen.process.running,
+            member: seen.local.as_ref().map(|m| WriterMember {
+                is_leader: m.is_leader(),
+                is_learner: m.is_learner,
+                revision: m.revision,
+            }),
+            voters,
+            healthy_other_voters,
+        };
+        // The daemon's own copy (the termination handling reads it); the
+        // channel only carries it out, to the writer and the reconciler.
+        self.leader_facts = facts;
         let input = WriterInput {
-            facts: WriterFacts {
-                ready: ready.ready,
-                etcd_running: seen.process.running,
-                member: seen.local.as_ref().map(|m| WriterMember {
-                    is_leader: m.is_leader(),
-                    is_learner: m.is_learner,
-                    revision: m.revision,
-                }),
-                voters,
-                healthy_other_voters,
-            },
+            facts,
             naming: self
                 .durable
                 .state()

@@ -9,13 +9,13 @@ use super::durable::Durable;
 use super::local_etcd::LocalEtcd;
 use super::observe::{GroupView, Observed};
 use super::seeding::{Seeding, Target};
-use crate::cluster_view::ClusterView;
+use crate::etcd::cluster_view::ClusterView;
 use crate::quorum_loss::driver::QuorumLossHost;
 use crate::quorum_loss::facts;
 use crate::quorum_loss::store_facts;
-use crate::record;
 use crate::state_file::LocalState;
 use crate::status::{InstanceStatus, NextAction, Phase};
+use crate::store::record;
 use crate::wall_clock::unix_ms;
 use gossip::Gossip;
 use recovery::fenced::{

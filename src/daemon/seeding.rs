@@ -13,8 +13,8 @@
 use super::context::Ctx;
 use super::durable::Durable;
 use super::local_etcd::LocalEtcd;
-use crate::cluster_view::ClusterView;
 use crate::etcd::access::EtcdAccess;
+use crate::etcd::cluster_view::ClusterView;
 use crate::etcd::probe::MemberStatus;
 use crate::events::Event;
 use crate::quorum_loss::replay::{self, ReplayMode, ReplayRequest};

@@ -9,29 +9,13 @@ use super::Daemon;
 use super::observe::Observed;
 use crate::events::Event;
 use crate::provider::Replacement;
-use recovery::self_replacement::{self, ReplacementFacts, ReplacementStep};
-use std::time::{Duration, Instant};
-
-/// A request the provider did not take is made again after this long.
-const RETRY_AFTER: Duration = Duration::from_secs(60);
-
-/// The current unusable episode.
-#[derive(Default)]
-pub(super) struct Unusable {
-    since: Option<Instant>,
-    asked: bool,
-    failed_at: Option<Instant>,
-}
+use recovery::self_replacement::{self, EpisodeNow, ReplacementFacts, ReplacementStep};
 
 impl Daemon {
     pub(super) async fn consider_replacement(&mut self, seen: &Observed) {
         let Some(after) = self.ctx.config.recovery.replace_unusable_after else {
             return;
         };
-        if seen.local.as_ref().is_some_and(|m| m.has_leader()) {
-            self.unusable = Unusable::default();
-            return;
-        }
         let because = match (&seen.local, seen.running) {
             (_, false) => "etcd is not running",
             (None, true) => "etcd does not answer",
@@ -42,19 +26,16 @@ impl Daemon {
             list.iter()
                 .any(|m| m.name == self.ctx.id() || Some(m.id) == recorded)
         });
-        // An episode is timed from when the member is in the list and
-        // unusable, and goes on if eco's repair removes it meanwhile; an
-        // instance that was never a member is not timed (the rules leave
-        // its join to the planner).
-        let was_member = is_member || self.unusable.since.is_some();
-        let since = was_member.then(|| *self.unusable.since.get_or_insert_with(Instant::now));
-        if self
-            .unusable
-            .failed_at
-            .is_some_and(|at| at.elapsed() < RETRY_AFTER)
-        {
-            return;
-        }
+        let usable = seen.local.as_ref().is_some_and(|m| m.has_leader());
+        let (was_member, unusable_for_ms, asked) =
+            match self.unusable.observe(seen.now_ms, usable, is_member) {
+                EpisodeNow::Usable | EpisodeNow::RetryLater => return,
+                EpisodeNow::Unusable {
+                    was_member,
+                    unusable_for_ms,
+                    asked,
+                } => (was_member, unusable_for_ms, asked),
+            };
         let me = self.ctx.id();
         let (mut other_voters, mut healthy, mut local_is_voter) = (0, 0, false);
         if let Some((list, _)) = &seen.cluster.members {
@@ -76,8 +57,7 @@ impl Daemon {
         }
         let facts = ReplacementFacts {
             after_ms: Some(after.millis()),
-            unusable_for_ms: since
-                .map(|at| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX)),
+            unusable_for_ms,
             unusable_because: because.into(),
             in_group: self.group.group.me().is_some(),
             was_member,
@@ -86,7 +66,7 @@ impl Daemon {
             other_voters,
             healthy_other_voters: healthy,
             local_is_voter,
-            asked: self.unusable.asked,
+            asked,
         };
         let reason = match self_replacement::decide(&facts) {
             ReplacementStep::Nothing => return,
@@ -105,12 +85,12 @@ impl Daemon {
                 };
                 decisions.replacement(outcome);
                 crate::event!(warn, Event::ReplacementRequested, outcome, %detail, %reason, "asked for this instance to be replaced");
-                self.unusable.asked = true;
+                self.unusable.asked();
             }
             Err(e) => {
                 decisions.replacement("failed");
                 crate::event!(error, Event::ReplacementFailed, error = %e, %reason, "the provider did not take the replacement request; asking again later");
-                self.unusable.failed_at = Some(Instant::now());
+                self.unusable.failed(seen.now_ms);
             }
         }
     }

@@ -7,7 +7,7 @@ use super::Daemon;
 use super::first_incarnation::Bootstrapped;
 use super::signals::Signals;
 use crate::events::Event;
-use crate::record;
+use crate::store::record;
 use anyhow::Context;
 use recovery::pass::Phase;
 use recovery::startup::{self, Recorded, StartDecision, StartFacts};

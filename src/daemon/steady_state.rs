@@ -11,7 +11,8 @@ use crate::etcd::members::MembershipError;
 use crate::events::Event;
 use crate::metrics::decisions::ActionOutcome;
 use crate::quorum_loss::facts;
-use crate::record;
+use crate::store::record;
+use recovery::maintenance::{self, MaintenanceJob};
 use recovery::planner::{self, Action, LocalFacts, Observation, PlannerConfig, WaitReason};
 use recovery::voters::{self, ListedMember, OwnMembership, VotersFacts};
 
@@ -118,17 +119,25 @@ impl Daemon {
                 .action(&step.action, ActionOutcome::Done);
         }
         self.keep_voters(seen, observation.local.is_leader).await;
-        // Only in a pass where the planner did nothing to etcd.
-        let settled = plan
-            .steps
-            .iter()
-            .all(|s| matches!(s.action, Action::Nothing | Action::Wait { .. }));
-        if let (true, Some(members)) = (settled, &observation.members) {
-            self.keep_peer_scheme(seen, members).await?;
-        }
-        // One maintenance step at most: an upgrade step before space.
-        if settled && !self.govern_upgrade(seen).await {
-            self.govern_space(seen).await;
+        // Maintenance only after a settled plan, in recovery's order; the
+        // first member-restarting job that acts ends it.
+        for job in maintenance::after_plan(&plan, observation.members.is_some()) {
+            let acted = match job {
+                MaintenanceJob::PeerScheme => {
+                    if let Some(members) = &observation.members {
+                        self.keep_peer_scheme(seen, members).await?;
+                    }
+                    false
+                }
+                MaintenanceJob::Upgrade => self.govern_upgrade(seen).await,
+                MaintenanceJob::Space => {
+                    self.govern_space(seen).await;
+                    true
+                }
+            };
+            if acted && job.exclusive() {
+                break;
+            }
         }
         Ok(())
     }

@@ -59,7 +59,7 @@ impl Daemon {
             member,
             etcd_running: seen.running,
             final_snapshot_due: self.ctx.store.is_some()
-                && self.writer.borrow().facts.final_due_leaving().is_some(),
+                && self.leader_facts.final_due_leaving().is_some(),
             final_snapshot_taken: t.final_snapshot_taken,
             final_snapshot_failures: t.final_snapshot_failures,
             last_heartbeat_ms: t.last_heartbeat_ms,

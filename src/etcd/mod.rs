@@ -7,6 +7,7 @@ pub mod access;
 pub mod acl;
 pub mod binaries;
 pub mod call;
+pub mod cluster_view;
 pub mod credentials;
 pub mod exit_reason;
 pub mod flags;

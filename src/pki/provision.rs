@@ -173,7 +173,7 @@ async fn decide_missing(
     config: &Config,
 ) -> anyhow::Result<MakeCa> {
     let local = LocalFacts::read(config)?;
-    let newest = crate::record::newest(store, cluster)
+    let newest = crate::store::record::newest(store, cluster)
         .await
         .with_context(|| {
             format!("the store holds no CA ({name}): reading the cluster's records to know whether it was formed")
@@ -189,7 +189,7 @@ async fn decide_missing(
             object: name.to_string(),
             cluster: cluster.to_string(),
             record: newest
-                .map(|r| crate::record::record_name(cluster, r.incarnation))
+                .map(|r| crate::store::record::record_name(cluster, r.incarnation))
                 .unwrap_or_default(),
             why,
             dir: local.dir,

@@ -6,9 +6,9 @@
 
 use crate::etcd::flags;
 use crate::etcd::probe::MemberStatus;
-use crate::record::{IncarnationRecord, VotersRecord};
 use crate::snapshot::take::meta;
 use crate::store::ObjectInfo;
+use crate::store::record::{IncarnationRecord, VotersRecord};
 use gossip::{Liveness, PeerView};
 use recovery::fenced::{
     Ballot, InstanceId, Millis, PeerFact, Probe, SeedRecord, SeedSource, SeedValue, SnapshotFacts,

@@ -4,8 +4,8 @@
 //! an empty listing (records) or "no snapshot" (snapshots).
 
 use super::facts;
-use crate::record;
 use crate::store::ObjectStore;
+use crate::store::record;
 use recovery::fenced::{RecordListing, SnapshotListing, StoreFacts};
 
 pub async fn read(store: &dyn ObjectStore, cluster: &str) -> StoreFacts {
@@ -49,8 +49,8 @@ pub async fn read(store: &dyn ObjectStore, cluster: &str) -> StoreFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{IncarnationRecord, VotersRecord};
     use crate::store::memory::MemoryStore;
+    use crate::store::record::{IncarnationRecord, VotersRecord};
 
     #[tokio::test]
     async fn records_carry_their_voters_and_a_failing_store_is_failed() {

@@ -24,7 +24,7 @@ use crate::wall_clock::unix_ms;
 use recovery::restore_check::{self, Verdict, verification_due};
 use recovery::retention::{self, RetentionPolicy, SnapshotEntry};
 use recovery::snapshot_schedule::{
-    Followed, LastSnapshot, NewestSnapshot, SnapshotSchedule, WriterFacts, snapshot_due,
+    Followed, LastSnapshot, LeaderFacts, NewestSnapshot, SnapshotSchedule, snapshot_due,
 };
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ use tokio::sync::watch;
 /// What the daemon's latest pass tells the writer.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriterInput {
-    pub facts: WriterFacts,
+    pub facts: LeaderFacts,
     /// The incarnation and cluster token snapshots are named for (from the
     /// state file), `None` before this instance belongs to a cluster.
     pub naming: Option<(u64, String)>,
@@ -75,6 +75,48 @@ const VERIFICATION_RECORD_FRESH: Duration = Duration::from_secs(60);
 struct KnownVerification {
     read_at: Option<std::time::Instant>,
     record: Option<VerificationRecord>,
+}
+
+/// What the writer knows and has done: its own working state, which it
+/// decides from. `/status` gets a projection of it
+/// ([`WriterState::project`]) and is never read back.
+#[derive(Clone, Debug, Default)]
+struct WriterState {
+    /// Snapshots of this cluster in the store at the last listing.
+    stored: usize,
+    /// The newest of them (`crate::snapshot::listing::newest`).
+    newest: Option<NewestSnapshot>,
+    taken: u64,
+    failures: u64,
+    last_error: Option<String>,
+    last_reason: Option<String>,
+    /// Raised when the store lost snapshots it had (e.g. wiped).
+    alert: Option<String>,
+    verification: Option<VerificationRecord>,
+    verification_problem: Option<String>,
+}
+
+impl WriterState {
+    /// The `/status` row (`snapshots`).
+    fn project(&self) -> SnapshotStatus {
+        SnapshotStatus {
+            stored: self.stored,
+            newest: self.newest.as_ref().map(|n| n.name.clone()),
+            newest_revision: self.newest.as_ref().map(|n| n.revision),
+            newest_taken_unix_ms: self
+                .newest
+                .as_ref()
+                .map(|n| n.taken_unix_ms)
+                .filter(|ms| *ms > 0),
+            taken: self.taken,
+            failures: self.failures,
+            last_error: self.last_error.clone(),
+            last_reason: self.last_reason.clone(),
+            alert: self.alert.clone(),
+            verification: self.verification.clone(),
+            verification_problem: self.verification_problem.clone(),
+        }
+    }
 }
 
 /// The newest snapshot this writer follows (`recovery::snapshot_schedule::
@@ -139,7 +181,7 @@ impl SnapshotWriter {
     /// the one with the latest timestamp: timestamps come from other
     /// machines' clocks.
     /// `Err` when the listing failed (what the writer knew stays).
-    async fn refresh(&self, s: &mut SnapshotStatus) -> Result<Option<NewestSnapshot>, ()> {
+    async fn refresh(&self, s: &mut WriterState) -> Result<Option<NewestSnapshot>, ()> {
         match self.snapshots().await {
             Ok(list) => {
                 if list.is_empty() && s.stored > 0 {
@@ -156,18 +198,12 @@ impl SnapshotWriter {
                     s.alert = Some(alert);
                 }
                 s.stored = list.len();
-                let newest = super::listing::newest(&list);
-                s.newest = newest.as_ref().map(|(_, o)| o.name.clone());
-                s.newest_revision = newest.as_ref().map(|(n, _)| n.revision);
-                s.newest_taken_unix_ms = newest
-                    .as_ref()
-                    .map(|(_, o)| taken_ms(o))
-                    .filter(|ms| *ms > 0);
-                Ok(newest.map(|(n, o)| NewestSnapshot {
+                s.newest = super::listing::newest(&list).map(|(n, o)| NewestSnapshot {
                     name: o.name.clone(),
                     taken_unix_ms: taken_ms(o),
                     revision: n.revision,
-                }))
+                });
+                Ok(s.newest.clone())
             }
             Err(e) => {
                 s.last_error = Some(format!("listing the store: {e}"));
@@ -178,7 +214,7 @@ impl SnapshotWriter {
 
     /// Lists the store (`refresh`); what the writer knows of the newest
     /// snapshot follows the listing, and stays as it was when it failed.
-    async fn learn(&self, s: &mut SnapshotStatus, known: &mut Known) {
+    async fn learn(&self, s: &mut WriterState, known: &mut Known) {
         if let Ok(found) = self.refresh(s).await {
             known.listed(found);
         }
@@ -190,7 +226,7 @@ impl SnapshotWriter {
         &self,
         input: &WriterInput,
         reason: &str,
-        s: &mut SnapshotStatus,
+        s: &mut WriterState,
     ) -> Option<TakenSnapshot> {
         let Some((incarnation, token)) = &input.naming else {
             return None;
@@ -225,7 +261,7 @@ impl SnapshotWriter {
     async fn follow_verification(
         &self,
         writes: bool,
-        s: &mut SnapshotStatus,
+        s: &mut WriterState,
         known: &mut KnownVerification,
     ) {
         let stale = known
@@ -251,12 +287,12 @@ impl SnapshotWriter {
         let Some(reason) = verification_due(
             unix_ms(),
             u64::try_from(self.verify_interval.as_millis()).unwrap_or(u64::MAX),
-            s.newest.as_deref(),
+            s.newest.as_ref().map(|n| n.name.as_str()),
             last.as_ref(),
         ) else {
             return;
         };
-        let Some(snapshot) = s.newest.clone() else {
+        let Some(snapshot) = s.newest.as_ref().map(|n| n.name.clone()) else {
             return;
         };
         let started = std::time::Instant::now();
@@ -308,7 +344,7 @@ impl SnapshotWriter {
         s.verification_problem = None;
     }
 
-    async fn apply_retention(&self, s: &mut SnapshotStatus) {
+    async fn apply_retention(&self, s: &mut WriterState) {
         let list = match self.snapshots().await {
             Ok(l) => l,
             Err(e) => {
@@ -342,7 +378,7 @@ impl SnapshotWriter {
     }
 
     /// Runs until `stop` turns true; then takes a final snapshot when
-    /// `WriterFacts::final_due` says so (the leader, or a voter whose
+    /// `LeaderFacts::final_due` says so (the leader, or a voter whose
     /// departure leaves no healthy quorum).
     pub async fn run(
         self,
@@ -350,11 +386,11 @@ impl SnapshotWriter {
         status: watch::Sender<InstanceStatus>,
         mut stop: watch::Receiver<bool>,
     ) {
-        let mut s = SnapshotStatus::default();
+        let mut s = WriterState::default();
         let mut last = Known::default();
         let mut verification = KnownVerification::default();
         self.learn(&mut s, &mut last).await;
-        status.send_modify(|st| st.snapshots = Some(s.clone()));
+        status.send_modify(|st| st.snapshots = Some(s.project()));
         let mut tick = tokio::time::interval(self.check_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -381,12 +417,12 @@ impl SnapshotWriter {
             }
             self.follow_verification(writes, &mut s, &mut verification)
                 .await;
-            status.send_modify(|st| st.snapshots = Some(s.clone()));
+            status.send_modify(|st| st.snapshots = Some(s.project()));
         }
         let current = input.borrow().clone();
         if let Some(reason) = current.facts.final_due() {
             self.snapshot_now(&current, &reason, &mut s).await;
-            status.send_modify(|st| st.snapshots = Some(s.clone()));
+            status.send_modify(|st| st.snapshots = Some(s.project()));
         }
     }
 }

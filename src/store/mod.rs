@@ -27,6 +27,8 @@ pub mod json_object;
 pub mod measured;
 pub mod memory;
 pub mod metrics;
+pub mod pause;
+pub mod record;
 pub mod s3;
 mod skipped;
 

@@ -1,11 +1,24 @@
 //! Checks serde cannot do: ranges, cross-key rules, provider requirements.
 //! Every problem names the key, says what is wrong and what is allowed.
+//!
+//! Each section checks itself (`problems()` on `[provider]`, `[etcd]`,
+//! `[gossip]`, `[api]`, `[api.tls]`, `[snapshot]`, `[recovery]`, `[log]`,
+//! one file each); [`validate`] runs them and keeps only the rules that
+//! span sections: the cluster's name, `[etcd.tls]` against the snapshot
+//! store, every TCP listener on its own port, the quorum-loss timings
+//! against etcd's, a bootstrap snapshot needing a store, `[auth]` against
+//! etcd's TLS files.
 
-use super::{
-    AutoCompactionMode, Config, ConfigDuration, EtcdConfig, ProviderKind, S3Encryption,
-    S3StoreConfig, Scheme, SnapshotStoreKind,
-};
-use recovery::fenced::{ProtocolConfig, Setting, WatchedTiming};
+mod api;
+mod etcd;
+mod gossip;
+mod log;
+mod provider;
+mod recovery;
+mod snapshot;
+
+use super::{Config, ConfigDuration, EtcdConfig, Scheme, SnapshotStoreKind};
+use ::recovery::fenced::{ProtocolConfig, Setting, WatchedTiming};
 use std::fmt;
 use std::time::Duration;
 
@@ -112,25 +125,26 @@ fn tls(ck: &mut Checker, e: &EtcdConfig, store: SnapshotStoreKind) {
     }
 }
 
-struct Checker {
-    problems: Vec<Problem>,
+#[derive(Default)]
+pub(super) struct Checker {
+    pub(super) problems: Vec<Problem>,
 }
 
 impl Checker {
-    fn fail(&mut self, key: &str, message: impl Into<String>) {
+    pub(super) fn fail(&mut self, key: &str, message: impl Into<String>) {
         self.problems.push(Problem {
             key: key.to_string(),
             message: message.into(),
         });
     }
 
-    fn port(&mut self, key: &str, value: u32) {
+    pub(super) fn port(&mut self, key: &str, value: u32) {
         if !(1..=65535).contains(&value) {
             self.fail(key, format!("{value} is not a port; allowed: 1 to 65535"));
         }
     }
 
-    fn at_least(&mut self, key: &str, value: ConfigDuration, min: Duration) {
+    pub(super) fn at_least(&mut self, key: &str, value: ConfigDuration, min: Duration) {
         if value.get() < min {
             self.fail(
                 key,
@@ -143,7 +157,7 @@ impl Checker {
     }
 }
 
-fn valid_name(s: &str) -> bool {
+pub(super) fn valid_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.bytes()
@@ -152,79 +166,9 @@ fn valid_name(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-fn valid_instance_id(s: &str) -> bool {
-    crate::names::check_instance_id(s).is_ok()
-}
-
-/// A DNS label (RFC 1123): what Kubernetes names services, namespaces and
-/// StatefulSets with.
-fn dns_label(s: &str) -> bool {
-    valid_name(s)
-}
-
-fn statefulset(ck: &mut Checker, s: &crate::config::StatefulSetProviderConfig) {
-    let label = "1 to 63 lowercase letters, digits and '-', not starting or ending with '-'";
-    if !dns_label(&s.service) {
-        ck.fail(
-            "provider.statefulset.service",
-            format!("{:?} is not a service name; allowed: {label}", s.service),
-        );
-    }
-    if let Some(set) = &s.set {
-        if !dns_label(set) {
-            ck.fail(
-                "provider.statefulset.set",
-                format!("{set:?} is not a StatefulSet name; allowed: {label}"),
-            );
-        }
-    }
-    if let Some(ns) = &s.namespace {
-        if !dns_label(ns) {
-            ck.fail(
-                "provider.statefulset.namespace",
-                format!("{ns:?} is not a namespace; allowed: {label}"),
-            );
-        }
-    }
-    if !s.cluster_domain.split('.').all(dns_label) {
-        ck.fail(
-            "provider.statefulset.cluster_domain",
-            format!(
-                "{:?} is not a DNS domain (labels of {label}, joined by '.')",
-                s.cluster_domain
-            ),
-        );
-    }
-    match (s.replicas, &s.replicas_file) {
-        (Some(_), Some(_)) => ck.fail(
-            "provider.statefulset.replicas",
-            "both `replicas` and `replicas_file` are set; keep one",
-        ),
-        (None, None) => ck.fail(
-            "provider.statefulset.replicas",
-            "the desired size is required: set `replicas`, or `replicas_file` (a file holding it)",
-        ),
-        (Some(n), None) if n == 0 || n > recovery::statefulset::MAX_REPLICAS => ck.fail(
-            "provider.statefulset.replicas",
-            format!(
-                "{n} is out of range; allowed: 1 to {} (etcd advises at most 7 members)",
-                recovery::statefulset::MAX_REPLICAS
-            ),
-        ),
-        _ => {}
-    }
-    ck.at_least(
-        "provider.statefulset.refresh_interval",
-        s.refresh_interval,
-        Duration::from_millis(100),
-    );
-}
-
 /// Returns every problem found; empty means the config is usable.
 pub fn validate(c: &Config) -> Vec<Problem> {
-    let mut ck = Checker {
-        problems: Vec::new(),
-    };
+    let mut ck = Checker::default();
 
     if !valid_name(&c.cluster.name) {
         ck.fail(
@@ -236,108 +180,13 @@ pub fn validate(c: &Config) -> Vec<Problem> {
         );
     }
 
-    match c.provider.kind {
-        ProviderKind::Static => match &c.provider.static_group {
-            None => ck.fail(
-                "provider.static",
-                "the table is required when provider.kind = \"static\"; it needs at least `group_file`",
-            ),
-            Some(s) => {
-                if s.group_file.as_os_str().is_empty() {
-                    ck.fail("provider.static.group_file", "must not be empty; give the path of the group file");
-                }
-                if let Some(id) = &s.instance_id {
-                    if !valid_instance_id(id) {
-                        ck.fail(
-                            "provider.static.instance_id",
-                            format!("{id:?} is not a valid instance id; allowed: 1 to 128 letters, digits, '-', '_' and '.'"),
-                        );
-                    }
-                }
-                ck.at_least("provider.static.refresh_interval", s.refresh_interval, Duration::from_millis(100));
-            }
-        },
-        ProviderKind::Statefulset => match &c.provider.statefulset {
-            None => ck.fail(
-                "provider.statefulset",
-                "the table is required when provider.kind = \"statefulset\"; it needs `service` and `replicas` or `replicas_file`",
-            ),
-            Some(s) => statefulset(&mut ck, s),
-        },
-        ProviderKind::Aws => {
-            if let Some(a) = &c.provider.aws {
-                if let Some(name) = &a.group_name {
-                    if name.trim().is_empty() || name.len() > 255 {
-                        ck.fail("provider.aws.group_name", "must be 1 to 255 characters; or remove it to use the instance's own group");
-                    }
-                }
-                if let Some(region) = &a.region {
-                    if region.is_empty() || !region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
-                        ck.fail("provider.aws.region", format!("{region:?} is not a region name (like \"eu-west-1\")"));
-                    }
-                }
-                if let Some(endpoint) = &a.endpoint {
-                    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                        ck.fail("provider.aws.endpoint", format!("{endpoint:?} is not an http(s) URL"));
-                    }
-                }
-                ck.at_least("provider.aws.refresh_interval", a.refresh_interval, Duration::from_secs(1));
-                ck.at_least("provider.aws.call_timeout", a.call_timeout, Duration::from_millis(100));
-                ck.at_least("provider.aws.leave_timeout", a.leave_timeout, Duration::from_secs(10));
-                if !(1..=10).contains(&a.max_attempts) {
-                    ck.fail("provider.aws.max_attempts", format!("{} is out of range; allowed: 1 to 10", a.max_attempts));
-                }
-            }
-        }
-    }
-    if c.provider.kind != ProviderKind::Statefulset && c.provider.statefulset.is_some() {
-        ck.fail("provider.statefulset", "is set but provider.kind is not \"statefulset\"; set provider.kind = \"statefulset\" or remove the table");
-    }
-    if c.provider.kind != ProviderKind::Aws && c.provider.aws.is_some() {
-        ck.fail("provider.aws", "is set but provider.kind is not \"aws\"; set provider.kind = \"aws\" or remove the table");
-    }
-    if c.provider.kind != ProviderKind::Static && c.provider.static_group.is_some() {
-        ck.fail("provider.static", "is set but provider.kind is not \"static\"; set provider.kind = \"static\" or remove the table");
-    }
+    ck.problems.extend(c.provider.problems());
 
     let e = &c.etcd;
-    if e.data_dir.parent().is_none() || e.data_dir.as_os_str().is_empty() {
-        ck.fail(
-            "etcd.data_dir",
-            format!(
-                "{} has no parent directory; the state file lives beside the data directory",
-                e.data_dir.display()
-            ),
-        );
-    }
+    ck.problems.extend(e.problems());
     tls(&mut ck, e, c.snapshot.store);
-    for (i, url) in e.advertise_client_urls.iter().enumerate() {
-        let key = format!("etcd.advertise_client_urls[{i}]");
-        let want = format!("{}://", e.effective_client_scheme().as_str());
-        let rest = url.strip_prefix(want.as_str());
-        let ok = rest.is_some_and(|r| {
-            let authority = r.trim_end_matches('/');
-            !authority.is_empty()
-                && !authority.contains('/')
-                && !authority.contains(',')
-                && authority
-                    .rsplit_once(':')
-                    .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0))
-        });
-        if !ok {
-            ck.fail(
-                &key,
-                format!(
-                    "{url:?} is not a client URL; allowed: {want}HOST:PORT (the scheme of etcd.client_scheme, a host or address, a port)"
-                ),
-            );
-        }
-    }
-    ck.port("etcd.client_port", e.client_port);
-    ck.port("etcd.peer_port", e.peer_port);
-    ck.port("etcd.metrics_port", e.metrics_port);
-    ck.port("gossip.port", c.gossip.port);
-    ck.port("api.port", c.api.port);
+    // Every TCP listener on its own port (each port's range is its
+    // section's rule).
     let ports = [
         ("etcd.client_port", e.client_port),
         ("etcd.peer_port", e.peer_port),
@@ -356,214 +205,12 @@ pub fn validate(c: &Config) -> Vec<Problem> {
             }
         }
     }
-    const MIB: u64 = 1024 * 1024;
-    if !(16 * MIB..=100 * 1024 * MIB).contains(&e.quota_backend_bytes) {
-        ck.fail(
-            "etcd.quota_backend_bytes",
-            format!(
-                "{} is out of range; allowed: 16 MiB (16777216) to 100 GiB (107374182400)",
-                e.quota_backend_bytes
-            ),
-        );
-    }
-    if !(e.defrag.min_ratio > 0.0 && e.defrag.min_ratio <= 1.0) {
-        ck.fail(
-            "etcd.defrag.min_ratio",
-            format!(
-                "{} is out of range; allowed: more than 0 and at most 1 (the share of a member's database that must be reclaimable)",
-                e.defrag.min_ratio
-            ),
-        );
-    }
-    ck.at_least(
-        "etcd.defrag.timeout",
-        e.defrag.timeout,
-        Duration::from_secs(10),
-    );
-    match e.auto_compaction_mode {
-        AutoCompactionMode::Periodic => {
-            let r = e.auto_compaction_retention.trim();
-            if r != "0" && r.parse::<ConfigDuration>().is_err() {
-                ck.fail(
-                    "etcd.auto_compaction_retention",
-                    format!("{r:?} is not a duration; with auto_compaction_mode = \"periodic\" write a duration like \"1h\" or \"30m\" (\"0\" disables)"),
-                );
-            }
-        }
-        AutoCompactionMode::Revision => {
-            if e.auto_compaction_retention.trim().parse::<u64>().is_err() {
-                ck.fail(
-                    "etcd.auto_compaction_retention",
-                    format!("{:?} is not a revision count; with auto_compaction_mode = \"revision\" write a whole number like \"10000\"", e.auto_compaction_retention),
-                );
-            }
-        }
-    }
-    ck.at_least(
-        "etcd.heartbeat_interval",
-        e.heartbeat_interval,
-        Duration::from_millis(10),
-    );
-    if e.election_timeout.get() < e.heartbeat_interval.get() * 5 {
-        ck.fail(
-            "etcd.election_timeout",
-            format!(
-                "{} is too short for heartbeat_interval = {}; allowed: at least 5 heartbeat intervals",
-                e.election_timeout, e.heartbeat_interval
-            ),
-        );
-    }
-    if e.election_timeout.get() > Duration::from_secs(50) {
-        ck.fail(
-            "etcd.election_timeout",
-            format!(
-                "{} is too long; allowed: at most 50s (etcd's limit)",
-                e.election_timeout
-            ),
-        );
-    }
-    for (i, flag) in e.extra_flags.iter().enumerate() {
-        let key = format!("etcd.extra_flags[{i}]");
-        let Some(body) = flag.strip_prefix("--") else {
-            ck.fail(
-                &key,
-                format!("{flag:?} is not a flag; allowed: \"--name=value\" or \"--name\""),
-            );
-            continue;
-        };
-        let name = body.split('=').next().unwrap_or(body);
-        if recovery::etcd_flags::owned_by_eco(name) {
-            ck.fail(
-                &key,
-                format!("--{name} is set by eco itself and may not be overridden; set the matching eco key instead (see docs/configuration.md)"),
-            );
-        }
-    }
-    ck.at_least(
-        "etcd.stop_timeout",
-        e.stop_timeout,
-        Duration::from_millis(100),
-    );
-    ck.at_least(
-        "etcd.restart_backoff_initial",
-        e.restart_backoff_initial,
-        Duration::from_millis(10),
-    );
-    if e.restart_backoff_max < e.restart_backoff_initial {
-        ck.fail(
-            "etcd.restart_backoff_max",
-            format!("{} is below restart_backoff_initial = {}; allowed: at least restart_backoff_initial", e.restart_backoff_max, e.restart_backoff_initial),
-        );
-    }
-    ck.at_least(
-        "etcd.call_timeout",
-        e.call_timeout,
-        Duration::from_millis(100),
-    );
-    if e.call_timeout.get() > Duration::from_secs(300) {
-        ck.fail(
-            "etcd.call_timeout",
-            format!("{} is too long; allowed: at most 5m", e.call_timeout),
-        );
-    }
-    ck.at_least(
-        "etcd.probe_interval",
-        e.probe_interval,
-        Duration::from_millis(100),
-    );
-    ck.at_least(
-        "etcd.keep_moved_aside_for",
-        e.keep_moved_aside_for,
-        Duration::from_secs(3600),
-    );
-    if e.keep_moved_aside == 0 {
-        ck.fail(
-            "etcd.keep_moved_aside",
-            "0 would delete moved-aside data at once; allowed: 1 or more",
-        );
-    }
-
-    if let Some(bind) = c.gossip.bind {
-        if bind.port() == 0 {
-            ck.fail(
-                "gossip.bind",
-                "port 0 would pick a random port peers cannot find; give a fixed port",
-            );
-        }
-    }
-    if let Some(bind) = c.api.bind {
-        if bind.port() == 0 {
-            ck.fail(
-                "api.bind",
-                "port 0 would pick a random port; give a fixed port",
-            );
-        }
-    }
-    if let Some(status) = c.api.status_bind {
-        if status.port() == 0 {
-            ck.fail(
-                "api.status_bind",
-                "port 0 would pick a random port `eco status` cannot find; give a fixed port",
-            );
-        }
-        let clashes = match c.api.bind {
-            Some(bind) => {
-                bind.port() == status.port()
-                    && (bind.ip() == status.ip()
-                        || bind.ip().is_unspecified()
-                        || status.ip().is_unspecified())
-            }
-            // The main listener is on the instance's address, known only
-            // at run time: the same port on another address is fine.
-            None => status.ip().is_unspecified() && u32::from(status.port()) == c.api.port,
-        };
-        if clashes {
-            ck.fail(
-                "api.status_bind",
-                format!("{status} overlaps the main listener (api.bind/api.port); give another port, or another address than the main one"),
-            );
-        }
-    }
+    ck.problems.extend(c.gossip.problems());
+    ck.problems.extend(c.api.problems());
     ck.problems.extend(c.api.tls.problems(e));
 
     let s = &c.snapshot;
-    if s.store == SnapshotStoreKind::Dir && s.dir.is_none() {
-        ck.fail(
-            "snapshot.dir",
-            "the table is required when snapshot.store = \"dir\"; it needs `path`",
-        );
-    }
-    if s.store != SnapshotStoreKind::Dir && s.dir.is_some() {
-        ck.fail("snapshot.dir", "is set but snapshot.store is not \"dir\"; set snapshot.store = \"dir\" or remove the table");
-    }
-    match (s.store, &s.s3) {
-        (SnapshotStoreKind::S3, None) => ck.fail(
-            "snapshot.s3",
-            "the table is required when snapshot.store = \"s3\"; it needs at least `bucket`",
-        ),
-        (SnapshotStoreKind::S3, Some(s3)) => check_s3(&mut ck, s3),
-        (_, Some(_)) => ck.fail(
-            "snapshot.s3",
-            "is set but snapshot.store is not \"s3\"; set snapshot.store = \"s3\" or remove the table",
-        ),
-        (_, None) => {}
-    }
-    ck.at_least("snapshot.interval", s.interval, Duration::from_secs(10));
-    if s.max_age < s.interval {
-        ck.fail(
-            "snapshot.max_age",
-            format!(
-                "{} is below snapshot.interval = {}; allowed: at least the interval",
-                s.max_age, s.interval
-            ),
-        );
-    }
-    if s.keep_last == 0 {
-        ck.fail(
-            "snapshot.keep_last",
-            "0 would leave no snapshot; allowed: 1 or more",
-        );
-    }
+    ck.problems.extend(s.problems());
 
     let r = &c.recovery;
     // The quorum-loss protocol's own timing rules (one place: recovery).
@@ -595,181 +242,25 @@ pub fn validate(c: &Config) -> Vec<Problem> {
             format!("{} is shorter than 10 election timeouts; removing members during an election fights raft; allowed: at least {}", r.unhealthy_member_ttl, ConfigDuration(e.election_timeout.get() * 10)),
         );
     }
-    ck.at_least(
-        "recovery.learner_timeout",
-        r.learner_timeout,
-        Duration::from_secs(1),
-    );
-    if let Some(name) = &r.bootstrap_from {
-        if name.trim().is_empty() {
-            ck.fail(
-                "recovery.bootstrap_from",
-                "is empty; name a snapshot in the store or remove the key",
-            );
-        } else if s.store == SnapshotStoreKind::None {
-            ck.fail(
-                "recovery.bootstrap_from",
-                "needs a snapshot store; set snapshot.store",
-            );
-        }
+    ck.problems.extend(r.problems());
+    if r.bootstrap_from
+        .as_ref()
+        .is_some_and(|name| !name.trim().is_empty())
+        && s.store == SnapshotStoreKind::None
+    {
+        ck.fail(
+            "recovery.bootstrap_from",
+            "needs a snapshot store; set snapshot.store",
+        );
     }
 
     for (key, message) in super::auth::check(&c.auth, &e.tls_files()) {
         ck.fail(&key, message);
     }
 
-    if let Err(why) = check_log_level(&c.log.level) {
-        ck.fail(
-            "log.level",
-            format!("{:?} is not a log level ({why}); allowed: off, error, warn, info, debug, trace, or a filter like \"info,eco=debug\"", c.log.level),
-        );
-    }
+    ck.problems.extend(c.log.problems());
 
     ck.problems
-}
-
-/// `[snapshot.s3]`: names S3 accepts, sizes within S3's multipart limits.
-fn check_s3(ck: &mut Checker, s3: &S3StoreConfig) {
-    if let Err(why) = check_bucket_name(&s3.bucket) {
-        ck.fail(
-            "snapshot.s3.bucket",
-            format!("{:?} is not an S3 bucket name: {why}; allowed: 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit", s3.bucket),
-        );
-    }
-    if s3.prefix.starts_with('/')
-        || s3.prefix.ends_with('/')
-        || crate::names::check_object_name(&s3.prefix).is_err()
-        || s3.prefix.len() > 256
-    {
-        ck.fail(
-            "snapshot.s3.prefix",
-            format!("{:?} is not a key prefix eco can use; allowed: 1 to 256 bytes of '/'-separated segments of letters, digits and - _ . + =, no segment empty or starting with '.', no leading or trailing '/'", s3.prefix),
-        );
-    }
-    if let Some(region) = &s3.region {
-        if region.is_empty()
-            || !region
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        {
-            ck.fail(
-                "snapshot.s3.region",
-                format!("{region:?} is not a region name (like \"eu-west-1\")"),
-            );
-        }
-    }
-    if let Some(endpoint) = &s3.endpoint {
-        let authority = endpoint
-            .strip_prefix("https://")
-            .or_else(|| endpoint.strip_prefix("http://"))
-            .map(|rest| rest.split('/').next().unwrap_or(""));
-        if !authority.is_some_and(|a| !a.is_empty() && !a.contains(char::is_whitespace)) {
-            ck.fail(
-                "snapshot.s3.endpoint",
-                format!("{endpoint:?} is not an http(s) URL (like \"https://s3.example.com\" or \"http://127.0.0.1:9000\")"),
-            );
-        }
-    }
-    match (&s3.encryption, &s3.kms_key_id) {
-        (S3Encryption::AwsKms, Some(key)) if key.trim().is_empty() => ck.fail(
-            "snapshot.s3.kms_key_id",
-            "is empty; name a KMS key (id, ARN or alias) or remove it to use the account's default key",
-        ),
-        (S3Encryption::AwsKms, _) | (_, None) => {}
-        (_, Some(_)) => ck.fail(
-            "snapshot.s3.kms_key_id",
-            "is only used with encryption = \"aws:kms\"; set that or remove the key",
-        ),
-    }
-    const MIB: u64 = 1024 * 1024;
-    if !(5 * MIB..=5 * 1024 * MIB).contains(&s3.part_size) {
-        ck.fail(
-            "snapshot.s3.part_size",
-            format!("{} bytes is outside S3's part sizes; allowed: 5 MiB (5242880) to 5 GiB (5368709120)", s3.part_size),
-        );
-    }
-    if !(1..=16).contains(&s3.parts_in_flight) {
-        ck.fail(
-            "snapshot.s3.parts_in_flight",
-            format!("{} is out of range; allowed: 1 to 16 (an upload holds part_size × (parts_in_flight + 1) bytes)", s3.parts_in_flight),
-        );
-    }
-    ck.at_least(
-        "snapshot.s3.call_timeout",
-        s3.call_timeout,
-        Duration::from_millis(100),
-    );
-    ck.at_least(
-        "snapshot.s3.transfer_timeout",
-        s3.transfer_timeout,
-        Duration::from_secs(1),
-    );
-    if !(1..=10).contains(&s3.max_attempts) {
-        ck.fail(
-            "snapshot.s3.max_attempts",
-            format!("{} is out of range; allowed: 1 to 10", s3.max_attempts),
-        );
-    }
-}
-
-/// S3's bucket naming rules (general purpose buckets).
-fn check_bucket_name(name: &str) -> Result<(), &'static str> {
-    if !(3..=63).contains(&name.len()) {
-        return Err("it must be 3 to 63 characters");
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
-    {
-        return Err("it has a character other than lowercase letters, digits, '.' and '-'");
-    }
-    let alnum = |b: Option<u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-    if !alnum(name.bytes().next()) || !alnum(name.bytes().last()) {
-        return Err("it must start and end with a letter or digit");
-    }
-    if name.contains("..") {
-        return Err("it has two adjacent periods");
-    }
-    if name.parse::<std::net::Ipv4Addr>().is_ok() {
-        return Err("it is formatted as an IP address");
-    }
-    if ["xn--", "sthree-", "amzn-s3-demo-"]
-        .iter()
-        .any(|p| name.starts_with(p))
-        || ["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"]
-            .iter()
-            .any(|suffix| name.ends_with(suffix))
-    {
-        return Err("it has a prefix or suffix S3 reserves");
-    }
-    Ok(())
-}
-
-const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
-
-/// A log filter is a comma-separated list of directives, each a level or
-/// `target=level`. `tracing`'s own parser also takes a bare word as a
-/// target enabled at every level — so a typo such as `warning` would be
-/// read as "only the target named warning" and silence every line, errors
-/// included. eco refuses it: every directive must end in a level.
-fn check_log_level(filter: &str) -> Result<(), String> {
-    let directives: Vec<&str> = filter
-        .split(',')
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-        .collect();
-    if directives.is_empty() {
-        return Err("empty".into());
-    }
-    for d in directives {
-        let level = d.rsplit_once('=').map_or(d, |(_, level)| level);
-        if !LOG_LEVELS.contains(&level.to_ascii_lowercase().as_str()) {
-            return Err(format!("{level:?} in {d:?} is not a level"));
-        }
-    }
-    tracing_subscriber::EnvFilter::try_new(filter)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -1392,7 +883,7 @@ mod tests {
             "eco::daemon=trace,info",
             "off",
         ] {
-            assert_eq!(super::check_log_level(level), Ok(()), "{level}");
+            assert_eq!(super::log::check_log_level(level), Ok(()), "{level}");
         }
     }
 

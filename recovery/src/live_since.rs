@@ -8,14 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The first pass of each instance's current live streak.
 #[derive(Debug, Default)]
-pub(super) struct LiveSince {
+pub struct LiveSince {
     since: BTreeMap<String, u64>,
 }
 
 impl LiveSince {
     /// Records this pass's live set; returns every live instance with the
     /// start of its streak. An instance missing from `live` starts over.
-    pub(super) fn update(&mut self, live: BTreeSet<String>, now_ms: u64) -> BTreeMap<String, u64> {
+    pub fn update(&mut self, live: BTreeSet<String>, now_ms: u64) -> BTreeMap<String, u64> {
         self.since.retain(|id, _| live.contains(id));
         for id in live {
             self.since.entry(id).or_insert(now_ms);
