@@ -68,6 +68,16 @@ fi
 bash "$root/scripts/install-etcd.sh"
 command -v protoc >/dev/null && log "$(protoc --version)"
 
+# cargo-nextest runs the tests (scripts/test.sh). Machines of this kind
+# carry it beside the toolchain; where it is missing it is built from
+# crates.io into .tools/nextest (minutes, once), where scripts/test.sh
+# finds it.
+NEXTEST_VERSION=0.9.143
+if ! cargo nextest --version >/dev/null 2>&1 && [ ! -x "$tools/nextest/bin/cargo-nextest" ]; then
+  log "building cargo-nextest $NEXTEST_VERSION (crates.io) into $tools/nextest"
+  cargo install --quiet --locked --root "$tools/nextest" "cargo-nextest@$NEXTEST_VERSION"
+fi
+
 # The AWS tests' tools (idempotent; each skipped when already installed):
 #   - a Python virtual environment with moto[server] (EC2, Auto Scaling, S3
 #     on loopback) and the AWS CLI, pinned in scripts/aws-tools-requirements.txt;

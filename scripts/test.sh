@@ -39,6 +39,10 @@
 #      30-minute soaks are `make soak`
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# cargo-nextest from .tools/ when scripts/install-deps.sh had to build it.
+if [ -x .tools/nextest/bin/cargo-nextest ]; then
+  export PATH="$PWD/.tools/nextest/bin:$PATH"
+fi
 
 started=$(date +%s)
 # Each step says how long it took ("<== <step>: <seconds>s"), for the
