@@ -165,8 +165,8 @@ pub fn snapshot_due(
 
 /// What the tasks beside the daemon's loop know of their instance, from
 /// its latest pass (sent one way, on a watch channel, to its named
-/// subscribers: the snapshot writer, the ACL reconciler, the termination
-/// handling); nothing flows back.
+/// subscribers: the snapshot writer and the ACL reconciler; the daemon
+/// keeps its own copy for the termination handling); nothing flows back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaderFacts {
     /// The instance is ready (`crate::pass`).
