@@ -5,7 +5,7 @@ use eco::commands::{
     self,
     one_shot::{load_or_exit, one_shot, print_out},
 };
-use eco::{logging, version};
+use eco::{base::version, local::logging};
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -235,7 +235,7 @@ fn main() -> ExitCode {
                 "eco {}\ncommit: {}\nsupported etcd versions: {}\n",
                 version::VERSION,
                 version::GIT_COMMIT,
-                version::SUPPORTED_ETCD
+                eco::etcd::binaries::SUPPORTED_VERSIONS
             ));
             ExitCode::SUCCESS
         }
@@ -255,9 +255,9 @@ fn main() -> ExitCode {
             tls_ca,
             tls_server_name,
         } => {
-            let api = api.map(|addr| eco::status_client::ApiTarget {
+            let api = api.map(|addr| eco::api::status_client::ApiTarget {
                 addr,
-                tls: tls_ca.map(|ca| eco::api_tls::ApiClientTls {
+                tls: tls_ca.map(|ca| eco::api::tls::ApiClientTls {
                     trusted_ca: eco::config::KeyedPath {
                         key: "--tls-ca",
                         path: ca,

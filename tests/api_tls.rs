@@ -17,9 +17,9 @@
 //!   an expired pair is not served: the previous one is, and `/status`
 //!   says why (`api_tls_problem`).
 
-use eco::api_tls::ApiClientTls;
+use eco::api::status_client::{ApiTarget, get, get_from};
+use eco::api::tls::ApiClientTls;
 use eco::config::{ApiTlsConfig, KeyedPath};
-use eco::status_client::{ApiTarget, get, get_from};
 use rustls_pki_types::pem::PemObject;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

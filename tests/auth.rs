@@ -350,7 +350,7 @@ fn the_acl_is_applied_enforced_and_follows_the_config_file() {
     for id in &ids {
         let answer = testkit::etcd::block_on(async {
             let addr = c.nodes[*id].api().parse().ok()?;
-            eco::status_client::get(addr, "/status", Duration::from_secs(2))
+            eco::api::status_client::get(addr, "/status", Duration::from_secs(2))
                 .await
                 .ok()
         });

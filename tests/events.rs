@@ -1,11 +1,11 @@
 //! The structured events' contract: docs/operations.md's "Events" table,
-//! `eco::events::Event` and the code that emits each event agree — every
+//! `eco::base::events::Event` and the code that emits each event agree — every
 //! event is documented with its level and fields, emitted somewhere, at
 //! the documented level, with every documented field. (That real
 //! processes log them is checked where they happen: tests/resize.rs
 //! counts a resize's events in the instances' logs.)
 
-use eco::events::Event;
+use eco::base::events::Event;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -130,7 +130,7 @@ fn the_table_the_enum_and_the_call_sites_agree() {
     let in_docs: BTreeSet<String> = docs.keys().cloned().collect();
     assert_eq!(
         names, in_docs,
-        "docs/operations.md's Events table and eco::events::Event differ"
+        "docs/operations.md's Events table and eco::base::events::Event differ"
     );
     for e in Event::ALL {
         let d = &docs[e.name()];

@@ -59,7 +59,7 @@ fn member_ids(c: &Cluster) -> Vec<u64> {
 /// Nothing of any instance was moved aside, and every etcd runs.
 fn assert_untouched(c: &Cluster) {
     for id in IDS {
-        let moved = eco::data_dir::moved_aside(&c.nodes[id].data_dir());
+        let moved = eco::local::data_dir::moved_aside(&c.nodes[id].data_dir());
         assert!(moved.is_empty(), "{id} moved its data aside: {moved:?}");
         assert!(!c.etcd_pids(id).is_empty(), "{id}'s etcd runs");
     }
@@ -163,6 +163,6 @@ fn a_flapping_group_file_churns_nothing_and_a_real_departure_still_happens() {
         Some(cluster),
         "eco-3's member removed"
     );
-    let moved = eco::data_dir::moved_aside(&c.nodes["eco-3"].data_dir());
+    let moved = eco::local::data_dir::moved_aside(&c.nodes["eco-3"].data_dir());
     assert!(moved.is_empty(), "eco-3 moved its data aside: {moved:?}");
 }

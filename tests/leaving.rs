@@ -71,7 +71,7 @@ fn assert_left(c: &Cluster, id: &str) {
         n.data_dir().join("member/wal").exists(),
         "{id}'s data is kept in place"
     );
-    let moved = eco::data_dir::moved_aside(&n.data_dir());
+    let moved = eco::local::data_dir::moved_aside(&n.data_dir());
     assert!(moved.is_empty(), "{id} moved data aside: {moved:?}");
     let status = wait_until(Duration::from_secs(10), || {
         let s = status_of(c, id);

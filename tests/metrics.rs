@@ -18,7 +18,7 @@ use testkit::wait_until;
 /// `None` while the API does not answer 200.
 fn scrape(api: std::net::SocketAddr) -> Option<String> {
     let (code, body) = rt()
-        .block_on(eco::status_client::get(
+        .block_on(eco::api::status_client::get(
             api,
             "/metrics",
             Duration::from_secs(2),

@@ -28,7 +28,7 @@ fn eco(args: &[&str]) -> (bool, String) {
 fn status(c: &Cluster, id: &str) -> Option<serde_json::Value> {
     let api: std::net::SocketAddr = c.nodes[id].api().parse().ok()?;
     let (code, body) = testkit::etcd::rt()
-        .block_on(eco::status_client::get(
+        .block_on(eco::api::status_client::get(
             api,
             "/status",
             Duration::from_secs(3),

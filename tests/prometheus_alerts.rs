@@ -87,7 +87,7 @@ fn start_prometheus(dir: &Path) -> Prometheus {
 /// GET `path` of the Prometheus API, as JSON.
 fn api(path: &str) -> Option<serde_json::Value> {
     let (code, body) = rt()
-        .block_on(eco::status_client::get(
+        .block_on(eco::api::status_client::get(
             PROMETHEUS.parse().expect("address"),
             path,
             Duration::from_secs(5),

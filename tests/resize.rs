@@ -228,7 +228,7 @@ fn resize_3_5_3_and_leader_crash() {
                 .parse()
                 .expect("an address");
             let (_, body) = rt()
-                .block_on(eco::status_client::get(
+                .block_on(eco::api::status_client::get(
                     api,
                     "/metrics",
                     Duration::from_secs(5),

@@ -139,7 +139,7 @@ fn status_says_what_happens_next_and_why_and_metrics_count_crashes() {
     let rt = rt();
     let api: std::net::SocketAddr = "127.0.2.4:2390".parse().unwrap();
     let (code, body) = rt
-        .block_on(eco::status_client::get(
+        .block_on(eco::api::status_client::get(
             api,
             "/metrics",
             Duration::from_secs(2),
@@ -150,7 +150,7 @@ fn status_says_what_happens_next_and_why_and_metrics_count_crashes() {
     assert!(text.contains("eco_etcd_crashes_total 1"), "{text}");
     assert!(text.contains("eco_etcd_ready 1"), "{text}");
     let (code, _) = rt
-        .block_on(eco::status_client::get(
+        .block_on(eco::api::status_client::get(
             api,
             "/readyz",
             Duration::from_secs(2),

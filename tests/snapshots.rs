@@ -420,7 +420,7 @@ fn a_snapshot_dated_in_the_future_does_not_stop_the_schedule() {
     let meta_path = first.with_file_name(format!(".{file}.meta.json"));
     let mut meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
-    let a_day_ahead = eco::wall_clock::unix_ms() + 86_400_000;
+    let a_day_ahead = eco::base::wall_clock::unix_ms() + 86_400_000;
     meta["metadata"]["created_unix_ms"] = a_day_ahead.to_string().into();
     std::fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
     for n in 0..20 {
@@ -467,7 +467,7 @@ fn a_record_of_another_cluster_is_never_acted_on() {
         kvs.iter().any(|(k, v)| k == "kept" && v == "yes"),
         "data kept"
     );
-    let moved = eco::data_dir::moved_aside(&i.data_dir());
+    let moved = eco::local::data_dir::moved_aside(&i.data_dir());
     assert!(moved.is_empty(), "nothing moved aside: {moved:?}");
     let log = i.log();
     assert!(

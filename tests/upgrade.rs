@@ -64,7 +64,7 @@ fn eco(args: &[&str]) -> String {
 fn status_of(c: &Cluster, id: &str) -> serde_json::Value {
     testkit::etcd::block_on(async {
         let addr = c.nodes[id].api().parse().ok()?;
-        let (_, body) = eco::status_client::get(addr, "/status", Duration::from_secs(2))
+        let (_, body) = eco::api::status_client::get(addr, "/status", Duration::from_secs(2))
             .await
             .ok()?;
         serde_json::from_slice(&body).ok()

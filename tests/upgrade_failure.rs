@@ -96,7 +96,7 @@ fn versions(endpoints: &[String]) -> BTreeMap<String, String> {
 fn status_at(api: &str) -> serde_json::Value {
     testkit::etcd::block_on(async {
         let addr: SocketAddr = api.parse().ok()?;
-        let (_, body) = eco::status_client::get(addr, "/status", Duration::from_secs(2))
+        let (_, body) = eco::api::status_client::get(addr, "/status", Duration::from_secs(2))
             .await
             .ok()?;
         serde_json::from_slice(&body).ok()

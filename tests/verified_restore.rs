@@ -16,7 +16,7 @@ use testkit::wait_until;
 fn get(api: &str, path: &str) -> Option<String> {
     testkit::etcd::block_on(async {
         let addr = api.parse().ok()?;
-        let (_, body) = eco::status_client::get(addr, path, Duration::from_secs(2))
+        let (_, body) = eco::api::status_client::get(addr, path, Duration::from_secs(2))
             .await
             .ok()?;
         Some(String::from_utf8_lossy(&body).to_string())

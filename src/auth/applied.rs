@@ -1,6 +1,6 @@
 //! What this instance last applied of the ACL's passwords:
 //! `eco-acl.json` beside the state file (the data directory's parent),
-//! written atomically (`crate::atomic_file`, mode 0600). etcd cannot read
+//! written atomically (`crate::base::atomic_file`, mode 0600). etcd cannot read
 //! a password back, so eco keeps a salted fingerprint of each
 //! `(user, password)` it set — never the password — and the cluster id it
 //! set them in: a password is set again when its file changed, or when
@@ -13,7 +13,7 @@
 //! the passwords once more. A missing or unreadable file starts empty
 //! with a new salt (logged).
 
-use crate::atomic_file::{AtomicWriteError, write_atomic};
+use crate::base::atomic_file::{AtomicWriteError, write_atomic};
 use recovery::acl::{Applied, Fingerprint};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -9,8 +9,8 @@
 //! this way (the rest, `[auth.token]` and `root_password_file`'s path
 //! included, at the next start).
 
+use crate::base::file_stamp::FileStamp;
 use crate::config::{Config, load_file};
-use crate::file_stamp::FileStamp;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 

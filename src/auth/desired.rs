@@ -5,8 +5,8 @@
 //! certificate. The passwords themselves stay beside it in [`Secrets`],
 //! for the calls that set them, and are never printed.
 
+use crate::base::secret_file::{SecretFileError, read_password};
 use crate::config::{AuthConfig, EtcdTlsConfig, permission_range};
-use crate::secret_file::{SecretFileError, read_password};
 use recovery::acl::{DesiredAcl, DesiredUser, Fingerprint, Identity, Permissions, ROOT};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

@@ -6,8 +6,8 @@
 //! maps it to). Problems name the key and the file, never a password.
 
 use super::desired::certificate_cn;
+use crate::base::secret_file::{GroupReadable, read_password};
 use crate::config::Config;
-use crate::secret_file::{GroupReadable, read_password};
 
 /// Every problem with the files of `config.auth` (empty when each one can
 /// be used), and the warnings: password files their group may read.

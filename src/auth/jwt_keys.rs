@@ -101,7 +101,7 @@ fn of_sec1(der: &[u8]) -> Result<Found, String> {
 }
 
 fn private_key(path: &Path) -> Result<Found, String> {
-    let (text, _) = crate::secret_file::read_checked(path, "auth.token.private_key_file")
+    let (text, _) = crate::base::secret_file::read_checked(path, "auth.token.private_key_file")
         .map_err(|e| e.to_string())?;
     let key = PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|e| {
         format!(

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::status::InstanceStatus;
-use crate::status_client::ApiTarget;
+use crate::api::status::InstanceStatus;
+use crate::api::status_client::ApiTarget;
 
 /// How long each instance gets to answer.
 pub const PER_INSTANCE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -103,14 +103,15 @@ async fn ask(host: &str, port: u16, own: &ApiTarget) -> Result<InstanceStatus, S
         .ok_or_else(|| format!("{host} has no address"))?;
     let target = ApiTarget {
         addr,
-        tls: own.tls.as_ref().map(|t| crate::api_tls::ApiClientTls {
+        tls: own.tls.as_ref().map(|t| crate::api::tls::ApiClientTls {
             trusted_ca: t.trusted_ca.clone(),
             server_name: host.to_string(),
         }),
     };
-    let (code, body) = crate::status_client::get_from(&target, "/status", PER_INSTANCE_TIMEOUT)
-        .await
-        .map_err(|e| crate::error_report::one_line(&e))?;
+    let (code, body) =
+        crate::api::status_client::get_from(&target, "/status", PER_INSTANCE_TIMEOUT)
+            .await
+            .map_err(|e| crate::base::error_report::one_line(&e))?;
     match code {
         200 => serde_json::from_slice(&body)
             .map_err(|e| format!("{} sent a status this eco cannot read: {e}", target.url())),
@@ -215,11 +216,11 @@ pub fn render(own: &InstanceStatus, rows: &[ClusterRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::{GossipPeer, MemberRow};
+    use crate::api::status::{GossipPeer, MemberRow};
 
     #[test]
     fn rows_for_answering_and_silent_instances() {
-        let mut own = crate::status::example("eco-1", "c");
+        let mut own = crate::api::status::example("eco-1", "c");
         own.next.action = "keep etcd running".into();
         own.next.reason = "all is well".into();
         own.members = vec![

@@ -74,7 +74,7 @@ pub fn referenced_files(config: &Config) -> FilesChecked {
         }
     }
     if let Some(path) = &config.gossip.key_file {
-        match crate::secret_file::read_warning(path, "gossip.key_file") {
+        match crate::base::secret_file::read_warning(path, "gossip.key_file") {
             Ok((text, warning)) => {
                 warnings.extend(warning.map(|w| w.to_string()));
                 if let Err(e) = gossip::Keyring::parse(&text, &config.cluster.name) {
@@ -107,7 +107,7 @@ pub fn referenced_files(config: &Config) -> FilesChecked {
                 .iter()
                 .any(|f| !f.key.starts_with("api.tls."));
         if !generated {
-            match crate::api_tls::check_files(&files, std::time::SystemTime::now(), None) {
+            match crate::api::tls::check_files(&files, std::time::SystemTime::now(), None) {
                 Ok(checked) => warnings.extend(checked.warnings),
                 Err(e) => problems.push(e.to_string()),
             }

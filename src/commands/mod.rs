@@ -39,7 +39,7 @@ pub async fn store(config: &Config) -> anyhow::Result<Arc<dyn ObjectStore>> {
 pub async fn api_target(
     config: &Config,
     instance_id: Option<&str>,
-) -> anyhow::Result<crate::status_client::ApiTarget> {
+) -> anyhow::Result<crate::api::status_client::ApiTarget> {
     let data_dir = &config.etcd.data_dir;
     let tls_files = config.api.tls.files(&config.etcd);
     let fixed = config.api.status_bind.or(config.api.bind);
@@ -50,10 +50,10 @@ pub async fn api_target(
     let addr = match (fixed, me.as_ref()) {
         (Some(addr), _) => addr,
         (None, Some(Ok(me))) => std::net::SocketAddr::new(me.bind, config.api.port as u16),
-        (None, Some(Err(e))) => crate::api_address::recorded(data_dir).ok_or_else(|| {
+        (None, Some(Err(e))) => crate::api::address::recorded(data_dir).ok_or_else(|| {
             anyhow::anyhow!(
                 "{e:#}, and no daemon recorded its API address in {}",
-                crate::api_address::file(data_dir).display()
+                crate::api::address::file(data_dir).display()
             )
         })?,
         (None, None) => anyhow::bail!("no API address"),
@@ -63,22 +63,22 @@ pub async fn api_target(
         Some(files) => {
             let server_name = match me {
                 Some(Ok(me)) => me.host.to_string(),
-                _ => match crate::api_address::recorded_tls_name(data_dir) {
+                _ => match crate::api::address::recorded_tls_name(data_dir) {
                     Some(name) => name,
                     None if !addr.ip().is_unspecified() => addr.ip().to_string(),
                     None => anyhow::bail!(
                         "cannot tell the name the API's certificate carries: the provider does not name this instance and no daemon recorded it in {}; give --instance-id",
-                        crate::api_address::file(data_dir).display()
+                        crate::api::address::file(data_dir).display()
                     ),
                 },
             };
-            Some(crate::api_tls::ApiClientTls {
+            Some(crate::api::tls::ApiClientTls {
                 trusted_ca: files.trusted_ca,
                 server_name,
             })
         }
     };
-    Ok(crate::status_client::ApiTarget { addr, tls })
+    Ok(crate::api::status_client::ApiTarget { addr, tls })
 }
 
 /// This instance as the config's provider knows it (`instance_id`: from

@@ -27,7 +27,7 @@ pub fn one_shot(work: impl std::future::Future<Output = anyhow::Result<String>>)
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("eco: error: {}", crate::error_report::one_line(&e));
+            eprintln!("eco: error: {}", crate::base::error_report::one_line(&e));
             ExitCode::from(1)
         }
     }

@@ -4,8 +4,8 @@
 //! (corrupt, too large, or not committed by the store) is replaced by
 //! `eco pause` and removed by `eco resume`, each saying so.
 
+use crate::base::printable::printable;
 use crate::config::Config;
-use crate::printable::printable;
 use crate::store::pause::{self, Cleared, Pause, PauseError};
 
 /// Pauses the cluster of `config`; what `eco pause` prints.
@@ -23,7 +23,7 @@ pub async fn pause(config: &Config, by: &str, reason: &str) -> anyhow::Result<St
     };
     let p = Pause {
         by: by.to_string(),
-        at_unix_ms: crate::wall_clock::unix_ms(),
+        at_unix_ms: crate::base::wall_clock::unix_ms(),
         reason: reason.to_string(),
     };
     pause::write(&*store, cluster, &p).await?;

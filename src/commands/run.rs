@@ -2,7 +2,7 @@
 //! instance this is), then the daemon until a signal ends it.
 
 use super::one_shot::load_or_exit;
-use crate::{daemon, logging};
+use crate::{daemon, local::logging};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -41,8 +41,8 @@ pub fn run(path: PathBuf, instance_id: Option<String>) -> ExitCode {
     match result {
         Ok(daemon::Exit::Signalled) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{}", crate::error_report::one_line(&e));
-            eprintln!("eco: error: {}", crate::error_report::one_line(&e));
+            tracing::error!("{}", crate::base::error_report::one_line(&e));
+            eprintln!("eco: error: {}", crate::base::error_report::one_line(&e));
             ExitCode::from(1)
         }
     }

@@ -1,11 +1,11 @@
 //! `eco snapshot now` and `eco snapshot list`.
 
+use crate::base::printable::printable;
 use crate::config::Config;
 use crate::etcd::access::EtcdAccess;
-use crate::printable::printable;
+use crate::local::state_file::StateFile;
 use crate::snapshot::listing::{self, Listing};
 use crate::snapshot::take::{self, SnapshotRequest, meta};
-use crate::state_file::StateFile;
 use anyhow::Context;
 
 /// Takes a snapshot of this instance's etcd into the configured store.

@@ -3,8 +3,8 @@
 //! (`--cluster`, [`super::cluster_status`]).
 
 use super::one_shot::one_shot;
+use crate::api::status_client::ApiTarget;
 use crate::config;
-use crate::status_client::ApiTarget;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,7 +33,7 @@ pub fn status(
             match found {
                 Ok(a) => a,
                 Err(e) => {
-                    eprintln!("eco: error: {}", crate::error_report::one_line(&e));
+                    eprintln!("eco: error: {}", crate::base::error_report::one_line(&e));
                     return ExitCode::from(2);
                 }
             }
@@ -44,9 +44,12 @@ pub fn status(
         }
     };
     one_shot(async move {
-        let (code, body) =
-            crate::status_client::get_from(&target, "/status", std::time::Duration::from_secs(5))
-                .await?;
+        let (code, body) = crate::api::status_client::get_from(
+            &target,
+            "/status",
+            std::time::Duration::from_secs(5),
+        )
+        .await?;
         let url = target.url();
         if code != 200 {
             anyhow::bail!("{url} answered {code}: {}", String::from_utf8_lossy(&body));
@@ -54,9 +57,10 @@ pub fn status(
         if json && !cluster {
             return Ok(String::from_utf8_lossy(&body).to_string());
         }
-        let status: crate::status::InstanceStatus = serde_json::from_slice(&body).map_err(|e| {
-            anyhow::anyhow!("{url} sent a status this eco cannot read ({e}); try --json")
-        })?;
+        let status: crate::api::status::InstanceStatus =
+            serde_json::from_slice(&body).map_err(|e| {
+                anyhow::anyhow!("{url} sent a status this eco cannot read ({e}); try --json")
+            })?;
         if cluster {
             use crate::commands::cluster_status;
             let rows = cluster_status::gather(status.clone(), &target, others_port).await;
@@ -65,7 +69,7 @@ pub fn status(
             }
             return Ok(cluster_status::render(&status, &rows));
         }
-        Ok(crate::status_client::render(&status))
+        Ok(crate::api::status_client::render(&status))
     })
 }
 

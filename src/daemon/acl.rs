@@ -14,17 +14,17 @@
 //! its reason; `/status` shows the state (`auth`). No password is ever
 //! logged or shown.
 
+use crate::api::status::{AuthStatus, InstanceStatus};
 use crate::auth::applied::AppliedFile;
 use crate::auth::config_watch::ConfigWatch;
 use crate::auth::desired::{self, Desired};
 use crate::auth::files::describe_identity;
+use crate::base::events::Event;
+use crate::base::wall_clock::unix_ms;
 use crate::config::Config;
 use crate::etcd::access::{Authentication, EtcdAccess};
 use crate::etcd::acl as calls;
-use crate::events::Event;
 use crate::snapshot::writer::WriterInput;
-use crate::status::{AuthStatus, InstanceStatus};
-use crate::wall_clock::unix_ms;
 use anyhow::Context;
 use recovery::acl::{AclAction, CurrentAcl, DesiredAcl, Due, DueFacts, due, plan};
 use std::path::PathBuf;

@@ -2,8 +2,8 @@
 //! is on disk right now, and the quorum-loss protocol's state file beside
 //! it. Every change is written atomically before it counts.
 
+use crate::local::state_file::{LocalState, StateFile};
 use crate::quorum_loss::protocol_file::ProtocolFile;
-use crate::state_file::{LocalState, StateFile};
 use anyhow::Context;
 use recovery::fenced::PersistedState;
 use std::path::{Path, PathBuf};

@@ -3,13 +3,13 @@
 //! learner not in sync, an unsafe change) come back as waits.
 
 use super::Daemon;
+use crate::base::events::Event;
 use crate::etcd::cluster_view::Seen;
 use crate::etcd::flags::InitialClusterState;
 use crate::etcd::members::{self, MembershipError};
-use crate::events::Event;
 use crate::store::record;
 
-use crate::state_file::LocalState;
+use crate::local::state_file::LocalState;
 use anyhow::Context;
 use recovery::planner::{Action, Step};
 

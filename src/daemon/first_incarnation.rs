@@ -22,12 +22,12 @@
 use super::Daemon;
 use super::seeding::{Seeding, Target};
 use super::signals::Signals;
+use crate::base::events::Event;
+use crate::base::wall_clock::unix_ms;
 use crate::etcd::flags;
-use crate::events::Event;
+use crate::local::state_file::LocalState;
 use crate::quorum_loss::facts;
-use crate::state_file::LocalState;
 use crate::store::record::{self, IncarnationRecord};
-use crate::wall_clock::unix_ms;
 use anyhow::Context;
 use recovery::formation::{self, FirstRecord, Formation, PeerFacts, RecordSeeders};
 use recovery::pass::Phase;

@@ -8,8 +8,8 @@
 mod key_file;
 
 use super::context::Ctx;
+use crate::base::wall_clock::unix_ms;
 use crate::provider::{Group, Host};
-use crate::wall_clock::unix_ms;
 use anyhow::Context;
 use gossip::{Event, Gossip, GossipConfig, Keyring, PeerState};
 use key_file::{KeyFile, KeyFileWatch};

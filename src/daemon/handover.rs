@@ -7,8 +7,8 @@
 //! is never held up by a cluster that cannot take over.
 
 use super::Daemon;
+use crate::base::events::Event;
 use crate::etcd::{members, probe};
-use crate::events::Event;
 use recovery::handover::{self, Handover};
 use std::time::Duration;
 

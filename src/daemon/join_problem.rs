@@ -24,9 +24,9 @@ impl Daemon {
         })?;
         let joining = me.name.is_empty();
         let p = &seen.process;
-        let started_recently = p
-            .started_unix_ms
-            .is_some_and(|at| crate::wall_clock::unix_ms().saturating_sub(at) < RECENT_START_MS);
+        let started_recently = p.started_unix_ms.is_some_and(|at| {
+            crate::base::wall_clock::unix_ms().saturating_sub(at) < RECENT_START_MS
+        });
         let exited = p.crashes > 0 && (p.restart_in_ms.is_some() || started_recently || !p.running);
         if !(joining && exited) {
             return None;

@@ -4,11 +4,11 @@
 
 use super::context::Ctx;
 use crate::config::Scheme;
-use crate::data_dir::{self, DataState};
 use crate::etcd::binaries::EtcdBinaries;
 use crate::etcd::flags::{self, InitialClusterState, LaunchSpec};
 use crate::etcd::launched::{self, LaunchRecord};
 use crate::etcd::supervisor::{self, Backoff, ProcessSpec, ProcessStatus, Supervisor};
+use crate::local::data_dir::{self, DataState};
 use recovery::moved_aside::Retention;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -183,7 +183,7 @@ impl LocalEtcd {
         supervisor::kill_leftover(&self.pid_file, &self.data_dir).await;
         if !self.supervisor.status().borrow().running {
             let e = &ctx.config.etcd;
-            crate::preflight::ports_free(
+            crate::local::preflight::ports_free(
                 ctx.me.bind,
                 &[
                     ("etcd.client_port", e.client_port),

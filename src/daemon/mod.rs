@@ -52,9 +52,11 @@ mod snapshot_to_store;
 mod space;
 mod start;
 mod steady_state;
+mod systemd_notify;
 mod termination;
 mod upgrade;
 
+use crate::api::status::{InstanceStatus, NextAction, Phase};
 use crate::config::Config;
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::cluster_view::ClusterView;
@@ -63,7 +65,6 @@ use crate::metrics::Metrics;
 use crate::provider::Provider;
 use crate::quorum_loss::driver::Driver;
 use crate::snapshot::writer::{SnapshotWriter, WriterInput};
-use crate::status::{InstanceStatus, NextAction, Phase};
 use crate::store::ConditionalCreate;
 use crate::store::record::VotersRecord;
 use anyhow::Context;
@@ -167,7 +168,7 @@ fn check_api_tls_files(config: &Config, host: &str) -> anyhow::Result<()> {
     let Some(files) = config.api.tls.files(&config.etcd) else {
         return Ok(());
     };
-    let checked = crate::api_tls::check_files(&files, std::time::SystemTime::now(), Some(host))
+    let checked = crate::api::tls::check_files(&files, std::time::SystemTime::now(), Some(host))
         .context("cannot serve the HTTP API over TLS ([api.tls])")?;
     let leaf = checked.leaf;
     tracing::info!(key = files.cert.key, file = %files.cert.path.display(), subject = %leaf.subject, names = ?leaf.names, ca = %files.trusted_ca.path.display(), "the HTTP API serves TLS with this certificate");
@@ -197,7 +198,7 @@ async fn run_as(
     // A hangup never kills eco, from here on (see `signals.rs`).
     let hangup = signals::Hangup::ignore()?;
     let me = provider.identity().clone();
-    if let Some(limit) = crate::preflight::raise_open_file_limit() {
+    if let Some(limit) = crate::local::preflight::raise_open_file_limit() {
         tracing::debug!(limit, "open files limit");
     }
     let group = provider
@@ -219,9 +220,9 @@ async fn run_as(
             recovery::etcd_flags::Acceptance::Accepted => {}
         }
     }
-    crate::data_dir::prepare_parent(&config.etcd.data_dir)?;
+    crate::local::data_dir::prepare_parent(&config.etcd.data_dir)?;
     // Before anything beside the data directory is read or written.
-    let _lock = crate::instance_lock::acquire(&config.etcd.data_dir, &me.id)?;
+    let _lock = crate::local::instance_lock::acquire(&config.etcd.data_dir, &me.id)?;
     let durable = Durable::load(&config.etcd.data_dir, &config.cluster.name, &me.id)?;
     // In the middle of a rolling upgrade: the version the member ran.
     let binaries = upgrade::binaries_at_start(binaries, &durable.pid_file()).await;
@@ -280,7 +281,7 @@ async fn run_as(
     let (status, status_rx) = watch::channel(InstanceStatus {
         instance_id: ctx.id().to_string(),
         cluster: ctx.cluster().to_string(),
-        eco_version: crate::version::VERSION.to_string(),
+        eco_version: crate::base::version::VERSION.to_string(),
         etcd_version: ctx.binaries.get().version.to_string(),
         client_url: ctx.client_url.get(),
         peer_url: ctx.peer_url.clone(),
@@ -315,14 +316,14 @@ async fn run_as(
         etcd_advisories: Vec::new(),
         etcd_not_ready: None,
     });
-    crate::systemd_notify::spawn(status.subscribe());
+    crate::daemon::systemd_notify::spawn(status.subscribe());
     let (api_stop, mut api_stopped) = watch::channel(false);
     let api_bind = ctx
         .config
         .api
         .bind
         .unwrap_or_else(|| SocketAddr::new(ctx.me.bind, ctx.config.api.port as u16));
-    let serving = crate::api::Serving {
+    let serving = crate::api::server::Serving {
         main: api_bind,
         status: ctx.config.api.status_bind,
         tls: ctx.config.api.tls.files(&ctx.config.etcd),
@@ -333,7 +334,7 @@ async fn run_as(
     } else {
         "http"
     };
-    let api = crate::api::serve(serving.clone(), status_rx, metrics.clone(), async move {
+    let api = crate::api::server::serve(serving.clone(), status_rx, metrics.clone(), async move {
         let _ = api_stopped.wait_for(|s| *s).await;
     })
     .await?;
@@ -362,7 +363,7 @@ async fn run_as(
         ),
     }
     let tls_name = serving.tls.as_ref().map(|_| ctx.me.host.to_string());
-    if let Err(e) = crate::api_address::record(
+    if let Err(e) = crate::api::address::record(
         &ctx.config.etcd.data_dir,
         serving.status.unwrap_or(api_bind),
         tls_name.as_deref(),

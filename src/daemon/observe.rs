@@ -7,10 +7,10 @@
 //! Facts only: nothing here decides.
 
 use super::Daemon;
-use crate::data_dir::DataState;
 use crate::etcd::cluster_view::Seen;
 use crate::etcd::probe::MemberStatus;
 use crate::etcd::supervisor::ProcessStatus;
+use crate::local::data_dir::DataState;
 use crate::provider::Group;
 use crate::store::ObjectStore;
 use crate::store::record;

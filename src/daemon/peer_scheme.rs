@@ -8,10 +8,10 @@
 
 use super::Daemon;
 use super::observe::Observed;
+use crate::base::events::Event;
 use crate::config::Scheme;
 use crate::etcd::flags::url;
 use crate::etcd::members;
-use crate::events::Event;
 use anyhow::Context;
 use recovery::peer_scheme::{self, Facts, InstanceFacts, MemberFacts, Step};
 

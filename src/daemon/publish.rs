@@ -6,10 +6,10 @@
 
 use super::Daemon;
 use super::observe::Observed;
-use crate::data_dir::DataState;
-use crate::events::Event;
+use crate::api::status::{GossipPeer, MemberRow, NextAction, Phase};
+use crate::base::events::Event;
+use crate::local::data_dir::DataState;
 use crate::snapshot::writer::WriterInput;
-use crate::status::{GossipPeer, MemberRow, NextAction, Phase};
 use gossip::Liveness;
 use recovery::pass::{Hold, Ready};
 use recovery::snapshot_schedule::{LeaderFacts, WriterMember};
@@ -85,14 +85,14 @@ impl Daemon {
         let certificates = described
             .into_iter()
             .map(|(key, described)| match described {
-                Ok(d) => crate::status::CertificateExpiry {
+                Ok(d) => crate::api::status::CertificateExpiry {
                     key: key.to_string(),
                     subject: d.subject,
                     names: d.names,
                     not_after_unix: Some(d.not_after_unix),
                     problem: None,
                 },
-                Err(problem) => crate::status::CertificateExpiry {
+                Err(problem) => crate::api::status::CertificateExpiry {
                     key: key.to_string(),
                     subject: String::new(),
                     names: Vec::new(),
@@ -172,7 +172,7 @@ impl Daemon {
             // Frozen by a promise, or owing a join of a newer incarnation:
             // either way it will not rejoin its incarnation by itself.
             frozen: matches!(hold, Some(Hold::Frozen | Hold::Joining)),
-            software_version: crate::version::VERSION.into(),
+            software_version: crate::base::version::VERSION.into(),
         };
         if let Some(g) = self.gossip.as_mut() {
             g.publish(peer_state);

@@ -9,14 +9,14 @@ use super::durable::Durable;
 use super::local_etcd::LocalEtcd;
 use super::observe::{GroupView, Observed};
 use super::seeding::{Seeding, Target};
+use crate::api::status::{InstanceStatus, NextAction, Phase};
+use crate::base::wall_clock::unix_ms;
 use crate::etcd::cluster_view::ClusterView;
+use crate::local::state_file::LocalState;
 use crate::quorum_loss::driver::QuorumLossHost;
 use crate::quorum_loss::facts;
 use crate::quorum_loss::store_facts;
-use crate::state_file::LocalState;
-use crate::status::{InstanceStatus, NextAction, Phase};
 use crate::store::record;
-use crate::wall_clock::unix_ms;
 use gossip::Gossip;
 use recovery::fenced::{
     AlertKind, CreateResult, GroupFacts, Incarnation, InstanceId, LocalData, PersistedState, Probe,
@@ -112,7 +112,10 @@ impl QuorumLossHost for QuorumLossIo<'_> {
 
     async fn read_local_data(&mut self) -> LocalData {
         let incarnation = self.durable.incarnation();
-        if !matches!(self.etcd.data(), Ok(crate::data_dir::DataState::Present)) {
+        if !matches!(
+            self.etcd.data(),
+            Ok(crate::local::data_dir::DataState::Present)
+        ) {
             return LocalData::empty();
         }
         let dir = self.etcd.data_dir().to_path_buf();
@@ -258,7 +261,7 @@ impl QuorumLossIo<'_> {
             ),
         };
         self.etcd.stop().await?;
-        if self.etcd.data()? != crate::data_dir::DataState::Empty {
+        if self.etcd.data()? != crate::local::data_dir::DataState::Empty {
             let moved = self.etcd.move_aside(&format!("incarnation-{ours}"))?;
             tracing::warn!(?moved, "data of the old incarnation moved aside");
         }

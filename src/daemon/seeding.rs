@@ -13,14 +13,14 @@
 use super::context::Ctx;
 use super::durable::Durable;
 use super::local_etcd::LocalEtcd;
+use crate::base::events::Event;
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::cluster_view::ClusterView;
 use crate::etcd::probe::MemberStatus;
-use crate::events::Event;
+use crate::local::state_file::LocalState;
 use crate::quorum_loss::replay::{self, ReplayMode, ReplayRequest};
 use crate::snapshot::restore::{self, RestoreRequest};
 use crate::snapshot::take::{self, SnapshotRequest};
-use crate::state_file::LocalState;
 use anyhow::Context;
 use recovery::seeding::{self, SeedFrom, SeedStep, SeedingFacts, StateAt};
 use std::path::PathBuf;
@@ -228,7 +228,7 @@ impl Seeding<'_> {
             .await;
         replayed.finish().await?;
         let name = taken?;
-        crate::atomic_file::write_atomic(&self.marker(k), name.as_bytes())?;
+        crate::base::atomic_file::write_atomic(&self.marker(k), name.as_bytes())?;
         Ok(())
     }
 

@@ -7,7 +7,7 @@
 
 use super::Daemon;
 use super::observe::Observed;
-use crate::events::Event;
+use crate::base::events::Event;
 use crate::provider::Replacement;
 use recovery::self_replacement::{self, EpisodeNow, ReplacementFacts, ReplacementStep};
 

@@ -9,8 +9,8 @@
 
 use super::Daemon;
 use super::observe::Observed;
+use crate::base::events::Event;
 use crate::etcd::maintenance;
-use crate::events::Event;
 use recovery::space::{self, MemberSpace, SpaceFacts, SpacePolicy, SpaceStep};
 use std::time::Instant;
 

@@ -6,7 +6,7 @@
 use super::Daemon;
 use super::first_incarnation::Bootstrapped;
 use super::signals::Signals;
-use crate::events::Event;
+use crate::base::events::Event;
 use crate::store::record;
 use anyhow::Context;
 use recovery::pass::Phase;

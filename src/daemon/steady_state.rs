@@ -7,8 +7,8 @@
 
 use super::Daemon;
 use super::observe::Observed;
+use crate::base::events::Event;
 use crate::etcd::members::MembershipError;
-use crate::events::Event;
 use crate::metrics::decisions::ActionOutcome;
 use crate::quorum_loss::facts;
 use crate::store::record;

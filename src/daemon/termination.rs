@@ -10,7 +10,7 @@
 
 use super::Daemon;
 use super::observe::Observed;
-use crate::events::Event;
+use crate::base::events::Event;
 use crate::provider::{TerminationHook, TerminationNotice};
 use recovery::termination::{self, MemberNow, TerminationFacts, TerminationStep};
 

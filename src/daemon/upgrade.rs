@@ -24,12 +24,12 @@
 
 use super::Daemon;
 use super::observe::Observed;
+use crate::api::status::UpgradeStatus;
+use crate::base::events::Event;
+use crate::base::file_stamp::FileStamp;
 use crate::etcd::binaries::{self, EtcdBinaries};
 use crate::etcd::launched;
 use crate::etcd::members;
-use crate::events::Event;
-use crate::file_stamp::FileStamp;
-use crate::status::UpgradeStatus;
 use recovery::upgrade::{
     self, Fallback, FallbackFacts, LaunchAtStart, StepProgress, StepWatch, UpgradeFacts,
     UpgradeMember, UpgradeStep, Version,

@@ -6,8 +6,8 @@
 //! not yet set the new one in etcd (`crate::auth`). Nothing here is ever
 //! logged or printed: `Debug` shows the user and the path only.
 
+use crate::base::secret_file::{SecretFileError, read_password};
 use crate::config::AuthConfig;
-use crate::secret_file::{SecretFileError, read_password};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 

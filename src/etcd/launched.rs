@@ -10,7 +10,7 @@
 //! known to have answered) reads as no record: the configured binary is
 //! launched.
 
-use crate::atomic_file::write_atomic;
+use crate::base::atomic_file::write_atomic;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -20,7 +20,7 @@
 //! Restart counts, the last exit status and the current back-off are
 //! published through a `watch` channel.
 
-use crate::events::Event;
+use crate::base::events::Event;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -342,9 +342,10 @@ async fn spawn(
         Ok(mut child) => {
             let pid = child.id();
             if let Some(pid) = pid {
-                if let Err(e) =
-                    crate::atomic_file::write_atomic(&spec.pid_file, format!("{pid}\n").as_bytes())
-                {
+                if let Err(e) = crate::base::atomic_file::write_atomic(
+                    &spec.pid_file,
+                    format!("{pid}\n").as_bytes(),
+                ) {
                     tracing::warn!(error = %e, "cannot write the etcd pid file");
                 }
             }
@@ -371,7 +372,7 @@ async fn spawn(
             status.send_modify(|s| {
                 s.running = true;
                 s.pid = pid;
-                s.started_unix_ms = Some(crate::wall_clock::unix_ms());
+                s.started_unix_ms = Some(crate::base::wall_clock::unix_ms());
                 s.starts += 1;
                 s.restart_in_ms = None;
                 s.start_error = None;

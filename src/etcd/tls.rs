@@ -13,8 +13,8 @@
 //! files on every handshake), or check revocation (no CRL or OCSP: keep
 //! certificates short-lived instead).
 
+use crate::base::secret_file::{self, SecretFileError};
 use crate::config::EtcdTlsConfig;
-use crate::secret_file::{self, SecretFileError};
 use etcd_client::{Certificate, Identity, TlsOptions};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};

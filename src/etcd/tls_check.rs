@@ -16,8 +16,8 @@
 //! | `etcd.tls.eco.cert_file` | etcd's client surface | `etcd.tls.client.trusted_ca_file` (when it asks for client certificates) | client |
 
 use super::tls::{CertificateInfo, TlsFileError, certificates, certified_key, describe, valid_now};
+use crate::base::secret_file::GroupReadable;
 use crate::config::EtcdTlsConfig;
-use crate::secret_file::GroupReadable;
 use rustls::RootCertStore;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use std::path::Path;

@@ -9,8 +9,8 @@
 
 use super::tls::{Described, describe_pem};
 use super::tls_check::check_files;
+use crate::base::file_stamp::FileStamp;
 use crate::config::EtcdTlsConfig;
-use crate::file_stamp::FileStamp;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 

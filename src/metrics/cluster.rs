@@ -13,7 +13,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::status::InstanceStatus;
+use crate::api::status::InstanceStatus;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RoleLabels {
@@ -49,7 +49,7 @@ struct CertificateLabels {
 /// This member's role, as `eco_member_role{role}` (1 for the current one,
 /// 0 for the others, every one always present).
 const ROLES: [&str; 4] = ["leader", "follower", "learner", "none"];
-use crate::status::UPGRADE_STATES;
+use crate::api::status::UPGRADE_STATES;
 
 #[derive(Default)]
 pub(super) struct ClusterMetrics {
@@ -307,7 +307,7 @@ impl ClusterMetrics {
             // that none is recent.
             self.snapshot_last_verified.set(
                 recovery::restore_check::believed_last_ok(
-                    crate::wall_clock::unix_ms(),
+                    crate::base::wall_clock::unix_ms(),
                     v.and_then(|v| v.last_ok_unix_ms),
                 )
                 .map_or(0, |ms| (ms / 1000) as i64),
@@ -330,7 +330,7 @@ impl ClusterMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::MemberRow;
+    use crate::api::status::MemberRow;
 
     fn member(name: &str, learner: bool, leader: bool, healthy: bool) -> MemberRow {
         MemberRow {

@@ -10,7 +10,7 @@ pub mod decisions;
 pub mod snapshots;
 pub mod text_format;
 
-use crate::status::InstanceStatus;
+use crate::api::status::InstanceStatus;
 use gossip::GossipMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -77,8 +77,8 @@ impl Metrics {
         let build = Family::<BuildLabels, Gauge>::default();
         build
             .get_or_create(&BuildLabels {
-                version: crate::version::VERSION.into(),
-                commit: crate::version::GIT_COMMIT.into(),
+                version: crate::base::version::VERSION.into(),
+                commit: crate::base::version::GIT_COMMIT.into(),
                 etcd_version: etcd_version.into(),
                 instance: instance.into(),
             })
@@ -173,7 +173,7 @@ impl Metrics {
             .set(member.map(|m| m.db_size).unwrap_or(0));
         self.etcd_uptime
             .set(s.process.started_unix_ms.map_or(0, |at| {
-                (crate::wall_clock::unix_ms().saturating_sub(at) / 1000) as i64
+                (crate::base::wall_clock::unix_ms().saturating_sub(at) / 1000) as i64
             }));
         advance(&self.etcd_starts, &self.seen_starts, s.process.starts);
         advance(&self.etcd_crashes, &self.seen_crashes, s.process.crashes);
@@ -274,10 +274,10 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::InstanceStatus;
+    use crate::api::status::InstanceStatus;
 
     pub(super) fn status() -> InstanceStatus {
-        crate::status::example("a", "c")
+        crate::api::status::example("a", "c")
     }
 
     #[test]

@@ -13,8 +13,8 @@
 
 use super::ca::{ClusterCa, Purpose};
 use super::sealed::SealedCa;
+use crate::base::events::Event;
 use crate::config::{Config, GeneratedTls, generated_dir};
-use crate::events::Event;
 use crate::provider::Identity;
 use crate::store::{CreateOutcome, ObjectStore, StoreError};
 use anyhow::Context;
@@ -42,7 +42,7 @@ pub const ECO_CLIENT_NAME: &str = "eco";
 /// seal the CA's key.
 pub fn gossip_keys(config: &Config) -> anyhow::Result<Vec<[u8; 32]>> {
     let text = match &config.gossip.key_file {
-        Some(path) => crate::secret_file::read(path, "gossip.key_file")?,
+        Some(path) => crate::base::secret_file::read(path, "gossip.key_file")?,
         None => std::env::var("ECO_GOSSIP_KEYS")
             .map(|v| v.replace(',', "\n"))
             .map_err(|_| {
@@ -91,7 +91,7 @@ impl LocalFacts {
     /// Read from this instance's generated directory and state file.
     pub fn read(config: &Config) -> anyhow::Result<Self> {
         let dir = generated_dir(&config.etcd.data_dir);
-        let state = crate::state_file::StateFile::beside(&config.etcd.data_dir)
+        let state = crate::local::state_file::StateFile::beside(&config.etcd.data_dir)
             .load()
             .context("reading the state file (does this instance's member speak https?)")?;
         Ok(Self {
@@ -304,7 +304,7 @@ pub fn held_files(config: &Config) -> HeldFiles {
 }
 
 fn write(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
-    crate::atomic_file::write_atomic(path, bytes)?;
+    crate::base::atomic_file::write_atomic(path, bytes)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .with_context(|| format!("setting the mode of {}", path.display()))
 }

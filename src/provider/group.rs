@@ -1,7 +1,7 @@
 //! The group of instances a provider reports, and how an instance is
 //! reached: a [`Host`] that is an IP address or a DNS name.
 
-pub use crate::names::{Host, check_instance_id};
+pub use crate::base::names::{Host, check_instance_id};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::net::IpAddr;

@@ -31,7 +31,7 @@
 //! protocol's messages over the gossip node the host lends it.
 
 use super::facts::{self, LeaderSightings};
-use crate::events::Event;
+use crate::base::events::Event;
 use crate::metrics::decisions::{DecisionMetrics, RoundOutcome};
 use gossip::Gossip;
 use recovery::fenced::{

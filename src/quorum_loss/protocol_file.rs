@@ -5,7 +5,7 @@
 //! does not decode is an error, never treated as missing (a forgotten
 //! promise could choose two values).
 
-use crate::atomic_file::{AtomicWriteError, write_atomic};
+use crate::base::atomic_file::{AtomicWriteError, write_atomic};
 use recovery::fenced::{PersistError, PersistedState, decode, encode};
 use std::path::{Path, PathBuf};
 

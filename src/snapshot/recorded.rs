@@ -5,8 +5,8 @@
 //! snapshots) and the final snapshot before a termination go through here.
 
 use super::take::{self, SnapshotError, SnapshotRequest, TakenSnapshot};
+use crate::base::events::Event;
 use crate::etcd::access::EtcdAccess;
-use crate::events::Event;
 use crate::metrics::snapshots::{FailureReason, SnapshotMetrics};
 use crate::store::ObjectStore;
 use std::time::Instant;

@@ -224,7 +224,7 @@ async fn run_restore(
         let _ = std::fs::remove_dir_all(&staging);
         return Err(io(req.data_dir.display().to_string())(e));
     }
-    crate::atomic_file::sync_dir(&parent).map_err(io(parent.display().to_string()))?;
+    crate::base::atomic_file::sync_dir(&parent).map_err(io(parent.display().to_string()))?;
     Ok(())
 }
 

@@ -128,7 +128,7 @@ pub async fn take(
         revision,
         token: req.token.clone(),
     };
-    let created = crate::wall_clock::unix_ms();
+    let created = crate::base::wall_clock::unix_ms();
     let metadata = BTreeMap::from([
         (meta::CLUSTER.to_string(), req.cluster.clone()),
         (meta::INCARNATION.to_string(), req.incarnation.to_string()),

@@ -14,13 +14,13 @@ use super::listing::taken_ms;
 use super::recorded::take_recorded;
 use super::take::{SnapshotRequest, TakenSnapshot};
 use super::verify::{self, VerificationRecord, VerifyRequest};
+use crate::api::status::{InstanceStatus, SnapshotStatus};
+use crate::base::events::Event;
+use crate::base::wall_clock::unix_ms;
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::binaries::RunningBinaries;
-use crate::events::Event;
 use crate::metrics::snapshots::SnapshotMetrics;
-use crate::status::{InstanceStatus, SnapshotStatus};
 use crate::store::{ObjectInfo, ObjectStore};
-use crate::wall_clock::unix_ms;
 use recovery::restore_check::{self, Verdict, verification_due};
 use recovery::retention::{self, RetentionPolicy, SnapshotEntry};
 use recovery::snapshot_schedule::{

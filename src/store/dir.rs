@@ -40,7 +40,7 @@ use super::{
     CreateOutcome, ListPage, NameFilter, ObjectInfo, ObjectReader, ObjectStore, StoreError,
     check_name, is_record_name,
 };
-use crate::atomic_file::{TEMP_PREFIX, sync_dir};
+use crate::base::atomic_file::{TEMP_PREFIX, sync_dir};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

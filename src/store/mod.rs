@@ -241,7 +241,8 @@ pub fn is_record_name(name: &str) -> bool {
     )
 }
 
-/// Checks an object name ([`crate::names::check_object_name`]).
+/// Checks an object name ([`crate::base::names::check_object_name`]).
 pub fn check_name(name: &str) -> Result<(), StoreError> {
-    crate::names::check_object_name(name).map_err(|why| StoreError::BadName(name.to_string(), why))
+    crate::base::names::check_object_name(name)
+        .map_err(|why| StoreError::BadName(name.to_string(), why))
 }

@@ -26,15 +26,15 @@
 //!
 //! `--by` and `--reason` are bounded ([`MAX_BY`], [`MAX_REASON`]) and hold
 //! no control characters; what the store holds is shown with control
-//! characters escaped (`crate::printable`), since something else may have
+//! characters escaped (`crate::base::printable`), since something else may have
 //! written it.
 //!
 //! What it does not do: stop etcd, or hold a termination's lifecycle hook
 //! (a notice that comes while paused waits for the resume; the hook's own
 //! timeout still applies).
 
-use crate::events::Event;
-use crate::printable::printable;
+use crate::base::events::Event;
+use crate::base::printable::printable;
 use crate::store::json_object::{self, JsonObjectError};
 use crate::store::{ObjectStore, StoreError};
 use serde::{Deserialize, Serialize};

@@ -80,7 +80,7 @@ fn tls(ck: &mut Checker, e: &EtcdConfig, store: SnapshotStoreKind) {
             );
         }
         for (i, name) in g.extra_names.iter().enumerate() {
-            if crate::names::Host::parse(name).is_err() {
+            if crate::base::names::Host::parse(name).is_err() {
                 ck.fail(
                     &format!("etcd.tls.generated.extra_names[{i}]"),
                     format!("{name:?} is not an IP address or a DNS name"),

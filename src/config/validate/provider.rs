@@ -78,7 +78,7 @@ impl ProviderConfig {
 }
 
 fn valid_instance_id(s: &str) -> bool {
-    crate::names::check_instance_id(s).is_ok()
+    crate::base::names::check_instance_id(s).is_ok()
 }
 
 /// A DNS label (RFC 1123): what Kubernetes names services, namespaces and

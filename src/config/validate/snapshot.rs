@@ -62,7 +62,7 @@ fn check_s3(ck: &mut Checker, s3: &S3StoreConfig) {
     }
     if s3.prefix.starts_with('/')
         || s3.prefix.ends_with('/')
-        || crate::names::check_object_name(&s3.prefix).is_err()
+        || crate::base::names::check_object_name(&s3.prefix).is_err()
         || s3.prefix.len() > 256
     {
         ck.fail(

@@ -9,9 +9,9 @@
 //! naming the file; the file is tried again at its next change. No key
 //! material is ever logged.
 
-use crate::events::Event;
-use crate::file_stamp::FileStamp;
-use crate::secret_file::SecretFileError;
+use crate::base::events::Event;
+use crate::base::file_stamp::FileStamp;
+use crate::base::secret_file::SecretFileError;
 use gossip::{Keyring, KeysHandle, SealError};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ pub(super) enum KeyFileError {
 /// The keys in `path` (checked as a secret), and the SHA-256 of the text
 /// they came from.
 fn read_keys(path: &Path, cluster: &str) -> Result<(Keyring, [u8; 32]), KeyFileError> {
-    let text = crate::secret_file::read(path, SETTING)?;
+    let text = crate::base::secret_file::read(path, SETTING)?;
     let keys = Keyring::parse(&text, cluster).map_err(|cause| KeyFileError::Keys {
         path: path.to_path_buf(),
         cause,

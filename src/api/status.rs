@@ -4,8 +4,8 @@
 
 use crate::etcd::probe::MemberStatus;
 use crate::etcd::supervisor::ProcessStatus;
+use crate::local::state_file::LocalState;
 use crate::provider::Group;
-use crate::state_file::LocalState;
 use serde::{Deserialize, Serialize};
 
 /// Where the instance is in its life (decided by `recovery::pass`).

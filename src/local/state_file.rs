@@ -1,13 +1,13 @@
 //! The instance's durable local state (DESIGN §4), kept beside the etcd data
 //! directory as `eco-state.json`.
 //!
-//! Written atomically (see [`crate::atomic_file`]) and versioned by a
+//! Written atomically (see [`crate::base::atomic_file`]) and versioned by a
 //! `format` field. JSON rather than a binary encoding: it is small, written
 //! rarely, and an operator reading it at 3 a.m. should not need a tool.
 //! A missing file means "this instance has never been part of a cluster";
 //! a file that does not parse is an error, never treated as missing.
 
-use crate::atomic_file::{AtomicWriteError, write_atomic};
+use crate::base::atomic_file::{AtomicWriteError, write_atomic};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -239,7 +239,7 @@ impl StateFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::atomic_file::TEMP_PREFIX;
+    use crate::base::atomic_file::TEMP_PREFIX;
 
     fn sample() -> LocalState {
         LocalState {

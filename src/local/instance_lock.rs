@@ -87,7 +87,7 @@ pub fn acquire(data_dir: &Path, instance: &str) -> Result<InstanceLock, LockErro
     let who = format!(
         "pid {}, instance {instance}, since {} ms after the epoch",
         std::process::id(),
-        crate::wall_clock::unix_ms()
+        crate::base::wall_clock::unix_ms()
     );
     file.set_len(0).map_err(io)?;
     file.rewind().map_err(io)?;

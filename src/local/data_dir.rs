@@ -7,7 +7,7 @@
 //! never while the live directory holds none); [`prune`] lists and
 //! deletes.
 
-use crate::events::Event;
+use crate::base::events::Event;
 use recovery::moved_aside::{Copy, Retention};
 use std::path::{Path, PathBuf};
 
@@ -151,7 +151,7 @@ pub fn move_aside(dir: &Path, reason: &str) -> Result<Option<PathBuf>, DataDirEr
         source,
     })?;
     if let Some(parent) = dir.parent() {
-        let _ = crate::atomic_file::sync_dir(parent);
+        let _ = crate::base::atomic_file::sync_dir(parent);
     }
     crate::event!(warn, Event::DataMovedAside, from = %dir.display(), to = %to.display(), reason, "moved data directory aside");
     Ok(Some(to))
@@ -178,7 +178,7 @@ pub fn moved_aside(dir: &Path) -> Vec<PathBuf> {
 /// Deletes the moved-aside copies of `dir` that `recovery::moved_aside`
 /// lets go under `retention`; returns those deleted.
 pub fn prune(dir: &Path, retention: Retention) -> Vec<PathBuf> {
-    let now_ms = crate::wall_clock::unix_ms();
+    let now_ms = crate::base::wall_clock::unix_ms();
     let copies: Vec<Copy> = moved_aside(dir)
         .iter()
         .map(|p| {
@@ -310,7 +310,7 @@ mod tests {
         let stamp = chrono_like_stamp();
         let back = parse_stamp(&stamp).unwrap();
         assert!(
-            crate::wall_clock::unix_ms().abs_diff(back) < 5_000,
+            crate::base::wall_clock::unix_ms().abs_diff(back) < 5_000,
             "{stamp}"
         );
     }

@@ -2,4 +2,3 @@
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const GIT_COMMIT: &str = env!("ECO_GIT_COMMIT");
-pub use crate::etcd::binaries::SUPPORTED_VERSIONS as SUPPORTED_ETCD;

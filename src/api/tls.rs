@@ -16,10 +16,10 @@
 //! No client certificate is asked for. Clients always verify the server:
 //! there is no way to skip it.
 
+use crate::base::file_stamp::FileStamp;
+use crate::base::secret_file::GroupReadable;
 use crate::config::{ApiTlsFiles, KeyedPath};
 use crate::etcd::tls::{CertificateInfo, TlsFileError};
-use crate::file_stamp::FileStamp;
-use crate::secret_file::GroupReadable;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;

@@ -8,7 +8,7 @@
 //! when the config and the provider cannot give the address; nothing
 //! decides from it.
 
-use crate::atomic_file::write_atomic;
+use crate::base::atomic_file::write_atomic;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 

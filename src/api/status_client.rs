@@ -4,9 +4,9 @@
 //! the server's certificate is always verified, against the CA of
 //! `[api.tls]` and as the instance's address or DNS name.
 
-use crate::api_tls::ApiClientTls;
-use crate::printable::printable;
-use crate::status::InstanceStatus;
+use crate::api::status::InstanceStatus;
+use crate::api::tls::ApiClientTls;
+use crate::base::printable::printable;
 use anyhow::Context;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
@@ -179,7 +179,7 @@ pub fn render(s: &InstanceStatus) -> String {
     if let Some(problem) = &s.api_tls_problem {
         line("api tls", format!("NOT SERVED — {problem}"));
     }
-    let now = crate::wall_clock::unix_ms() / 1000;
+    let now = crate::base::wall_clock::unix_ms() / 1000;
     for c in &s.certificates {
         line(
             "certificate",
@@ -394,8 +394,8 @@ pub fn render(s: &InstanceStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::status::{SnapshotStatus, example};
     use crate::snapshot::verify::VerificationRecord;
-    use crate::status::{SnapshotStatus, example};
     use crate::store::pause::Pause;
 
     /// What the store holds is shown with control characters escaped, and
@@ -420,7 +420,7 @@ mod tests {
         };
         s.snapshots = Some(SnapshotStatus {
             verification_problem: recovery::restore_check::record_in_future(
-                crate::wall_clock::unix_ms(),
+                crate::base::wall_clock::unix_ms(),
                 record.at_unix_ms,
                 record.last_ok_unix_ms,
             ),

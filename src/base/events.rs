@@ -300,7 +300,7 @@ impl Event {
 #[macro_export]
 macro_rules! event {
     ($level:ident, $event:expr, $($rest:tt)+) => {
-        ::tracing::$level!(event = $crate::events::Event::name($event), $($rest)+)
+        ::tracing::$level!(event = $crate::base::events::Event::name($event), $($rest)+)
     };
 }
 

@@ -9,7 +9,7 @@
 //! reports it), use the watchdog, or tell systemd a readiness lost later
 //! (systemd has no such state: `/readyz` does).
 
-use crate::status::{InstanceStatus, NextAction, Phase};
+use crate::api::status::{InstanceStatus, NextAction, Phase};
 use sd_notify::NotifyState;
 use tokio::sync::watch;
 

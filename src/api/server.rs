@@ -9,7 +9,7 @@
 //!   answers 404 saying where it is.
 //!
 //! Plain HTTP, or HTTPS with `[api.tls]` on every listener
-//! ([`crate::api_tls`]: the certificate read again when its files change,
+//! ([`crate::api::tls`]: the certificate read again when its files change,
 //! no client certificate asked for).
 //!
 //! The listener is bound on the instance's routable address by default,
@@ -17,7 +17,7 @@
 //! (DESIGN: the API must never starve the control loop). Each listener
 //! has:
 //!
-//! - **its own file-descriptor budget** ([`crate::api_budget`]): at most
+//! - **its own file-descriptor budget** ([`crate::api::budget`]): at most
 //!   [`LIMITS`]`.max_connections` connections at once,
 //!   [`LIMITS`]`.per_peer` from one source address. When either is used
 //!   up, a new connection takes the slot of the connection idle the
@@ -35,11 +35,11 @@
 //! - **bounded shutdown**: on shutdown the listener closes, connections
 //!   in flight get `shutdown_grace`, then are dropped.
 
-use crate::api_budget::{Budget, Refused, Slot};
-use crate::api_tls::{ApiTlsError, ReloadingCertificate};
+use crate::api::budget::{Budget, Refused, Slot};
+use crate::api::status::InstanceStatus;
+use crate::api::tls::{ApiTlsError, ReloadingCertificate};
 use crate::config::ApiTlsFiles;
 use crate::metrics::Metrics;
-use crate::status::InstanceStatus;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -89,7 +89,7 @@ pub struct Serving {
     /// `[api.tls]` in force: every listener serves HTTPS with these files.
     pub tls: Option<ApiTlsFiles>,
     /// The instance's host, which a renewed certificate must keep naming
-    /// (see `crate::api_tls`).
+    /// (see `crate::api::tls`).
     pub host: String,
 }
 
@@ -147,7 +147,7 @@ pub async fn serve(
         Some(files) => {
             let certificate = Arc::new(ReloadingCertificate::new(files, Some(serving.host))?);
             tls_problem = Some(certificate.problem());
-            Some(TlsAcceptor::from(crate::api_tls::server_config(
+            Some(TlsAcceptor::from(crate::api::tls::server_config(
                 certificate,
             )?))
         }
@@ -200,7 +200,7 @@ async fn wait_stop(mut stopped: watch::Receiver<bool>) {
 
 /// A connection's service: the router, marking the connection busy while a
 /// request is in progress (an idle one may be closed for a new
-/// connection: [`crate::api_budget`]).
+/// connection: [`crate::api::budget`]).
 struct Tracked {
     inner: TowerToHyperService<Router>,
     slot: Arc<Slot>,
@@ -426,14 +426,14 @@ async fn status_json(State(s): State<ApiState>) -> Json<InstanceStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api_tls::ApiClientTls;
-    use crate::status_client::{ApiTarget, get_from};
+    use crate::api::status_client::{ApiTarget, get_from};
+    use crate::api::tls::ApiClientTls;
     use std::os::unix::fs::PermissionsExt;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// A CA and a certificate for 127.0.0.1 in `dir`.
     fn material(dir: &std::path::Path) -> ApiTlsFiles {
-        let issued = crate::api_tls::tests::issue("127.0.0.1");
+        let issued = crate::api::tls::tests::issue("127.0.0.1");
         std::fs::write(dir.join("ca.crt"), issued.ca).unwrap();
         std::fs::write(dir.join("api.crt"), issued.cert).unwrap();
         std::fs::write(dir.join("api.key"), issued.key).unwrap();
@@ -447,7 +447,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let files = material(dir.path());
         let certificate = Arc::new(ReloadingCertificate::new(files.clone(), None).unwrap());
-        let acceptor = TlsAcceptor::from(crate::api_tls::server_config(certificate).unwrap());
+        let acceptor = TlsAcceptor::from(crate::api::tls::server_config(certificate).unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let limits = ApiLimits {
