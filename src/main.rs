@@ -194,6 +194,12 @@ enum ConfigCommand {
         /// Path of the configuration file.
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// Also probe the snapshot store (the one check that contacts
+        /// something): reachable, writable, and for S3 whether its
+        /// conditional create holds under concurrent writers. Writes and
+        /// deletes probe keys under the cluster's prefix.
+        #[arg(long)]
+        probe_store: bool,
     },
 }
 
@@ -240,8 +246,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Config {
-            command: ConfigCommand::Check { file },
-        } => commands::config_check::check(&file),
+            command: ConfigCommand::Check { file, probe_store },
+        } => commands::config_check::check(&file, probe_store),
         Command::Run {
             config,
             instance_id,

@@ -54,17 +54,13 @@ async fn create_bucket(server: &S3Server, bucket: &str) {
         });
 }
 
-/// A store config for `endpoint`; `extra` adds keys (or replaces the
-/// timeouts).
+/// A store config for `endpoint`; `extra` adds keys.
 fn config(endpoint: &str, bucket: &str, prefix: &str, extra: &str) -> S3StoreConfig {
     let mut text = format!(
         "bucket = {bucket:?}\nprefix = {prefix:?}\nendpoint = {endpoint:?}\nregion = \"us-east-1\"\n\
          force_path_style = true\nencryption = \"none\"\npart_size = {TEST_PART_SIZE}\n\
          transfer_timeout = \"60s\"\n{extra}\n"
     );
-    if !extra.contains("call_timeout") {
-        text.push_str("call_timeout = \"10s\"\n");
-    }
     toml::from_str(&text).unwrap()
 }
 
@@ -754,12 +750,7 @@ async fn wrong_credentials_are_a_clear_error() {
 async fn an_unreachable_endpoint_fails_within_the_timeout() {
     let closed = format!("http://127.0.0.1:{}", free_port());
     let (err, took) = start_error(
-        config(
-            &closed,
-            BUCKET,
-            "eco",
-            "call_timeout = \"2s\"\nmax_attempts = 2\n",
-        ),
+        config(&closed, BUCKET, "eco", "max_attempts = 2\n"),
         credentials("a", "b"),
     )
     .await;
@@ -776,12 +767,7 @@ async fn an_endpoint_that_never_answers_fails_within_the_timeout() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}", silent.local_addr().unwrap());
     let (err, took) = start_error(
-        config(
-            &endpoint,
-            BUCKET,
-            "eco",
-            "call_timeout = \"1s\"\nmax_attempts = 2\n",
-        ),
+        config(&endpoint, BUCKET, "eco", "max_attempts = 1\n"),
         credentials("a", "b"),
     )
     .await;
@@ -1115,4 +1101,69 @@ async fn a_pause_object_eco_did_not_commit_is_said_and_removed() {
         .unwrap_err()
         .to_string();
     assert!(e.contains(&name) && e.contains("more than"), "{e}");
+}
+
+/// `eco config check --probe-store FILE` on a store, with the server's
+/// credentials: (exit code, stdout, stderr).
+fn probe_store(
+    server: Option<&S3Server>,
+    configure: impl FnOnce(testkit::config::ConfigBuilder) -> testkit::config::ConfigBuilder,
+) -> (i32, String, String) {
+    let mut eco = testkit::instance::Instance::new(testkit::eco_bin!(), "127.0.31.2");
+    eco.configure(configure);
+    let mut command = std::process::Command::new(testkit::eco_bin!());
+    command
+        .args(["config", "check", "--probe-store"])
+        .arg(&eco.config);
+    if let Some(server) = server {
+        command.envs([
+            ("AWS_ACCESS_KEY_ID", server.access_key()),
+            ("AWS_SECRET_ACCESS_KEY", server.secret_key()),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ]);
+    }
+    let out = command.output().expect("eco config check");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The store probe a user runs before trusting an S3-compatible endpoint
+/// (the config key `concurrent_create_probes` it replaces is refused with
+/// a pointer to it): s3s-fs refuses a second create but lets several
+/// concurrent creators win, and the probe's ten bursts report it (exit 2,
+/// the reason named); a directory store passes (exit 0, said in the
+/// output); the probe keys are gone afterwards.
+#[test]
+fn the_store_probe_reports_a_non_atomic_conditional_create_and_passes_a_directory() {
+    let server = S3Server::start(Kind::S3sFs);
+    testkit::etcd::rt().block_on(create_bucket(&server, BUCKET));
+    let endpoint = server.endpoint();
+    let (code, _, err) = probe_store(Some(&server), |c| c.s3_store(&endpoint, BUCKET));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("conditional create does not hold") && err.contains("no quorum-loss recovery"),
+        "{err}"
+    );
+    assert_eq!(
+        testkit::etcd::rt().block_on(raw_keys(&server, "eco/")),
+        Vec::<String>::new(),
+        "the probe keys are deleted"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().to_path_buf();
+    let (code, out, err) = probe_store(None, |c| c.dir_store(store));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("# store probed: the store is reachable and writable"),
+        "{out}"
+    );
+
+    let (code, _, err) = probe_store(None, |c| c);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no snapshot store is configured"), "{err}");
 }

@@ -13,9 +13,10 @@
 //! store the credential files the AWS environment variables name. Each
 //! problem names the key and the file; the warnings (secret files their
 //! group may read) are the ones `eco run` logs, from the same checks.
-//! Nothing is contacted: whether the
-//! bucket is reachable, writable and honours conditional writes is proven
-//! by `eco run` at start (the S3 store's `check_at_start`).
+//! Nothing is contacted, unless `--probe-store` asks for the store's
+//! probe (`super::store_probe`); without it, whether the bucket is
+//! reachable, writable and honours conditional writes is proven by `eco
+//! run` at start (the S3 store's `check_at_start`).
 
 use crate::config::{Config, ProviderKind, SnapshotStoreKind};
 
@@ -230,16 +231,27 @@ fn s3_credential_files(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<
 /// `eco config check FILE`: exit 0 with the effective config (defaults
 /// filled in, warnings and what only `eco run` checks as comments), 2 with
 /// every problem, 1 when the result cannot be printed.
-pub fn check(file: &std::path::Path) -> std::process::ExitCode {
+/// With `probe_store`, the store is probed too
+/// ([`super::store_probe`]): what it found is a note, or a problem.
+pub fn check(file: &std::path::Path, probe_store: bool) -> std::process::ExitCode {
     use std::process::ExitCode;
     match crate::config::load_file(file) {
         Ok(c) => {
             let mut checked = referenced_files(&c);
+            let mut probed = None;
             match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
             {
-                Ok(rt) => rt.block_on(etcd_release(&c, &mut checked)),
+                Ok(rt) => {
+                    rt.block_on(etcd_release(&c, &mut checked));
+                    if probe_store {
+                        match rt.block_on(super::store_probe::probe(&c)) {
+                            Ok(found) => probed = Some(found),
+                            Err(problem) => checked.problems.push(problem),
+                        }
+                    }
+                }
                 Err(e) => checked.not_checked.push(format!(
                     "the etcd release (cannot start the async runtime: {e})"
                 )),
@@ -265,6 +277,9 @@ pub fn check(file: &std::path::Path) -> std::process::ExitCode {
                     }
                     for n in checked.not_checked {
                         notes.push_str(&format!("# not checked here: {n}\n"));
+                    }
+                    if let Some(found) = probed {
+                        notes.push_str(&format!("# store probed: {found}\n"));
                     }
                     super::one_shot::print_out(&format!(
                         "# {}: valid; effective configuration:\n{notes}{identity}{api}{text}",

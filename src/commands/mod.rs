@@ -14,6 +14,7 @@ pub mod restore;
 pub mod run;
 pub mod snapshot;
 pub mod status;
+pub mod store_probe;
 
 use crate::config::Config;
 use crate::provider::Identity;

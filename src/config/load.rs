@@ -47,6 +47,15 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
 /// Parses `text` (named `path` in messages) and resolves relative paths
 /// against `base`.
 pub fn parse_str(text: &str, path: &Path, base: &Path) -> Result<Config, ConfigError> {
+    if let Ok(document) = text.parse::<toml::Table>() {
+        let removed = super::removed_keys::removed_keys(&document);
+        if !removed.is_empty() {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                problems: removed,
+            });
+        }
+    }
     let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.to_path_buf(),
         message: e.to_string().trim_end().to_string(),

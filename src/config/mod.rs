@@ -13,6 +13,7 @@ pub(crate) mod api_tls;
 mod auth;
 mod duration;
 mod load;
+mod removed_keys;
 mod tls;
 mod validate;
 
@@ -23,6 +24,7 @@ pub use auth::{
 };
 pub use duration::ConfigDuration;
 pub use load::{ConfigError, load_file, parse_str};
+pub use removed_keys::{REMOVED_KEYS, RemovedKey};
 pub use tls::{
     EcoClientTls, EtcdTlsConfig, GeneratedTls, SurfaceTls, apply_default, generated_dir,
     plaintext_warning,
@@ -80,6 +82,22 @@ pub struct ProviderConfig {
     /// `[provider.statefulset]`, required when `kind = "statefulset"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statefulset: Option<StatefulSetProviderConfig>,
+    /// How often the group is read again (the group file, the desired
+    /// size, the Auto Scaling and EC2 APIs); default:
+    /// [`ProviderConfig::refresh_interval`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_interval: Option<ConfigDuration>,
+}
+
+impl ProviderConfig {
+    /// How often the group is read again: `provider.refresh_interval`,
+    /// else 10 s on AWS (its APIs' request rates) and 5 s otherwise.
+    pub fn refresh_interval(&self) -> ConfigDuration {
+        self.refresh_interval.unwrap_or(match self.kind {
+            ProviderKind::Aws => defaults::aws_group_refresh(),
+            ProviderKind::Static | ProviderKind::Statefulset => defaults::group_refresh(),
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -112,14 +130,9 @@ pub struct AwsProviderConfig {
     /// endpoints (VPC endpoints through private DNS) need no setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
-    /// How often the group is read from the Auto Scaling and EC2 APIs.
-    #[serde(default = "defaults::aws_group_refresh")]
-    pub refresh_interval: ConfigDuration,
-    /// The bound of every AWS call (each attempt); the SDK retries
-    /// throttling and transient errors with back-off within
-    /// `max_attempts`.
-    #[serde(default = "defaults::aws_call_timeout")]
-    pub call_timeout: ConfigDuration,
+    /// Attempts per call, the first included (each bounded at 10 s,
+    /// `provider::aws::CALL_TIMEOUT`): the SDK retries throttling and
+    /// transient errors with back-off.
     #[serde(default = "defaults::aws_max_attempts")]
     pub max_attempts: u32,
     /// How long eco works on a graceful leave (the termination lifecycle
@@ -141,7 +154,7 @@ pub struct StatefulSetProviderConfig {
     /// `replicas` and `replicas_file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<u32>,
-    /// A file holding the desired size, re-read every `refresh_interval`
+    /// A file holding the desired size, re-read every `provider.refresh_interval`
     /// (a ConfigMap mounted as a directory: a scale changes it in every
     /// running pod without a restart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,9 +169,6 @@ pub struct StatefulSetProviderConfig {
     pub namespace: Option<String>,
     #[serde(default = "defaults::cluster_domain")]
     pub cluster_domain: String,
-    /// How often the desired size is read again.
-    #[serde(default = "defaults::group_refresh")]
-    pub refresh_interval: ConfigDuration,
 }
 
 /// `[provider.static]`
@@ -171,9 +181,6 @@ pub struct StaticProviderConfig {
     /// nor `ECO_INSTANCE_ID` gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_id: Option<String>,
-    /// How often the group file is re-read.
-    #[serde(default = "defaults::group_refresh")]
-    pub refresh_interval: ConfigDuration,
 }
 
 /// URL scheme for etcd's client or peer traffic (`http`, `https`): the
@@ -213,14 +220,6 @@ pub struct EtcdConfig {
     /// etcd's data directory. eco's state file lives in its parent directory.
     #[serde(default = "defaults::data_dir")]
     pub data_dir: PathBuf,
-    /// The client surface's scheme; default: `https` with
-    /// `[etcd.tls.client]`, else `http` ([`EtcdConfig::effective_client_scheme`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_scheme: Option<Scheme>,
-    /// The peer surface's scheme; default: `https` with `[etcd.tls.peer]`,
-    /// else `http`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peer_scheme: Option<Scheme>,
     /// `[etcd.tls]`: TLS on the client and peer surfaces.
     #[serde(default, skip_serializing_if = "is_default")]
     pub tls: EtcdTlsConfig,
@@ -250,7 +249,7 @@ pub struct EtcdConfig {
     /// What clients are told to connect to (`--advertise-client-urls`), when
     /// not this instance's own client URL: a load balancer or a DNS name in
     /// front of the cluster. eco itself still asks every member at its own
-    /// address (its peer URL's host, with `client_scheme` and
+    /// address (its peer URL's host, with the client surface's scheme and
     /// `client_port`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub advertise_client_urls: Vec<String>,
@@ -323,26 +322,24 @@ fn is_default<T: Default + PartialEq>(value: &T) -> bool {
 }
 
 impl EtcdConfig {
-    /// The scheme of the client surface: `etcd.client_scheme`, else
-    /// `https` when it has TLS.
+    /// The scheme of the client surface: `https` when it has TLS (files
+    /// or generated), else `http`.
     pub fn effective_client_scheme(&self) -> Scheme {
-        self.client_scheme
-            .unwrap_or(if self.tls_files().client.is_some() {
-                Scheme::Https
-            } else {
-                Scheme::Http
-            })
+        if self.tls_files().client.is_some() {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        }
     }
 
-    /// The scheme of the peer surface: `etcd.peer_scheme`, else `https`
-    /// when it has TLS.
+    /// The scheme of the peer surface: `https` when it has TLS, else
+    /// `http`.
     pub fn effective_peer_scheme(&self) -> Scheme {
-        self.peer_scheme
-            .unwrap_or(if self.tls_files().peer.is_some() {
-                Scheme::Https
-            } else {
-                Scheme::Http
-            })
+        if self.tls_files().peer.is_some() {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        }
     }
 }
 
@@ -463,10 +460,6 @@ pub struct S3StoreConfig {
     pub part_size: u64,
     #[serde(default = "defaults::s3_parts_in_flight")]
     pub parts_in_flight: u32,
-    /// The bound of each attempt of an S3 call that is not a transfer (a
-    /// transfer's parts get `transfer_timeout`).
-    #[serde(default = "defaults::aws_call_timeout")]
-    pub call_timeout: ConfigDuration,
     /// The bound of each attempt of a part upload or of a download's
     /// first byte.
     #[serde(default = "defaults::s3_transfer_timeout")]
@@ -475,14 +468,6 @@ pub struct S3StoreConfig {
     /// errors are retried with exponential back-off.
     #[serde(default = "defaults::aws_max_attempts")]
     pub max_attempts: u32,
-    /// At start, besides the sequential probe (a key created twice, the
-    /// second refused), this many bursts of 8 concurrent conditional
-    /// creates of one key, of which exactly one must win: a way to catch an
-    /// S3-compatible store that checks `If-None-Match` and then writes
-    /// without atomicity. 0 (the default) trusts the endpoint for
-    /// concurrent creates, as AWS S3 documents.
-    #[serde(default)]
-    pub concurrent_create_probes: u32,
 }
 
 /// `[recovery]`
@@ -625,9 +610,6 @@ pub mod defaults {
         ConfigDuration::from_secs(7 * 24 * 3600)
     }
     pub fn aws_group_refresh() -> ConfigDuration {
-        ConfigDuration::from_secs(10)
-    }
-    pub fn aws_call_timeout() -> ConfigDuration {
         ConfigDuration::from_secs(10)
     }
     pub fn aws_max_attempts() -> u32 {

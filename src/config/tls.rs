@@ -52,7 +52,7 @@ pub struct EtcdTlsConfig {
 }
 
 /// TLS by default: a config that names no TLS at all (no table of
-/// `[etcd.tls]`, no `plaintext = true`, no `http` scheme written out) gets
+/// `[etcd.tls]`, no `plaintext = true`) gets
 /// `[etcd.tls.generated]` with its defaults — when it has a snapshot store,
 /// where the cluster's CA lives. Without a store it stays plaintext (and
 /// `eco config check` and the log say so): generated mode cannot run
@@ -68,9 +68,7 @@ pub fn apply_default(etcd: &mut EtcdConfig, has_store: bool) {
         || t.peer.is_some()
         || t.eco.is_some()
         || t.generated.is_some();
-    let http_written = etcd.client_scheme == Some(super::Scheme::Http)
-        || etcd.peer_scheme == Some(super::Scheme::Http);
-    if !named && !http_written && has_store {
+    if !named && has_store {
         etcd.tls.generated = Some(GeneratedTls::default());
     }
 }
@@ -83,7 +81,7 @@ pub fn plaintext_warning(etcd: &EtcdConfig) -> Option<String> {
         return None;
     }
     Some(
-        "etcd's client and peer traffic is in the clear: TLS is on by default only with a snapshot store (where the generated CA lives) and no `http` scheme written out; configure snapshot.store, give [etcd.tls] files, or set [etcd.tls] plaintext = true to say it is on purpose".into(),
+        "etcd's client and peer traffic is in the clear: TLS is on by default only with a snapshot store (where the generated CA lives); configure snapshot.store, give [etcd.tls] files, or set [etcd.tls] plaintext = true to say it is on purpose".into(),
     )
 }
 
@@ -260,7 +258,6 @@ impl EtcdTlsConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Scheme;
 
     fn etcd() -> EtcdConfig {
         EtcdConfig::default()
@@ -280,18 +277,12 @@ mod tests {
     }
 
     #[test]
-    fn plaintext_on_purpose_files_or_an_http_scheme_written_out_are_kept() {
+    fn plaintext_on_purpose_or_files_are_kept() {
         let mut plain = etcd();
         plain.tls.plaintext = true;
         apply_default(&mut plain, true);
         assert!(plain.tls.generated.is_none());
         assert!(plaintext_warning(&plain).is_none(), "said on purpose");
-
-        let mut http = etcd();
-        http.client_scheme = Some(Scheme::Http);
-        apply_default(&mut http, true);
-        assert!(http.tls.generated.is_none());
-        assert!(plaintext_warning(&http).is_some());
 
         let mut files = etcd();
         files.tls.client = Some(SurfaceTls {

@@ -6,7 +6,7 @@
 //! keys and a store). Then the start (`start.rs`: the pure start decision,
 //! carried out), and the loop: a pass every `etcd.probe_interval`
 //! (`pass.rs`: observe → decide → dispatch), protocol messages as they
-//! arrive, the group refreshed every `provider.static.refresh_interval`,
+//! arrive, the group refreshed every `provider.refresh_interval`,
 //! the snapshot writer and the ACL reconciler (`acl`, `[auth]`)
 //! beside it. SIGTERM/SIGINT: final snapshot (if this instance writes
 //! them), etcd stopped, exit 0. SIGHUP: the group read again and a pass

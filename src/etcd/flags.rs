@@ -436,11 +436,14 @@ mod tests {
     }
 
     #[test]
-    fn schemes_come_from_config_and_ipv6_is_bracketed() {
-        let config = EtcdConfig {
-            peer_scheme: Some(Scheme::Https),
-            ..Default::default()
-        };
+    fn schemes_follow_the_surfaces_tls_and_ipv6_is_bracketed() {
+        let mut config = EtcdConfig::default();
+        config.tls.peer = Some(crate::config::SurfaceTls {
+            cert_file: "/p/server.crt".into(),
+            key_file: "/p/server.key".into(),
+            trusted_ca_file: "/p/ca.crt".into(),
+            client_cert_auth: true,
+        });
         assert_eq!(
             peer_url(&config, &Host::parse("127.0.0.1").unwrap()),
             "https://127.0.0.1:2380"

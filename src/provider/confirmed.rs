@@ -423,7 +423,7 @@ mod tests {
         let file = dir.path().join("replicas");
         std::fs::write(&file, "3").unwrap();
         let mut c: crate::config::StatefulSetProviderConfig =
-            toml::from_str("service = \"s\"\nrefresh_interval = \"1s\"\n").unwrap();
+            toml::from_str("service = \"s\"\n").unwrap();
         c.replicas_file = Some(file.clone());
         let env = PodEnvironment {
             pod_name: Some("eco-0".into()),
@@ -433,7 +433,7 @@ mod tests {
         let now = Arc::new(AtomicU64::new(0));
         let clock = now.clone();
         let view = Confirmed::with_clock(
-            Arc::new(StatefulSetProvider::open(&c, &env).unwrap()),
+            Arc::new(StatefulSetProvider::open(&c, &env, Duration::from_secs(1)).unwrap()),
             Box::new(move || clock.load(Ordering::SeqCst)),
         );
         let members = ["eco-0", "eco-1", "eco-2"].map(String::from);

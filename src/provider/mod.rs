@@ -226,7 +226,7 @@ async fn reading(
             Ok(Arc::new(static_file::StaticProvider::open(
                 s.group_file.clone(),
                 id,
-                s.refresh_interval.get(),
+                config.provider.refresh_interval().get(),
             )?))
         }
         ProviderKind::Statefulset => {
@@ -236,7 +236,11 @@ async fn reading(
                 )
             })?;
             let env = PodEnvironment::read(instance_id);
-            Ok(Arc::new(statefulset::StatefulSetProvider::open(s, &env)?))
+            Ok(Arc::new(statefulset::StatefulSetProvider::open(
+                s,
+                &env,
+                config.provider.refresh_interval().get(),
+            )?))
         }
         ProviderKind::Aws => {
             let defaults;
@@ -247,7 +251,8 @@ async fn reading(
                     &defaults
                 }
             };
-            let provider = aws::AwsProvider::connect(aws).await?;
+            let provider =
+                aws::AwsProvider::connect(aws, config.provider.refresh_interval().get()).await?;
             // The metadata service names this instance; an id given too must
             // be the same (a config copied to the wrong machine).
             if let Some(id) = instance_id.map(str::trim).filter(|s| !s.is_empty()) {

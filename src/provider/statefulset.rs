@@ -176,9 +176,12 @@ pub struct StatefulSetProvider {
 
 impl StatefulSetProvider {
     /// This pod's provider; the desired size must read now.
+    /// `refresh` is how often the desired size is read again
+    /// (`provider.refresh_interval`).
     pub fn open(
         config: &StatefulSetProviderConfig,
         env: &PodEnvironment,
+        refresh: Duration,
     ) -> Result<Self, ProviderError> {
         let pod = pod(config, env)?;
         let replicas = match (config.replicas, &config.replicas_file) {
@@ -208,7 +211,7 @@ impl StatefulSetProvider {
             service: config.service.clone(),
             domain: config.cluster_domain.clone(),
             replicas,
-            refresh: config.refresh_interval.get(),
+            refresh,
         };
         provider.desired()?;
         Ok(provider)
@@ -295,7 +298,7 @@ mod tests {
     #[tokio::test]
     async fn peers_are_every_ordinal_below_the_desired_size_by_dns_name() {
         let c = config("service = \"eco-headless\"\nreplicas = 3\n");
-        let p = StatefulSetProvider::open(&c, &env("eco-1")).unwrap();
+        let p = StatefulSetProvider::open(&c, &env("eco-1"), Duration::from_secs(5)).unwrap();
         let me = p.identity();
         assert_eq!(me.id, "eco-1");
         assert_eq!(
@@ -342,7 +345,7 @@ mod tests {
         let c = config(
             "service = \"s\"\nreplicas = 3\nnamespace = \"ns\"\ncluster_domain = \"k8s.example\"\n",
         );
-        let p = StatefulSetProvider::open(&c, &env("eco-3")).unwrap();
+        let p = StatefulSetProvider::open(&c, &env("eco-3"), Duration::from_secs(5)).unwrap();
         let g = p.discover().await.unwrap();
         assert!(g.me().is_none(), "eco-3 of 3 is leaving");
         assert_eq!(
@@ -359,7 +362,7 @@ mod tests {
         std::fs::write(&file, "3\n").unwrap();
         let mut c = config("service = \"s\"\n");
         c.replicas_file = Some(file.clone());
-        let p = StatefulSetProvider::open(&c, &env("eco-0")).unwrap();
+        let p = StatefulSetProvider::open(&c, &env("eco-0"), Duration::from_secs(5)).unwrap();
         assert_eq!(p.discover().await.unwrap().instances.len(), 3);
         std::fs::write(&file, "5").unwrap();
         assert_eq!(p.discover().await.unwrap().desired_size, 5);
@@ -395,10 +398,14 @@ mod tests {
         assert_eq!(p.departed(&ids).await.unwrap().len(), 1);
         // At start the file must read, and hold a sane size.
         std::fs::remove_file(&file).unwrap();
-        let e = StatefulSetProvider::open(&c, &env("eco-0")).err().unwrap();
+        let e = StatefulSetProvider::open(&c, &env("eco-0"), Duration::from_secs(5))
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("replicas file"), "{e}");
         std::fs::write(&file, "4294967295").unwrap();
-        let e = StatefulSetProvider::open(&c, &env("eco-0")).err().unwrap();
+        let e = StatefulSetProvider::open(&c, &env("eco-0"), Duration::from_secs(5))
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("from 1 to 9"), "{e}");
     }
 

@@ -43,10 +43,10 @@ impl ConfigBuilder {
                     static_group: Some(StaticProviderConfig {
                         group_file: group_file.into(),
                         instance_id: None,
-                        refresh_interval: defaults::group_refresh(),
                     }),
                     aws: None,
                     statefulset: None,
+                    refresh_interval: None,
                 },
                 etcd: EtcdConfig::default(),
                 gossip: GossipConfig::default(),
@@ -104,7 +104,6 @@ impl ConfigBuilder {
             .get_or_insert_with(|| StaticProviderConfig {
                 group_file: PathBuf::new(),
                 instance_id: None,
-                refresh_interval: defaults::group_refresh(),
             })
     }
 
@@ -113,9 +112,9 @@ impl ConfigBuilder {
         self
     }
 
-    /// How often the group file is re-read.
+    /// How often the group is read again (`provider.refresh_interval`).
     pub fn refresh_interval(mut self, every: Duration) -> Self {
-        self.static_group().refresh_interval = d(every);
+        self.config.provider.refresh_interval = Some(d(every));
         self
     }
 
@@ -207,10 +206,9 @@ impl ConfigBuilder {
         let p = &mut self.config.provider;
         p.kind = ProviderKind::Aws;
         p.static_group = None;
+        p.refresh_interval = Some(d(refresh));
         p.aws = Some(AwsProviderConfig {
             endpoint: Some(endpoint.to_string()),
-            refresh_interval: d(refresh),
-            call_timeout: d(Duration::from_secs(2)),
             max_attempts: 2,
             ..AwsProviderConfig::default()
         });
@@ -238,8 +236,8 @@ impl ConfigBuilder {
                 set: None,
                 namespace: None,
                 cluster_domain: defaults::cluster_domain(),
-                refresh_interval: d(refresh),
             }),
+            refresh_interval: Some(d(refresh)),
         };
         self
     }
@@ -251,7 +249,6 @@ impl ConfigBuilder {
         s3.force_path_style = true;
         s3.region = Some("us-east-1".into());
         s3.encryption = eco::config::S3Encryption::None;
-        s3.call_timeout = d(Duration::from_secs(2));
         s3.max_attempts = 2;
         self.config.snapshot.store = SnapshotStoreKind::S3;
         self.config.snapshot.dir = None;
@@ -365,9 +362,9 @@ mod tests {
                 .bootstrap_from("it/snapshots/x.db"),
         );
         assert_eq!(c.cluster.name, "it");
-        let group = c.provider.static_group.expect("static");
+        let group = c.provider.static_group.clone().expect("static");
         assert_eq!(group.group_file, PathBuf::from("/t/group.toml"));
-        assert_eq!(group.refresh_interval.get(), Duration::from_millis(500));
+        assert_eq!(c.provider.refresh_interval(), d(Duration::from_millis(500)));
         assert_eq!(c.etcd.etcd_bin, Some(PathBuf::from("/opt/etcd/bin/etcd")));
         assert_eq!(c.etcd.data_dir, PathBuf::from("/t/data/etcd"));
         assert_eq!(c.etcd.heartbeat_interval.get(), Duration::from_millis(50));

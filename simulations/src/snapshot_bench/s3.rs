@@ -227,7 +227,6 @@ pub fn run(opts: &Options) -> anyhow::Result<S3Result> {
     let builder = p.eco_config().s3_store(&endpoint, BUCKET).edit(|c| {
         if let Some(s3) = c.snapshot.s3.as_mut() {
             // eco's defaults, not the tests' short ones.
-            s3.call_timeout = eco::config::defaults::aws_call_timeout();
             s3.max_attempts = eco::config::defaults::aws_max_attempts();
             if let Some(mib) = opts.part_size_mib {
                 s3.part_size = mib << 20;

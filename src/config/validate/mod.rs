@@ -17,7 +17,7 @@ mod provider;
 mod recovery;
 mod snapshot;
 
-use super::{Config, ConfigDuration, EtcdConfig, Scheme, SnapshotStoreKind};
+use super::{Config, ConfigDuration, EtcdConfig, SnapshotStoreKind};
 use ::recovery::fenced::{ProtocolConfig, Setting, WatchedTiming};
 use std::fmt;
 use std::time::Duration;
@@ -86,24 +86,6 @@ fn tls(ck: &mut Checker, e: &EtcdConfig, store: SnapshotStoreKind) {
                     format!("{name:?} is not an IP address or a DNS name"),
                 );
             }
-        }
-    }
-    let files = e.tls_files();
-    for (surface, scheme, tls) in [
-        ("client", e.client_scheme, &files.client),
-        ("peer", e.peer_scheme, &files.peer),
-    ] {
-        let key = format!("etcd.{surface}_scheme");
-        match (scheme, tls) {
-            (Some(Scheme::Https), None) => ck.fail(
-                &key,
-                format!("\"https\" needs [etcd.tls.{surface}] (cert_file, key_file, trusted_ca_file); allowed without it: \"http\""),
-            ),
-            (Some(Scheme::Http), Some(_)) => ck.fail(
-                &key,
-                format!("[etcd.tls.{surface}] is set, so the {surface} surface is served over TLS: set \"https\" or leave the key out"),
-            ),
-            _ => {}
         }
     }
     let t = &e.tls;
@@ -291,8 +273,11 @@ mod tests {
             Path::new("/x"),
         )
         .unwrap();
-        assert_eq!(c.etcd.effective_client_scheme(), super::Scheme::Https);
-        assert_eq!(c.etcd.effective_peer_scheme(), super::Scheme::Https);
+        assert_eq!(
+            c.etcd.effective_client_scheme(),
+            crate::config::Scheme::Https
+        );
+        assert_eq!(c.etcd.effective_peer_scheme(), crate::config::Scheme::Https);
         let files = c.etcd.tls_files();
         let client = files.client.unwrap();
         assert_eq!(client.cert_file, Path::new("/var/lib/eco/tls/member.crt"));
@@ -349,8 +334,11 @@ mod tests {
             Path::new("/x"),
         )
         .unwrap();
-        assert_eq!(c.etcd.effective_client_scheme(), super::Scheme::Https);
-        assert_eq!(c.etcd.effective_peer_scheme(), super::Scheme::Https);
+        assert_eq!(
+            c.etcd.effective_client_scheme(),
+            crate::config::Scheme::Https
+        );
+        assert_eq!(c.etcd.effective_peer_scheme(), crate::config::Scheme::Https);
         let client = c.etcd.tls.client.as_ref().unwrap();
         assert_eq!(client.cert_file, Path::new("/x/tls/s.crt"));
         assert_eq!(client.trusted_ca_file, Path::new("/ca/ca.crt"));
@@ -377,8 +365,14 @@ mod tests {
             ]
         );
         let plain = parse_str(BASE, Path::new("/x/eco.toml"), Path::new("/x")).unwrap();
-        assert_eq!(plain.etcd.effective_client_scheme(), super::Scheme::Http);
-        assert_eq!(plain.etcd.effective_peer_scheme(), super::Scheme::Http);
+        assert_eq!(
+            plain.etcd.effective_client_scheme(),
+            crate::config::Scheme::Http
+        );
+        assert_eq!(
+            plain.etcd.effective_peer_scheme(),
+            crate::config::Scheme::Http
+        );
     }
 
     #[test]
@@ -518,7 +512,7 @@ mod tests {
             (
                 "bucket = \"b-1\"\ncall_timeout = \"10ms\"",
                 "snapshot.s3.call_timeout",
-                "at least 100ms",
+                "is no longer a key",
             ),
             (
                 "bucket = \"b-1\"\ntransfer_timeout = \"10ms\"",
@@ -581,17 +575,7 @@ mod tests {
             (
                 "[etcd]\nclient_scheme = \"https\"\n",
                 "etcd.client_scheme",
-                "needs [etcd.tls.client]",
-            ),
-            (
-                "[etcd]\npeer_scheme = \"https\"\n",
-                "etcd.peer_scheme",
-                "needs [etcd.tls.peer]",
-            ),
-            (
-                "[etcd]\npeer_scheme = \"http\"\n[etcd.tls.peer]\ncert_file = \"p.crt\"\nkey_file = \"p.key\"\ntrusted_ca_file = \"ca.crt\"\n",
-                "etcd.peer_scheme",
-                "set \"https\" or leave the key out",
+                "is no longer a key: the client surface's scheme follows [etcd.tls]",
             ),
             (
                 "[etcd.tls.client]\ncert_file = \"s.crt\"\nkey_file = \"s.key\"\ntrusted_ca_file = \"ca.crt\"\n",
@@ -844,8 +828,16 @@ mod tests {
                 "provider.aws.group_name",
             ),
             (
-                "[provider.aws]\nrefresh_interval = \"10ms\"\n",
+                "refresh_interval = \"500ms\"\n",
+                "provider.refresh_interval",
+            ),
+            (
+                "[provider.aws]\nrefresh_interval = \"10s\"\n",
                 "provider.aws.refresh_interval",
+            ),
+            (
+                "[provider.aws]\ncall_timeout = \"10s\"\n",
+                "provider.aws.call_timeout",
             ),
             (
                 "[provider.static]\ngroup_file = \"g.toml\"\n",

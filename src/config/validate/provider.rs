@@ -27,7 +27,6 @@ impl ProviderConfig {
                             );
                         }
                     }
-                    ck.at_least("provider.static.refresh_interval", s.refresh_interval, Duration::from_millis(100));
                 }
             },
             ProviderKind::Statefulset => match &self.statefulset {
@@ -54,14 +53,20 @@ impl ProviderConfig {
                             ck.fail("provider.aws.endpoint", format!("{endpoint:?} is not an http(s) URL"));
                         }
                     }
-                    ck.at_least("provider.aws.refresh_interval", a.refresh_interval, Duration::from_secs(1));
-                    ck.at_least("provider.aws.call_timeout", a.call_timeout, Duration::from_millis(100));
                     ck.at_least("provider.aws.leave_timeout", a.leave_timeout, Duration::from_secs(10));
                     if !(1..=10).contains(&a.max_attempts) {
                         ck.fail("provider.aws.max_attempts", format!("{} is out of range; allowed: 1 to 10", a.max_attempts));
                     }
                 }
             }
+        }
+        if let Some(every) = self.refresh_interval {
+            // The AWS APIs' request rates: one read a second at most.
+            let floor = match self.kind {
+                ProviderKind::Aws => Duration::from_secs(1),
+                ProviderKind::Static | ProviderKind::Statefulset => Duration::from_millis(100),
+            };
+            ck.at_least("provider.refresh_interval", every, floor);
         }
         if self.kind != ProviderKind::Statefulset && self.statefulset.is_some() {
             ck.fail("provider.statefulset", "is set but provider.kind is not \"statefulset\"; set provider.kind = \"statefulset\" or remove the table");
@@ -138,9 +143,4 @@ fn statefulset(ck: &mut Checker, s: &crate::config::StatefulSetProviderConfig) {
         ),
         _ => {}
     }
-    ck.at_least(
-        "provider.statefulset.refresh_interval",
-        s.refresh_interval,
-        Duration::from_millis(100),
-    );
 }

@@ -119,11 +119,6 @@ fn check_s3(ck: &mut Checker, s3: &S3StoreConfig) {
         );
     }
     ck.at_least(
-        "snapshot.s3.call_timeout",
-        s3.call_timeout,
-        Duration::from_millis(100),
-    );
-    ck.at_least(
         "snapshot.s3.transfer_timeout",
         s3.transfer_timeout,
         Duration::from_secs(1),

@@ -68,8 +68,8 @@ impl AwsApi {
             .region(Region::new(region))
             .timeout_config(
                 TimeoutConfig::builder()
-                    .connect_timeout(config.call_timeout.get())
-                    .operation_attempt_timeout(config.call_timeout.get())
+                    .connect_timeout(super::CALL_TIMEOUT)
+                    .operation_attempt_timeout(super::CALL_TIMEOUT)
                     .build(),
             )
             .retry_config(RetryConfig::standard().with_max_attempts(config.max_attempts.max(1)));

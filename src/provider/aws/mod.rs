@@ -39,6 +39,12 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// The bound of each attempt of every Auto Scaling, EC2 and instance
+/// metadata call (`provider.aws.max_attempts` attempts, with the SDK's
+/// back-off between them). Their answers are small; 10 s is ample for a
+/// healthy API and short beside the group's refresh.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub struct AwsProvider {
     identity: Identity,
     imds: Imds,
@@ -55,8 +61,13 @@ pub struct AwsProvider {
 impl AwsProvider {
     /// Reads this instance's identity from the metadata service and finds
     /// its group.
-    pub async fn connect(config: &AwsProviderConfig) -> Result<Self, ProviderError> {
-        let imds = Imds::new(config.call_timeout.get(), config.max_attempts);
+    /// `refresh` is how often the group is read again
+    /// (`provider.refresh_interval`).
+    pub async fn connect(
+        config: &AwsProviderConfig,
+        refresh: Duration,
+    ) -> Result<Self, ProviderError> {
+        let imds = Imds::new(CALL_TIMEOUT, config.max_attempts);
         let md = imds.metadata().await?;
         let region = config.region.clone().unwrap_or_else(|| md.region.clone());
         let api = AwsApi::new(config, region).await;
@@ -87,7 +98,7 @@ impl AwsProvider {
             imds,
             api,
             group_name,
-            refresh: config.refresh_interval.get(),
+            refresh,
             termination: Mutex::new(None),
             hook: tokio::sync::Mutex::new(None),
         })

@@ -101,7 +101,7 @@ impl Failure {
                 return Some("the request could not be signed or built (no credentials? the SDK looks in the environment, the profile files, the web identity token and the instance role)".into());
             }
             Transport::Timeout => {
-                return Some("no answer within the timeout (snapshot.s3.call_timeout or transfer_timeout), after every attempt".into());
+                return Some("no answer within the timeout (10 s per call, snapshot.s3.transfer_timeout per part), after every attempt".into());
             }
             Transport::Unreachable => {
                 return Some("the endpoint is unreachable (check snapshot.s3.endpoint and region, DNS and the network)".into());

@@ -41,9 +41,9 @@
 //!   retried. An endpoint that ignores the header silently overwrites, and
 //!   one that checks it and then writes (not atomically) lets concurrent
 //!   creators all win: `check_at_start` writes a probe key twice (the
-//!   second must be refused), then, when `concurrent_create_probes` asks
-//!   for it (0 by default), that many bursts of eight concurrent creates
-//!   of one key (one must win). Either
+//!   second must be refused), then, when `eco config check --probe-store`
+//!   asks for it (none at `eco run`'s start), ten bursts of eight
+//!   concurrent creates of one key (one must win). Either
 //!   failing reports [`ConditionalCreate::Ignored`]. The bursts can only
 //!   prove an endpoint wrong, never right: AWS S3 documents the guarantee;
 //!   moto and s3s-fs, the emulators of the tests, both check then write
@@ -144,6 +144,13 @@ pub struct Tuning {
 }
 
 /// S3 refuses parts smaller than this (except the last).
+/// The bound of each attempt of an S3 call that is not a transfer (a
+/// listing page, a head, a small object, a delete, the start of a
+/// multipart upload), and of a transfer's stall; the parts of a transfer
+/// are bounded by `snapshot.s3.transfer_timeout`, the attempts by
+/// `snapshot.s3.max_attempts`.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
 /// S3's largest part.
 pub const MAX_PART_SIZE: u64 = 5 * 1024 * 1024 * 1024;
@@ -172,7 +179,7 @@ impl S3Store {
                 .build()
         };
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
-            .timeout_config(attempts(config.call_timeout.get()))
+            .timeout_config(attempts(CALL_TIMEOUT))
             .retry_config(RetryConfig::standard().with_max_attempts(config.max_attempts.max(1)));
         if let Some(region) = &config.region {
             loader = loader.region(Region::new(region.clone()));
@@ -193,7 +200,7 @@ impl S3Store {
             .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
             .stalled_stream_protection(
                 StalledStreamProtectionConfig::enabled()
-                    .grace_period(config.call_timeout.get())
+                    .grace_period(CALL_TIMEOUT)
                     .build(),
             );
         if let Some(endpoint) = &config.endpoint {
@@ -227,11 +234,19 @@ impl S3Store {
                 parts_in_flight: config.parts_in_flight.max(1) as usize,
                 page_size: None,
                 heads_in_flight: 8,
-                probe_bursts: config.concurrent_create_probes as usize,
+                probe_bursts: 0,
             },
             buffers: Arc::default(),
             warned: Default::default(),
         })
+    }
+
+    /// Adds `bursts` bursts of concurrent conditional creates to the start
+    /// check (`eco config check --probe-store`): none by default, since
+    /// AWS S3 documents its conditional writes as atomic.
+    pub fn with_concurrent_probes(mut self, bursts: usize) -> Self {
+        self.tuning.probe_bursts = bursts;
+        self
     }
 
     /// Changes the sizes the store works with (tests).

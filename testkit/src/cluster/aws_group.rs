@@ -18,7 +18,7 @@ pub struct AwsOptions {
     /// The termination lifecycle hook's heartbeat timeout; `None`: no
     /// hook.
     pub hook: Option<Duration>,
-    /// How often eco reads the group (`provider.aws.refresh_interval`).
+    /// How often eco reads the group (`provider.refresh_interval`).
     pub refresh: Duration,
 }
 
