@@ -6,7 +6,7 @@ PyYAML and jsonschema come with kubernetes-validate).
                            kubernetes-validate has schemas for), OUTDIR/crds.yaml
                            (monitoring.coreos.com kinds), OUTDIR/eco.toml (the
                            rendered config, checked: TOML that parses, every key
-                           one of config.example.toml or [provider.statefulset])
+                           one of config.example.toml)
   crds FILE...             validate ServiceMonitor / PrometheusRule documents
                            against scripts/chart-crd-schemas.json (strict), and
                            every eco_* metric an alert names against
@@ -28,19 +28,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CRD_GROUP = "monitoring.coreos.com/"
-
-# [provider.statefulset] is not in config.example.toml yet (the provider is
-# being written); its keys as the issue gives them.
-STATEFULSET_KEYS = {
-    "service",
-    "replicas",
-    "replicas_file",
-    "set",
-    "namespace",
-    "cluster_domain",
-    "refresh_interval",
-}
-
 
 def load_docs(path):
     with open(path) as f:
@@ -66,8 +53,6 @@ def example_keys():
         m = key.match(line)
         if m:
             keys.add((table, m.group(1)))
-    for k in STATEFULSET_KEYS:
-        keys.add(("provider.statefulset", k))
     return keys
 
 

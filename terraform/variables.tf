@@ -125,7 +125,7 @@ variable "ssh_cidr_blocks" {
 
 variable "leave_hook_timeout_seconds" {
   type        = number
-  description = "Heartbeat timeout of the termination lifecycle hook eco-leave, in seconds (30 to 7200). eco heartbeats every half of it while it leaves, and none while it streams its final snapshot: choose it longer than one snapshot of the database takes to upload, and several provider.aws.refresh_interval (10 s). 300 suits small databases; the default leaves room for a few GiB."
+  description = "Heartbeat timeout of the termination lifecycle hook eco-leave, in seconds (30 to 7200). eco heartbeats every half of it while it leaves, and none while it streams its final snapshot: choose it longer than one snapshot of the database takes to upload, and several provider.refresh_interval (10 s on AWS). 300 suits small databases; the default leaves room for a few GiB."
   default     = 600
 
   validation {

@@ -56,7 +56,7 @@ async fn create_bucket(server: &S3Server, bucket: &str) {
 
 /// A store config for `endpoint`; `extra` adds keys.
 fn config(endpoint: &str, bucket: &str, prefix: &str, extra: &str) -> S3StoreConfig {
-    let mut text = format!(
+    let text = format!(
         "bucket = {bucket:?}\nprefix = {prefix:?}\nendpoint = {endpoint:?}\nregion = \"us-east-1\"\n\
          force_path_style = true\nencryption = \"none\"\npart_size = {TEST_PART_SIZE}\n\
          transfer_timeout = \"60s\"\n{extra}\n"

@@ -1,7 +1,6 @@
 {{/*
-eco.toml, rendered from the values. Only keys of config.example.toml and
-[provider.statefulset]; every key is explained there and in
-docs/configuration.md. Values left empty leave eco's default.
+eco.toml, rendered from the values. Only keys of config.example.toml;
+every key is explained there and in docs/configuration.md. Values left empty leave eco's default.
 */}}
 {{- define "eco.config" -}}
 {{- $p := include "eco.paths" . | fromYaml -}}
@@ -14,6 +13,7 @@ name = {{ include "eco.clusterName" . | include "eco.toml" }}
 
 [provider]
 kind = "statefulset"
+refresh_interval = {{ $v.refreshInterval | include "eco.toml" }}
 
 [provider.statefulset]
 service = {{ include "eco.headlessService" . | include "eco.toml" }}
@@ -24,7 +24,6 @@ replicas_file = {{ printf "%s/replicas" $p.replicasDir | include "eco.toml" }}
 set = {{ include "eco.fullname" . | include "eco.toml" }}
 namespace = {{ .Release.Namespace | include "eco.toml" }}
 cluster_domain = {{ $v.clusterDomain | include "eco.toml" }}
-refresh_interval = {{ $v.refreshInterval | include "eco.toml" }}
 
 [etcd]
 data_dir = {{ $p.dataDir | include "eco.toml" }}

@@ -265,7 +265,10 @@ pub fn check(file: &std::path::Path, probe_store: bool) -> std::process::ExitCod
                 }
                 return ExitCode::from(2);
             }
-            match toml::to_string_pretty(&c) {
+            // Defaults that depend on another key are filled in too.
+            let mut effective = c.clone();
+            effective.provider.refresh_interval = Some(c.provider.refresh_interval());
+            match toml::to_string_pretty(&effective) {
                 Ok(text) => {
                     let identity = crate::auth::describe_identity(&c)
                         .map(|who| format!("# eco's identity inside etcd: {who}\n"))

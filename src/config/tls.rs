@@ -6,8 +6,8 @@
 //! Each surface maps to etcd's flags one to one: `[etcd.tls.client]` to
 //! `--cert-file`, `--key-file`, `--trusted-ca-file`, `--client-cert-auth`;
 //! `[etcd.tls.peer]` to their `--peer-…` twins. A surface with TLS is
-//! served over `https`, so its scheme follows (`etcd.client_scheme` and
-//! `etcd.peer_scheme` may be left out; when given they must agree).
+//! served over `https`, one without over `http`: its scheme follows, and
+//! no key sets it.
 //!
 //! eco always verifies the certificate etcd presents against a trusted CA
 //! (there is no option to skip it), and presents `[etcd.tls.eco]` when the

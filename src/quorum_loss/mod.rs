@@ -18,8 +18,8 @@
 //!   so committed entries that were never applied are kept when it seeds.
 //!
 //! What it does not do: decide anything (that is the `recovery` crate), or
-//! form the first cluster (`recovery::formation` does; the protocol runs
-//! with `seeds_bootstrap = false`, for quorum loss of incarnation ≥ 1).
+//! form the first cluster (`recovery::formation` does; the protocol
+//! recovers quorum loss of incarnation ≥ 1).
 
 pub mod driver;
 pub mod facts;

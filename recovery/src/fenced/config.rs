@@ -29,10 +29,6 @@ pub struct ProtocolConfig {
     /// promises from a majority of `V_n` may propose without the missing
     /// reports, and says so loudly (data may be lost).
     pub accept_loss_after: Option<Millis>,
-    /// Whether this protocol seeds incarnation 1 (bootstrap). The daemon
-    /// turns it off: it forms clusters with `recovery::formation` and runs
-    /// this protocol for quorum loss only (incarnation ≥ 1).
-    pub seeds_bootstrap: bool,
     #[doc(hidden)]
     pub faults: Faults,
 }
@@ -59,7 +55,6 @@ impl Default for ProtocolConfig {
             retransmit_every: 1_000,
             max_backoff_exponent: 4,
             accept_loss_after: None,
-            seeds_bootstrap: true,
             faults: Faults::default(),
         }
     }
@@ -97,8 +92,7 @@ pub struct TimingProblem {
 impl ProtocolConfig {
     /// The daemon's configuration for `T = quorum_loss_timeout`: a
     /// non-lowest coordinator takes over after `min(15 s, T)` plus a random
-    /// jitter of up to `min(15 s, T)`; bootstrap is formation's job
-    /// (`seeds_bootstrap = false`); everything else is the default.
+    /// jitter of up to `min(15 s, T)`; everything else is the default.
     pub fn for_timeout(quorum_loss_timeout: Millis, accept_loss_after: Option<Millis>) -> Self {
         let takeover = quorum_loss_timeout.min(MAX_TAKEOVER);
         ProtocolConfig {
@@ -106,7 +100,6 @@ impl ProtocolConfig {
             takeover_after: takeover,
             takeover_jitter: takeover,
             accept_loss_after,
-            seeds_bootstrap: false,
             ..ProtocolConfig::default()
         }
     }
@@ -199,7 +192,8 @@ pub struct Faults {
     /// Rank candidates by lowest instance id instead of data position.
     pub rank_by_lowest_id: bool,
     /// Count the group's instances seen in gossip as the acceptors instead
-    /// of `V_n` (fresh instances in, unreachable members out).
+    /// of `V_n` (fresh instances in, unreachable members out), and never
+    /// widen the round to the members other views of `V_n` name.
     pub count_fresh_as_acceptors: bool,
     /// Seed as soon as a majority accepted, without the store's
     /// conditional create.
@@ -225,7 +219,6 @@ mod tests {
             (short.takeover_after, short.takeover_jitter),
             (5_000, 5_000)
         );
-        assert!(!short.seeds_bootstrap);
         let long = ProtocolConfig::for_timeout(120_000, Some(600_000));
         assert_eq!(
             (long.takeover_after, long.takeover_jitter),

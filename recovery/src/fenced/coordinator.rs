@@ -65,13 +65,6 @@ impl Protocol {
     }
 
     pub(super) fn drive_coordinator(&mut self, out: &mut Vec<Effect>) {
-        if self.state.incarnation == 0 && self.local.is_none() && !self.local_requested {
-            self.local_requested = true;
-            out.push(effect(
-                EffectKind::ReadLocalData,
-                "bootstrap needs to know whether this instance holds data".into(),
-            ));
-        }
         if self
             .round
             .as_ref()
@@ -82,7 +75,12 @@ impl Protocol {
         if self.round.is_none() {
             return self.maybe_start(out);
         }
-        if let Some(n) = self.round.as_ref().map(|r| r.n).filter(|n| *n > 0) {
+        if let Some(n) = self
+            .round
+            .as_ref()
+            .map(|r| r.n)
+            .filter(|_| !self.cfg.faults.count_fresh_as_acceptors)
+        {
             let members = self.round_members(n);
             self.widen_round(&members, "a view of V_n lists it, or it holds data of n");
         }
@@ -105,15 +103,11 @@ impl Protocol {
 
     fn start_round(&mut self, out: &mut Vec<Effect>) {
         let n = self.state.incarnation;
-        let mut voters: Vec<InstanceId> = if n == 0 {
-            self.group.instances.iter().cloned().collect()
-        } else {
-            // Every view of V_n (views.rs): this instance's own, the
-            // store's record, the holders' views — an instance cut off
-            // while a member joined has an older view — and every instance
-            // holding data of n, voter or not.
-            self.round_members(n)
-        };
+        // Every view of V_n (views.rs): this instance's own, the store's
+        // record, the holders' views — an instance cut off while a member
+        // joined has an older view — and every instance holding data of n,
+        // voter or not.
+        let mut voters: Vec<InstanceId> = self.round_members(n);
         if self.cfg.faults.count_fresh_as_acceptors {
             voters = self.live_ids().into_iter().collect();
         }
@@ -236,7 +230,7 @@ impl Protocol {
         let Some(round) = self.round.as_mut() else {
             return;
         };
-        if !matches!(round.stage, Stage::Collecting) || round.n == 0 {
+        if !matches!(round.stage, Stage::Collecting) {
             return;
         }
         let new: Vec<InstanceId> = ids
@@ -509,7 +503,7 @@ impl Protocol {
             return self.adopt(r.clone(), out, "found in the store before proposing");
         }
         // A value some promiser already accepted (the highest ballot's) is
-        // carried on, for bootstrap too: it may have been chosen by a
+        // carried on: it may have been chosen by a
         // coordinator that crashed before it could record it — unless it
         // can no longer be executed: its holder has since lost the data
         // (its own report in this round says it holds nothing of `n`, or
@@ -542,14 +536,6 @@ impl Protocol {
         }
         let value = if let Some(a) = accepted.filter(|_| lost_holder.is_none()) {
             a.value.clone()
-        } else if round.n == 0 {
-            match self.empty_value(&round, &records) {
-                Ok(v) => v,
-                Err(e) => {
-                    self.alert(out, AlertKind::NotEmpty, e.clone());
-                    return self.abort(e);
-                }
-            }
         } else {
             let snapshot = match self.store.as_ref().map(|s| &s.snapshots) {
                 Some(SnapshotListing::Complete(newest)) => newest.as_ref(),

@@ -61,7 +61,8 @@ pub enum SeedPlan {
         name: String,
         token_suffix: u64,
     },
-    /// Start a new, empty one-member cluster (bootstrap only).
+    /// Start a new, empty one-member cluster (a record whose value is
+    /// [`super::SeedSource::Empty`]: only formation's incarnation 1).
     Fresh {
         incarnation: Incarnation,
         token_suffix: u64,
@@ -77,6 +78,4 @@ pub enum AlertKind {
     /// A record exists but no instance holds data and the store has no
     /// snapshot: page a human; never seed empty.
     NoDataAnywhere,
-    /// Bootstrap refused: something exists (a record, a state file, data).
-    NotEmpty,
 }

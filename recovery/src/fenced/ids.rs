@@ -8,7 +8,7 @@ pub type InstanceId = String;
 /// clock: every time is an input.
 pub type Millis = u64;
 
-/// The counter of seeded clusters: bootstrap seeds incarnation 1.
+/// The counter of seeded clusters: formation seeds incarnation 1.
 pub type Incarnation = u64;
 
 /// A random value drawn per daemon start; messages are bound to it so a

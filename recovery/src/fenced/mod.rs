@@ -1,6 +1,9 @@
 //! The fenced seeding protocol (DESIGN §7): deciding, with no human and no
 //! etcd, how incarnation `n+1` of a cluster is seeded — after a quorum
-//! loss of incarnation `n`, or from nothing (bootstrap, `n = 0`).
+//! loss of incarnation `n ≥ 1`. Incarnation 1 is formed by
+//! `crate::formation` (the same evidence of emptiness and the same commit
+//! point, the conditional create of `incarnations/1`; docs/architecture.md
+//! says why a Paxos round adds nothing there).
 //!
 //! Pure: `Protocol::handle(now, Input) -> Vec<Effect>`. No I/O, no clock
 //! (time is an input), no randomness but values passed in, no async. The
@@ -62,7 +65,6 @@
 //! (possible only after an abandoned incarnation) is not collected.
 
 pub mod ballot;
-mod bootstrap;
 pub mod config;
 pub mod coordinator;
 pub mod detector;

@@ -32,8 +32,7 @@ pub struct PersistedState {
 }
 
 impl PersistedState {
-    /// A state file of a seeded cluster exists (bootstrap needs none
-    /// anywhere).
+    /// A state file of a seeded cluster exists.
     pub fn has_state(&self) -> bool {
         self.incarnation >= 1
     }

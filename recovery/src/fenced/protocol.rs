@@ -1,6 +1,6 @@
 //! The protocol state machine: `Protocol::handle(now, Input) -> Vec<Effect>`.
 //! This file holds the acceptor and learner sides; the coordinator is in
-//! `coordinator.rs`, bootstrap's evidence in `bootstrap.rs`.
+//! `coordinator.rs`.
 
 use super::ballot::Ballot;
 use super::config::ProtocolConfig;
@@ -305,11 +305,13 @@ impl Protocol {
         })
     }
 
-    /// The detector's verdict on the current incarnation (or, with none,
-    /// bootstrap's evidence of emptiness).
+    /// The detector's verdict on the current incarnation. With none
+    /// (incarnation 0) nothing can be lost: `crate::formation` forms
+    /// incarnation 1, and this protocol recovers quorum loss of
+    /// incarnation 1 and later.
     pub(super) fn evaluate(&self) -> Verdict {
         if self.state.incarnation == 0 {
-            return self.bootstrap_verdict();
+            return not_formed();
         }
         let n = self.state.incarnation;
         detector::lost(
@@ -628,11 +630,8 @@ impl Protocol {
             // `V_n` refuses on anything but a loss; any other instance only
             // on positive evidence of health.
             let (verdict, refused) = if n == 0 {
-                // Bootstrap: every instance judges the evidence of
-                // emptiness itself.
-                let v = self.bootstrap_verdict();
-                let refused = !v.is_lost();
-                (v, refused)
+                // Incarnation 0 is no cluster: nothing to recover.
+                (not_formed(), true)
             } else if current {
                 let v = self.evaluate();
                 let refused = self.refuses(n, &v);
@@ -857,4 +856,11 @@ pub fn seed_plan(record: &SeedRecord) -> Option<SeedPlan> {
             token_suffix,
         },
     })
+}
+
+/// The verdict with no incarnation yet: nothing to recover.
+fn not_formed() -> Verdict {
+    Verdict::Undecided {
+        reason: "no cluster is formed yet: recovery::formation forms incarnation 1; this protocol recovers quorum loss of incarnation 1 and later".into(),
+    }
 }

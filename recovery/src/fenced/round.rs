@@ -35,8 +35,7 @@ pub enum Stage {
 pub struct Round {
     pub target: Incarnation,
     pub n: Incarnation,
-    /// The acceptors: `V_n` (for bootstrap: every instance the provider
-    /// knows).
+    /// The acceptors: `V_n`, in every view of it.
     pub voters: Vec<InstanceId>,
     pub ballot: Ballot,
     pub started: Millis,

@@ -25,8 +25,8 @@ pub enum SeedSource {
         commit_index: u64,
         revision: u64,
     },
-    /// Nothing: bootstrap of incarnation 1 only, on positive evidence of
-    /// emptiness.
+    /// Nothing: incarnation 1 formed empty (`crate::formation`, on
+    /// positive evidence of emptiness); this protocol never proposes it.
     Empty,
 }
 

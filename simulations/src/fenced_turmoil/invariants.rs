@@ -44,7 +44,7 @@ impl World {
         let best = self.best_surviving(r.incarnation - 1);
         let creator = self.slots[i].id.clone();
         self.inv
-            .record(self.now, &creator, r, Some(best), self.data_loss_fired);
+            .record(self.now, &creator, r, best, self.data_loss_fired);
     }
 
     /// Seeding incarnation `k` from index `commit` of incarnation `src`:

@@ -109,7 +109,6 @@ pub fn config(faults: Faults) -> ProtocolConfig {
         retransmit_every: 1_000,
         max_backoff_exponent: 2,
         accept_loss_after: None,
-        seeds_bootstrap: false,
         faults,
     }
 }

@@ -38,7 +38,7 @@ impl EtcdConfig {
                 ck.fail(
                     &key,
                     format!(
-                        "{url:?} is not a client URL; allowed: {want}HOST:PORT (the scheme of etcd.client_scheme, a host or address, a port)"
+                        "{url:?} is not a client URL; allowed: {want}HOST:PORT (the client surface's scheme, which follows [etcd.tls]; a host or address; a port)"
                     ),
                 );
             }

@@ -50,10 +50,10 @@
 //!   (s3s-fs is caught in most bursts, moto only now and then, under
 //!   load).
 //!
-//! Every call is bounded: each attempt by `call_timeout` (`transfer_timeout`
+//! Every call is bounded: each attempt by [`CALL_TIMEOUT`] (`transfer_timeout`
 //! for uploads and their completion, downloads' first byte), attempts by
 //! `max_attempts` with the SDK's standard back-off (throttling included),
-//! and a download that stalls (no byte for `call_timeout`) fails through
+//! and a download that stalls (no byte for [`CALL_TIMEOUT`]) fails through
 //! the SDK's stalled-stream protection. Credentials come from the SDK's
 //! default chain; the region from `region` or that chain. Server-side
 //! encryption (`encryption`, `kms_key_id`) is requested on every write.
@@ -115,7 +115,7 @@ pub struct S3Store {
 /// What every request needs, shared with the tasks a put or a listing
 /// spawns.
 struct Conn {
-    /// Calls bounded by `call_timeout`.
+    /// Calls bounded by [`CALL_TIMEOUT`].
     calls: Client,
     /// Transfers bounded by `transfer_timeout`.
     transfers: Client,
@@ -143,7 +143,6 @@ pub struct Tuning {
     pub probe_bursts: usize,
 }
 
-/// S3 refuses parts smaller than this (except the last).
 /// The bound of each attempt of an S3 call that is not a transfer (a
 /// listing page, a head, a small object, a delete, the start of a
 /// multipart upload), and of a transfer's stall; the parts of a transfer
@@ -151,6 +150,7 @@ pub struct Tuning {
 /// `snapshot.s3.max_attempts`.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// S3 refuses parts smaller than this (except the last).
 pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
 /// S3's largest part.
 pub const MAX_PART_SIZE: u64 = 5 * 1024 * 1024 * 1024;

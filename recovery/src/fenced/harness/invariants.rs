@@ -219,10 +219,11 @@ impl Invariants {
         }
     }
 
-    /// A `CreateRecord` about to go to the store: an empty seed only where
-    /// `empty_allowed` (a bootstrap with no data and no record anywhere).
-    pub fn create(&mut self, now: Millis, r: &SeedRecord, empty_allowed: bool, records: usize) {
-        if r.value.source == crate::fenced::SeedSource::Empty && !empty_allowed {
+    /// A `CreateRecord` about to go to the store: never an empty seed (the
+    /// protocol recovers a cluster that existed; an empty incarnation 1 is
+    /// formation's).
+    pub fn create(&mut self, now: Millis, r: &SeedRecord, records: usize) {
+        if r.value.source == crate::fenced::SeedSource::Empty {
             self.violation(
                 now,
                 format!(
@@ -236,14 +237,13 @@ impl Invariants {
     /// A record the store is about to create (the commit point), by
     /// `creator`: its position is at least `best_surviving` (the best data
     /// of `V_n` and the store's snapshot) unless it is a data-loss record,
-    /// which needs the data-loss effect. `best_surviving` is `None` where
-    /// there is nothing to compare (a bootstrap).
+    /// which needs the data-loss effect.
     pub fn record(
         &mut self,
         now: Millis,
         creator: &str,
         r: &SeedRecord,
-        best_surviving: Option<(Incarnation, u64)>,
+        best: (Incarnation, u64),
         data_loss_fired: bool,
     ) {
         if r.data_loss {
@@ -255,9 +255,6 @@ impl Invariants {
             }
             return;
         }
-        let Some(best) = best_surviving else {
-            return;
-        };
         let pos = r.value.source.position();
         if pos < best {
             self.violation(

@@ -34,7 +34,6 @@ pub fn sim_config(accept_loss_after: Option<Millis>, faults: Faults) -> Protocol
         retransmit_every: 1_000,
         max_backoff_exponent: 3,
         accept_loss_after,
-        seeds_bootstrap: true,
         faults,
     }
 }
@@ -187,7 +186,7 @@ impl World {
                 terminated: false,
                 certified_gone: false,
                 wiped_ever: !holds,
-                voter: sc.kind != Kind::Bootstrap && true_voters.contains(id),
+                voter: true_voters.contains(id),
                 present: true,
                 next_wake: None,
                 view: BTreeMap::new(),
@@ -220,38 +219,33 @@ impl World {
             .map(|(i, n)| (n.id.clone(), i))
             .collect();
         let mut records = BTreeMap::new();
-        if sc.kind != Kind::Bootstrap {
-            for k in 1..=OLD {
-                records.insert(
-                    k,
-                    SeedRecord {
-                        incarnation: k,
-                        value: crate::fenced::SeedValue {
-                            source: SeedSource::Empty,
-                            seeder: voters[0].clone(),
-                        },
-                        ballot: Ballot::new(0, ""),
-                        voters: match (&after, k == OLD) {
-                            (Some(a), true) => view(a.record_promoted),
-                            (None, true) => voters.clone(),
-                            (_, false) => vec![voters[0].clone()],
-                        },
-                        token_suffix: k,
-                        data_loss: false,
+        for k in 1..=OLD {
+            records.insert(
+                k,
+                SeedRecord {
+                    incarnation: k,
+                    value: crate::fenced::SeedValue {
+                        source: SeedSource::Empty,
+                        seeder: voters[0].clone(),
                     },
-                );
-            }
+                    ballot: Ballot::new(0, ""),
+                    voters: match (&after, k == OLD) {
+                        (Some(a), true) => view(a.record_promoted),
+                        (None, true) => voters.clone(),
+                        (_, false) => vec![voters[0].clone()],
+                    },
+                    token_suffix: k,
+                    data_loss: false,
+                },
+            );
         }
-        let snapshot = match (sc.kind, sc.snapshot) {
-            (Kind::Bootstrap, _) | (_, None) => None,
-            (_, Some((inc, commit))) => Some(SnapshotFacts {
-                name: format!("snap-{inc}-{commit:012}"),
-                cluster_id: Some(if inc == OLD { CLUSTER } else { 66 }),
-                incarnation: inc,
-                commit_index: commit,
-                revision: commit * 2,
-            }),
-        };
+        let snapshot = sc.snapshot.map(|(inc, commit)| SnapshotFacts {
+            name: format!("snap-{inc}-{commit:012}"),
+            cluster_id: Some(if inc == OLD { CLUSTER } else { 66 }),
+            incarnation: inc,
+            commit_index: commit,
+            revision: commit * 2,
+        });
         let record_learners: BTreeMap<Incarnation, Vec<InstanceId>> = match &after {
             Some(a) if a.record_learner => learner_id
                 .clone()
@@ -288,8 +282,7 @@ impl World {
             w.at(t, Ev::Forge);
         }
         for i in 0..w.sc.nodes {
-            let at = w.sc.boot_at[i];
-            w.at(at, Ev::Boot(i));
+            w.at(0, Ev::Boot(i));
             match w.sc.fates[i] {
                 Fate::Stays => {}
                 Fate::Restarts(t) => {
@@ -376,10 +369,7 @@ impl World {
     }
 
     pub fn decided(&self) -> bool {
-        self.inv
-            .seeds
-            .keys()
-            .any(|k| *k > OLD || self.sc.kind == Kind::Bootstrap)
+        self.inv.seeds.keys().any(|k| *k > OLD)
     }
 
     /// Run until done; returns the time of the decision (seed), if any.
@@ -927,7 +917,7 @@ impl World {
 
     /// A record about to be created by node `i` (the commit point).
     fn check_record(&mut self, i: usize, r: &SeedRecord) {
-        let best = (self.sc.kind != Kind::Bootstrap).then(|| self.best_surviving());
+        let best = self.best_surviving();
         let creator = self.nodes[i].id.clone();
         self.inv
             .record(self.now, &creator, r, best, self.data_loss_fired);
@@ -935,14 +925,11 @@ impl World {
 
     /// A `CreateRecord` effect.
     fn check_create(&mut self, r: &SeedRecord) {
-        let empty_allowed =
-            self.sc.kind == Kind::Bootstrap && self.records.is_empty() && !self.any_data();
-        self.inv
-            .create(self.now, r, empty_allowed, self.records.len());
+        self.inv.create(self.now, r, self.records.len());
     }
 
     /// Node `i` proposes (sends `Accept`): every non-gone member of `V_n`
-    /// (every instance, for a bootstrap) reported its data truthfully.
+    /// reported its data truthfully.
     fn check_proposal(&mut self, i: usize, data_loss: bool) {
         let Some(round) = self.nodes[i]
             .proto
@@ -955,26 +942,17 @@ impl World {
         if data_loss || self.data_loss_fired {
             return;
         }
-        let bootstrap = self.sc.kind == Kind::Bootstrap;
+        // Every holder of the old incarnation's data — voter or learner —
+        // that is not gone (terminated or its disk lost).
         let holders: Vec<(InstanceId, LocalData)> = self
             .nodes
             .iter()
-            .filter(|n| {
-                if bootstrap {
-                    n.voter || n.present
-                } else {
-                    // Every holder of the old incarnation's data — voter
-                    // or learner — that is not gone (terminated or its
-                    // disk lost).
-                    n.data.has_data && n.data.incarnation == OLD
-                }
-            })
+            .filter(|n| n.data.has_data && n.data.incarnation == OLD)
             .map(|n| (n.id.clone(), n.data.clone()))
             .collect();
         let proposer = self.nodes[i].id.clone();
-        let n = if bootstrap { 0 } else { OLD };
         self.inv
-            .proposal(self.now, &proposer, n, &round.reports, &holders);
+            .proposal(self.now, &proposer, OLD, &round.reports, &holders);
     }
 
     /// A message about to leave node `i`.
