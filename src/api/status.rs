@@ -233,6 +233,51 @@ pub struct SnapshotStatus {
 }
 
 impl InstanceStatus {
+    /// An instance known only by its name, in `phase`, about to do
+    /// `next`: not ready, nothing probed, read or served yet; this
+    /// build's eco version (the daemon's first status starts from it).
+    pub fn known_only_by_name(
+        instance_id: String,
+        cluster: String,
+        phase: Phase,
+        next: NextAction,
+    ) -> Self {
+        InstanceStatus {
+            instance_id,
+            cluster,
+            eco_version: crate::base::version::VERSION.to_string(),
+            etcd_version: String::new(),
+            client_url: String::new(),
+            peer_url: String::new(),
+            phase,
+            next,
+            ready: false,
+            process: Default::default(),
+            member: None,
+            probe_error: None,
+            group: None,
+            group_problem: None,
+            termination: None,
+            store_problem: None,
+            state: None,
+            snapshots: None,
+            gossip: Vec::new(),
+            members: Vec::new(),
+            paused: None,
+            paused_unreadable: None,
+            pause_problem: None,
+            upgrade: None,
+            recovery: None,
+            auth: None,
+            certificates: Vec::new(),
+            api_tls_problem: None,
+            tls_problem: None,
+            join_problem: None,
+            etcd_advisories: Vec::new(),
+            etcd_not_ready: None,
+        }
+    }
+
     /// Why the instance is not ready, or `None` when it is.
     pub fn not_ready_reason(&self) -> Option<String> {
         if self.ready {
@@ -263,40 +308,17 @@ impl InstanceStatus {
 #[cfg(test)]
 pub(crate) fn example(id: &str, cluster: &str) -> InstanceStatus {
     InstanceStatus {
-        instance_id: id.into(),
-        cluster: cluster.into(),
-        eco_version: "0".into(),
         etcd_version: "3.5.1".into(),
-        client_url: String::new(),
-        peer_url: String::new(),
-        phase: Phase::Running,
-        next: NextAction {
-            action: String::new(),
-            reason: String::new(),
-        },
+        eco_version: "0".into(),
         ready: true,
-        process: Default::default(),
-        member: None,
-        probe_error: None,
-        group: None,
-        group_problem: None,
-        termination: None,
-        store_problem: None,
-        state: None,
-        snapshots: None,
-        gossip: Vec::new(),
-        members: Vec::new(),
-        paused: None,
-        paused_unreadable: None,
-        pause_problem: None,
-        upgrade: None,
-        recovery: None,
-        auth: None,
-        certificates: Vec::new(),
-        api_tls_problem: None,
-        tls_problem: None,
-        join_problem: None,
-        etcd_advisories: Vec::new(),
-        etcd_not_ready: None,
+        ..InstanceStatus::known_only_by_name(
+            id.into(),
+            cluster.into(),
+            Phase::Running,
+            NextAction {
+                action: String::new(),
+                reason: String::new(),
+            },
+        )
     }
 }

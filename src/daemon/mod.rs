@@ -279,42 +279,22 @@ async fn run_as(
         metrics: metrics.clone(),
     };
     let (status, status_rx) = watch::channel(InstanceStatus {
-        instance_id: ctx.id().to_string(),
-        cluster: ctx.cluster().to_string(),
-        eco_version: crate::base::version::VERSION.to_string(),
         etcd_version: ctx.binaries.get().version.to_string(),
         client_url: ctx.client_url.get(),
         peer_url: ctx.peer_url.clone(),
-        phase: Phase::Starting,
-        next: NextAction {
-            action: "start".into(),
-            reason: "deciding how to start".into(),
-        },
-        ready: false,
-        process: Default::default(),
-        member: None,
-        probe_error: None,
         group: Some(group.clone()),
-        group_problem: None,
-        termination: None,
         store_problem: store_refusal
             .map(|why| format!("quorum-loss recovery is off: {why}; snapshots are still written")),
         state: durable.state().cloned(),
-        snapshots: None,
-        gossip: Vec::new(),
-        members: Vec::new(),
-        paused: None,
-        paused_unreadable: None,
-        pause_problem: None,
-        upgrade: None,
-        recovery: None,
-        auth: None,
-        certificates: Vec::new(),
-        api_tls_problem: None,
-        tls_problem: None,
-        join_problem: None,
-        etcd_advisories: Vec::new(),
-        etcd_not_ready: None,
+        ..InstanceStatus::known_only_by_name(
+            ctx.id().to_string(),
+            ctx.cluster().to_string(),
+            Phase::Starting,
+            NextAction {
+                action: "start".into(),
+                reason: "deciding how to start".into(),
+            },
+        )
     });
     crate::daemon::systemd_notify::spawn(status.subscribe());
     let (api_stop, mut api_stopped) = watch::channel(false);
