@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls chart-check terraform-check deb
+.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls chart-check terraform-check deb compat
 
 deps:
 	bash scripts/install-deps.sh
@@ -75,6 +75,14 @@ integration-etcd34: deps
 # figures of docs/benchmarks.md.
 upgrade-matrix: deps
 	$(CARGO) test -p eco --test upgrade -- --include-ignored --test-threads 1 --nocapture
+
+# eco beside its previous release (scripts/releases), built from the
+# repository's history: every mixed-version test (make test runs all but
+# the ones marked ignored). Results: docs/benchmarks.md, "eco across its
+# versions".
+compat: deps
+	bash scripts/build-release.sh
+	$(CARGO) test -p eco --test compat -- --include-ignored --test-threads 1 --nocapture
 
 chaos: deps
 	$(CARGO) build --release -p eco -p simulations

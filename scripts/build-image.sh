@@ -96,7 +96,7 @@ ca_bundle=/etc/ssl/certs/ca-certificates.crt
 # What eco says about itself.
 eco_version_out=$("$eco_bin" version) || die "$eco_bin version failed"
 version=$(printf '%s\n' "$eco_version_out" | sed -n '1s/^eco //p')
-[ -n "$version" ] || version=$(sed -n '/^\[package\]/,/^\[/{s/^version = "\(.*\)"$/\1/p}' "$root/Cargo.toml" | head -1)
+[ -n "$version" ] || version=$(sed -n '/^\[workspace.package\]/,/^\[/{s/^version = "\(.*\)"$/\1/p}' "$root/Cargo.toml" | head -1)
 [ -n "$version" ] || die "cannot tell eco's version"
 [ -n "$tag" ] || tag=$version
 [[ "$tag" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "invalid tag: $tag"

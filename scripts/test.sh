@@ -23,6 +23,12 @@
 #        ECO_TEST_IMAGE_TAG  its tag (eco's version)
 #      (tests/statefulset_pods.rs runs "pods" from it; `make image` builds
 #      the release image, docs/image.md)
+#   4b. the previous release of eco (the last line of scripts/releases),
+#      built from the repository's history in a worktree with its own
+#      target directory (scripts/build-release.sh; .tools/releases/), for
+#      the mixed-version tests (tests/compat.rs: a rolling replacement to
+#      this build and back, a quorum loss in a mixed cluster; the rest is
+#      `make compat`)
 #   5. all tests (unit, table, simulation, integration on etcd 3.5; among
 #      them the Debian package and its systemd unit on a booted machine,
 #      tests/debian_package.rs, and the Terraform module's user data run
@@ -83,6 +89,9 @@ ECO_TEST_IMAGE_TAG=$(./target/debug/eco version | sed -n '1s/^eco //p')
 bash scripts/build-image.sh --eco target/debug/eco --out target/image-test --tag "$ECO_TEST_IMAGE_TAG" --check-reproducible
 bash scripts/check-image.sh --image target/image-test/eco-oci --tag "$ECO_TEST_IMAGE_TAG" --etcd "$(bash scripts/install-etcd.sh --print-default)"
 export ECO_TEST_IMAGE="$PWD/target/image-test/eco-oci" ECO_TEST_IMAGE_TAG
+
+step "the previous release of eco, from the repository's history"
+bash scripts/build-release.sh
 
 # The tests run under cargo nextest (.config/nextest.toml): a process per
 # test, the real-process tests several at once (their addresses claimed

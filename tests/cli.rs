@@ -166,6 +166,47 @@ fn version_names_commit_and_supported_etcd() {
     );
 }
 
+/// The version is in one place (the workspace's Cargo.toml): the chart
+/// carries it, the changelog has its section, and the previous release
+/// the mixed-version tests run beside it is an older one.
+#[test]
+fn the_version_is_in_one_place_and_the_changelog_and_the_chart_follow_it() {
+    let version = env!("CARGO_PKG_VERSION");
+    let root = testkit::workspace_root();
+    let chart = std::fs::read_to_string(root.join("chart/Chart.yaml")).unwrap();
+    assert!(
+        chart
+            .lines()
+            .any(|l| l == format!("appVersion: \"{version}\""))
+            && chart.lines().any(|l| l == format!("version: {version}")),
+        "chart/Chart.yaml's version and appVersion must be {version}"
+    );
+    let changelog = std::fs::read_to_string(root.join("CHANGELOG.md")).unwrap();
+    assert!(
+        changelog
+            .lines()
+            .any(|l| l.starts_with("## ") && l.contains(version)),
+        "CHANGELOG.md has no section for {version}"
+    );
+    let previous = testkit::releases::previous().unwrap();
+    assert!(
+        changelog
+            .lines()
+            .any(|l| l.starts_with(&format!("## {} ", previous.version))),
+        "CHANGELOG.md has no section for the previous release {}",
+        previous.version
+    );
+    let key = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    assert!(
+        key(&previous.version) < key(version),
+        "the previous release {} is not older than {version}",
+        previous.version
+    );
+    let (code, out, _) = eco(&["version"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with(&format!("eco {version}\n")), "{out}");
+}
+
 #[test]
 fn run_without_instance_id_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();

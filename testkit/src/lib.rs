@@ -70,6 +70,7 @@ pub mod machine;
 pub mod pki;
 pub mod pods;
 pub mod process;
+pub mod releases;
 pub mod s3_server;
 pub mod timed_load;
 pub mod tls_probe;

@@ -157,6 +157,9 @@ pub struct Node {
     pub process: Option<Child>,
     /// `https` on both etcd surfaces ([`Options::tls`]).
     pub tls: bool,
+    /// Its own eco binary, when not the cluster's ([`Options::eco`]): a
+    /// mixed-version cluster ([`Cluster::use_eco`]).
+    pub eco: Option<PathBuf>,
 }
 
 impl Node {
@@ -410,6 +413,7 @@ impl Cluster {
                 env,
                 process: None,
                 tls: self.opts.tls || self.opts.generated_tls,
+                eco: None,
             },
         );
         Ok(())
@@ -674,7 +678,7 @@ impl Cluster {
     pub fn start(&mut self, id: &str) -> anyhow::Result<()> {
         let n = self.nodes.get_mut(id).context("unknown instance")?;
         let child = EcoRun {
-            eco: &self.opts.eco,
+            eco: n.eco.as_ref().unwrap_or(&self.opts.eco),
             config: &n.config,
             instance_id: id,
             log: &n.dir.join("eco.log"),
@@ -685,6 +689,13 @@ impl Cluster {
         .spawn()
         .context("spawn eco")?;
         n.process = Some(child);
+        Ok(())
+    }
+
+    /// Runs `id` with `eco` from its next start on (a release other than
+    /// the cluster's: the mixed-version tests swap binaries this way).
+    pub fn use_eco(&mut self, id: &str, eco: PathBuf) -> anyhow::Result<()> {
+        self.nodes.get_mut(id).context("unknown instance")?.eco = Some(eco);
         Ok(())
     }
 

@@ -1,0 +1,275 @@
+//! eco across its own versions, on real processes: the previous release
+//! (the last line of `scripts/releases`, built from the repository's
+//! history by `scripts/build-release.sh` into `.tools/releases/`) beside
+//! this build.
+//!
+//! - A 3-instance cluster formed by the previous release is rolled to this
+//!   build one instance at a time (SIGTERM, the binary swapped, started
+//!   again; the next once every member is a voter with a leader), highest
+//!   first as a StatefulSet rolls, under a write load; then rolled back to
+//!   the previous release the same way. Writable throughout (no write gap
+//!   longer than one election timeout), no reseed (the store's records
+//!   unchanged), no acknowledged write lost, and gossip between the two
+//!   versions never flaps (`/status`'s gossip view: every peer up, each
+//!   seen down no more often than it was stopped).
+//! - With one instance on the previous release and two on this build, two
+//!   are lost with their disks and replaced empty: the cluster recovers
+//!   from the survivor with every acknowledged write, whichever version the
+//!   survivor runs (`make compat` runs both; `make test` the one where the
+//!   survivor runs the previous release, the harder case: it coordinates).
+//!
+//! Each step's longest write gap is printed (`compat: ...` lines; the
+//! figures of docs/benchmarks.md). Election timeout: 250 ms (the
+//! integration timings). 127.0.120.x (rolling), 127.0.121.x and
+//! 127.0.122.x (quorum loss).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use testkit::cluster::Cluster;
+use testkit::eco_bin;
+use testkit::ledger::{Ledger, lost_beyond_residual, lost_writes, wal_residual};
+use testkit::timed_load::{TimedLoad, longest_gap, missing};
+
+/// The integration timings' election timeout.
+const ELECTION_TIMEOUT: Duration = Duration::from_millis(250);
+
+fn ids() -> Vec<String> {
+    (1..=3).map(|i| format!("eco-{i}")).collect()
+}
+
+/// What `eco version` says of a binary (its first line).
+fn version_of(eco: &Path) -> String {
+    let out = std::process::Command::new(eco)
+        .arg("version")
+        .output()
+        .expect("eco version");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines().take(2).collect::<Vec<_>>().join(", ")
+}
+
+/// How `id`'s gossip sees each other instance: (peer, up, times seen
+/// down since `id`'s eco started), from its `/status`.
+/// (peer, up, times down) as one instance's gossip sees it.
+type GossipView = Vec<(String, bool, u64)>;
+
+fn gossip_view(c: &Cluster, id: &str) -> GossipView {
+    c.status_json(id)
+        .and_then(|s| {
+            s["gossip"].as_array().map(|peers| {
+                peers
+                    .iter()
+                    .map(|p| {
+                        (
+                            p["instance_id"].as_str().unwrap_or_default().to_string(),
+                            p["up"] == true,
+                            p["times_down"].as_u64().unwrap_or(0),
+                        )
+                    })
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// Every instance sees every other up in gossip, each seen down at most
+/// `planned` times (its own planned stops while the observer ran): a
+/// version that cannot read the other's gossip would show as a peer never
+/// up, or down again and again.
+fn gossip_settled(c: &Cluster, all: &[String], planned: u64) {
+    let settled = testkit::wait_until(Duration::from_secs(20), || {
+        let views: Vec<(String, GossipView)> = all
+            .iter()
+            .map(|id| (id.clone(), gossip_view(c, id)))
+            .collect();
+        views
+            .iter()
+            .all(|(me, view)| {
+                all.iter().filter(|p| *p != me).all(|p| {
+                    view.iter()
+                        .any(|(id, up, downs)| id == p && *up && *downs <= planned)
+                })
+            })
+            .then_some(views)
+    });
+    assert!(
+        settled.is_some(),
+        "gossip did not settle with every peer up and no flap: {:?}",
+        all.iter()
+            .map(|id| (id.clone(), gossip_view(c, id)))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// Stops `id` with SIGTERM, swaps its binary to `eco`, starts it, and
+/// waits until every member is a voter with a leader again. Returns when
+/// it was stopped and when the cluster was whole again.
+fn replace(c: &mut Cluster, all: &[String], id: &str, eco: &Path) -> (Instant, Instant) {
+    let stopped = Instant::now();
+    c.stop(id, libc::SIGTERM).expect("stop");
+    c.use_eco(id, eco.to_path_buf()).expect("swap the binary");
+    c.start(id).expect("start");
+    let names: Vec<&str> = all.iter().map(String::as_str).collect();
+    c.wait_voters(&names, Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("{id} did not come back as a voter\n{}", c.log_tail(id, 40)));
+    testkit::wait_until(Duration::from_secs(30), || c.leader().map(|_| ()))
+        .expect("a leader after the replacement");
+    (stopped, Instant::now())
+}
+
+#[test]
+fn a_rolling_replacement_to_this_build_and_back_keeps_serving_and_loses_nothing() {
+    let (previous, old) = testkit::releases::previous_binary();
+    let new = eco_bin!();
+    eprintln!(
+        "compat: previous release {} ({}) beside this build ({})",
+        previous.version,
+        version_of(&old),
+        version_of(&new)
+    );
+    let mut c = Cluster::integration(old.clone()).expect("cluster");
+    let formed = c
+        .form_three("127.0.120")
+        .expect("three voters on the previous release");
+    let all = ids();
+    let records = c.records();
+    let load = TimedLoad::start(&c.endpoints(&all), "/compat");
+    std::thread::sleep(Duration::from_secs(1));
+
+    let mut steps = Vec::new();
+    for (direction, eco) in [("forward", &new), ("back", &old)] {
+        for id in all.iter().rev() {
+            let (stopped, back) = replace(&mut c, &all, id, eco);
+            steps.push((direction, id.clone(), stopped, back));
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let acked = load.finish();
+
+    let mut longest = Duration::ZERO;
+    for (direction, id, stopped, back) in &steps {
+        let gap = longest_gap(&acked, Some(*stopped), Some(*back));
+        longest = longest.max(gap);
+        eprintln!(
+            "compat: {direction} ({} -> {}): {id} replaced, back in {:.1} s, longest write gap {} ms",
+            if *direction == "forward" {
+                previous.version.as_str()
+            } else {
+                "this build"
+            },
+            if *direction == "forward" {
+                "this build"
+            } else {
+                previous.version.as_str()
+            },
+            (*back - *stopped).as_secs_f64(),
+            gap.as_millis()
+        );
+    }
+    eprintln!(
+        "compat: {} writes, longest write gap {} ms",
+        acked.len(),
+        longest.as_millis()
+    );
+    assert!(
+        longest <= ELECTION_TIMEOUT,
+        "a write gap of {} ms: longer than one election timeout",
+        longest.as_millis()
+    );
+    let lost = missing(&c.nodes["eco-1"].endpoint(), &acked);
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    assert_eq!(
+        c.records(),
+        records,
+        "no reseed: the store's records are unchanged"
+    );
+    assert_eq!(
+        c.members().map(|(id, _)| id),
+        Some(formed),
+        "the same etcd cluster throughout"
+    );
+    // Each instance stopped twice (forward and back); an observer that
+    // ran through both saw it down at most twice.
+    gossip_settled(&c, &all, 2);
+    for id in &all {
+        let _ = c.stop(id, libc::SIGTERM);
+    }
+}
+
+/// One instance on the previous release (`survivor_old`: the survivor; else
+/// one of the two lost) and two on this build; two lost with their disks
+/// and replaced empty (by this build).
+fn a_mixed_cluster_recovers_a_quorum_loss(base: &str, survivor_old: bool) {
+    let (previous, old) = testkit::releases::previous_binary();
+    let new = eco_bin!();
+    let mut c = Cluster::integration(new.clone()).expect("cluster");
+    let on_old = if survivor_old { "eco-1" } else { "eco-2" };
+    for (i, id) in ids().iter().enumerate() {
+        c.add(id, &format!("{base}.{}", i + 1)).expect("add");
+    }
+    c.use_eco(on_old, old.clone())
+        .expect("the previous release");
+    c.set_group(&ids()).expect("group");
+    for id in ids() {
+        c.start(&id).expect("start");
+    }
+    let old_cluster = c
+        .wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
+        .unwrap_or_else(|| panic!("three voters did not form\n{}", c.log_tail("eco-1", 40)));
+    let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
+    ledger.wait_acked(100, Duration::from_secs(30));
+    let lost_at = c.lose_two_of_three(base).expect("lose two");
+    let writable = c
+        .wait_writable("eco-1", Duration::from_secs(90))
+        .unwrap_or_else(|| {
+            panic!(
+                "not writable again within 90 s\n{}",
+                c.log_tail("eco-1", 60)
+            )
+        });
+    let new_cluster = c
+        .wait_voters(&["eco-1", "eco-4", "eco-5"], Duration::from_secs(120))
+        .expect("three voters again");
+    let full = Instant::now();
+    let timed = ledger.finish_timed();
+    let residual = wal_residual(&timed, &[lost_at]);
+    let acked = timed.acked.clone();
+    eprintln!(
+        "compat: quorum loss, {on_old} on {} and the rest on this build, the survivor on {}: writable {:.1} s after the loss, three voters after {:.1} s ({} acknowledged writes)",
+        previous.version,
+        if survivor_old {
+            previous.version.as_str()
+        } else {
+            "this build"
+        },
+        (writable - lost_at).as_secs_f64(),
+        (full - lost_at).as_secs_f64(),
+        acked.len()
+    );
+    assert!(
+        acked.len() > 50,
+        "the load wrote too little: {}",
+        acked.len()
+    );
+    assert_ne!(new_cluster, old_cluster, "a reseed makes a new cluster id");
+    for id in ["eco-1", "eco-4", "eco-5"] {
+        let lost =
+            lost_beyond_residual(id, lost_writes(&c.nodes[id].endpoint(), &acked), &residual);
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
+    for id in ["eco-1", "eco-4", "eco-5"] {
+        let _ = c.stop(id, libc::SIGTERM);
+    }
+}
+
+#[test]
+fn a_quorum_loss_with_the_survivor_on_the_previous_release_recovers_every_acknowledged_write() {
+    a_mixed_cluster_recovers_a_quorum_loss("127.0.121", true);
+}
+
+#[test]
+#[ignore = "make compat runs it"]
+fn a_quorum_loss_with_the_survivor_on_this_build_recovers_every_acknowledged_write() {
+    a_mixed_cluster_recovers_a_quorum_loss("127.0.122", false);
+}
