@@ -239,10 +239,7 @@ pub fn check(file: &std::path::Path, probe_store: bool) -> std::process::ExitCod
         Ok(c) => {
             let mut checked = referenced_files(&c);
             let mut probed = None;
-            match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
+            match super::one_shot::small_runtime() {
                 Ok(rt) => {
                     rt.block_on(etcd_release(&c, &mut checked));
                     if probe_store {

@@ -6,12 +6,17 @@
 use crate::config::{self, Config};
 use std::process::ExitCode;
 
-/// Runs `work` on a small runtime; prints its text or its error.
-pub fn one_shot(work: impl std::future::Future<Output = anyhow::Result<String>>) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+/// The small runtime a one-shot command's async work runs on (one
+/// thread: a command waits on one thing at a time).
+pub fn small_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
+}
+
+/// Runs `work` on a small runtime; prints its text or its error.
+pub fn one_shot(work: impl std::future::Future<Output = anyhow::Result<String>>) -> ExitCode {
+    let runtime = match small_runtime() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("eco: error: cannot start the async runtime: {e}");

@@ -25,9 +25,7 @@ pub fn status(
             (a, port)
         }
         (None, Some(path)) => {
-            let found = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
+            let found = super::one_shot::small_runtime()
                 .map_err(anyhow::Error::from)
                 .and_then(|rt| rt.block_on(api_target(&path, id.as_deref())));
             match found {
