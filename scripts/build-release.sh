@@ -8,7 +8,7 @@
 # `eco version` with the recorded commit is kept.
 #
 # Usage: scripts/build-release.sh [VERSION]   (default: the previous release,
-#        the last line of scripts/releases)
+#        the newest in scripts/releases older than the workspace's version)
 #        scripts/build-release.sh --print-path [VERSION]
 set -euo pipefail
 
@@ -27,7 +27,15 @@ fi
 
 # version commit per line, comments and blanks skipped.
 entries() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$releases"; }
-version=${1:-$(entries | tail -n 1 | awk '{ print $1 }')}
+# The workspace's version ([workspace.package] in Cargo.toml).
+current=$(sed -n '/^\[workspace\.package\]/,/^\[/ s/^version *= *"\([^"]*\)".*/\1/p' "$root/Cargo.toml" | head -n 1)
+[ -n "$current" ] || die "no version in $root/Cargo.toml's [workspace.package]"
+older() { [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$1" ]; }
+previous=$(entries | awk '{ print $1 }' | while read -r v; do
+  if older "$v" "$current"; then printf '%s\n' "$v"; fi
+done | sort -V | tail -n 1)
+version=${1:-$previous}
+[ -n "$version" ] || die "scripts/releases lists no release older than $current"
 commit=$(entries | awk -v v="$version" '$1 == v { print $2 }')
 [ -n "$commit" ] || die "no release $version in $releases"
 binary="$out/eco-$version"

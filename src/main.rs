@@ -134,9 +134,33 @@ enum Command {
         #[arg(long, short, value_name = "FILE")]
         config: PathBuf,
     },
+    /// Upgrades of eco itself (the cluster version).
+    Upgrade {
+        #[command(subcommand)]
+        command: UpgradeCommand,
+    },
     /// Print eco's version, the git commit it was built from, and the etcd
     /// versions it supports.
     Version,
+}
+
+#[derive(Subcommand)]
+enum UpgradeCommand {
+    /// Switch the cluster to this release's formats for good, once every
+    /// instance of the group runs it (the instances record it; this waits
+    /// for them). After it, the previous release of eco can no longer run
+    /// against the cluster: going back is no longer possible.
+    Finalize {
+        /// Configuration file naming the cluster and the store.
+        #[arg(long, short, value_name = "FILE")]
+        config: PathBuf,
+        /// How long to wait for the instances to record it.
+        #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+        wait: std::time::Duration,
+        /// Who asks (default: $USER@host).
+        #[arg(long, value_name = "WHO")]
+        by: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -235,6 +259,16 @@ fn main() -> ExitCode {
                 Err(code) => return code,
             };
             one_shot(async move { commands::pause::resume(&config).await })
+        }
+        Command::Upgrade {
+            command: UpgradeCommand::Finalize { config, wait, by },
+        } => {
+            let config = match load_or_exit(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let by = by.unwrap_or_else(commands::pause::default_by);
+            one_shot(async move { commands::upgrade::finalize(&config, &by, wait).await })
         }
         Command::Version => {
             print_out(&format!(

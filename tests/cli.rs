@@ -196,7 +196,7 @@ fn the_version_is_in_one_place_and_the_changelog_and_the_chart_follow_it() {
         "CHANGELOG.md has no section for the previous release {}",
         previous.version
     );
-    let key = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    let key = testkit::releases::version_key;
     assert!(
         key(&previous.version) < key(version),
         "the previous release {} is not older than {version}",

@@ -101,6 +101,39 @@ fn gossip_settled(c: &Cluster, all: &[String], planned: u64) {
     );
 }
 
+/// `id`'s `/status` cluster version once `ok` holds of it (within 20 s).
+fn cluster_version_when(
+    c: &Cluster,
+    id: &str,
+    ok: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    testkit::wait_until(Duration::from_secs(20), || {
+        let cv = c.status_json(id)?["cluster_version"].clone();
+        ok(&cv).then_some(cv)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "{id}'s cluster version: {:?}",
+            c.status_json(id).map(|s| s["cluster_version"].clone())
+        )
+    })
+}
+
+/// `eco upgrade finalize` against `id`'s config: (succeeded, what it said).
+fn finalize(c: &Cluster, id: &str, wait: &str) -> (bool, String) {
+    let out = std::process::Command::new(eco_bin!())
+        .args([
+            "upgrade", "finalize", "--by", "test", "--wait", wait, "--config",
+        ])
+        .arg(&c.nodes[id].config)
+        .output()
+        .expect("eco upgrade finalize");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
 /// Stops `id` with SIGTERM, swaps its binary to `eco`, starts it, and
 /// waits until every member is a voter with a leader again. Returns when
 /// it was stopped and when the cluster was whole again.
@@ -142,6 +175,36 @@ fn a_rolling_replacement_to_this_build_and_back_keeps_serving_and_loses_nothing(
             let (stopped, back) = replace(&mut c, &all, id, eco);
             steps.push((direction, id.clone(), stopped, back));
             std::thread::sleep(Duration::from_millis(500));
+            if direction == "forward" && id == "eco-3" {
+                // Mixed: this build writes the previous release's format
+                // and names who it waits for.
+                let cv = cluster_version_when(&c, "eco-3", |cv| {
+                    cv["behind"].as_array().is_some_and(|b| b.len() == 2)
+                });
+                assert_eq!(cv["writing"], 1, "{cv}");
+                assert!(
+                    cv["reason"]
+                        .as_str()
+                        .is_some_and(|r| r.contains("eco-1 (reads format 1)")),
+                    "{cv}"
+                );
+            }
+        }
+        if direction == "forward" {
+            // Every instance on this build: still the previous format (the
+            // previous release may come back), finalizing later by itself.
+            for id in &all {
+                let cv = cluster_version_when(&c, id, |cv| {
+                    cv["behind"].as_array().is_none_or(|b| b.is_empty())
+                });
+                assert_eq!(cv["writing"], 1, "{id}: {cv}");
+                assert!(
+                    cv["next"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("finalizes to format 2 in ")),
+                    "{id}: {cv}"
+                );
+            }
         }
     }
     std::thread::sleep(Duration::from_secs(1));
@@ -272,4 +335,119 @@ fn a_quorum_loss_with_the_survivor_on_the_previous_release_recovers_every_acknow
 #[ignore = "make compat runs it"]
 fn a_quorum_loss_with_the_survivor_on_this_build_recovers_every_acknowledged_write() {
     a_mixed_cluster_recovers_a_quorum_loss("127.0.122", false);
+}
+
+/// The cluster version on real processes (127.0.123.x): with one instance
+/// on the previous release, `eco upgrade finalize` waits and says for whom;
+/// once every instance runs this build it finalizes (one record), every
+/// instance writes format 2 (the voters record written after a removal
+/// carries it) and says so; an instance of this build started against a
+/// cluster finalized at a later format (as a release two ahead would
+/// leave it) refuses to start its etcd and says why.
+#[test]
+fn finalizing_waits_for_every_instance_then_writes_the_new_format_and_a_build_behind_refuses() {
+    let (_, old) = testkit::releases::previous_binary();
+    let new = eco_bin!();
+    let mut c = Cluster::integration(new.clone()).expect("cluster");
+    for (i, id) in ids().iter().enumerate() {
+        c.add(id, &format!("127.0.123.{}", i + 1)).expect("add");
+    }
+    c.use_eco("eco-1", old.clone())
+        .expect("the previous release");
+    c.set_group(&ids()).expect("group");
+    for id in ids() {
+        c.start(&id).expect("start");
+    }
+    let all = ids();
+    c.wait_voters(&["eco-1", "eco-2", "eco-3"], Duration::from_secs(90))
+        .unwrap_or_else(|| panic!("three voters did not form\n{}", c.log_tail("eco-2", 40)));
+
+    let (ok, said) = finalize(&c, "eco-2", "3s");
+    assert!(!ok, "finalized with eco-1 on the previous release: {said}");
+    assert!(said.contains("is not recorded after 3 s"), "{said}");
+    let cv = cluster_version_when(&c, "eco-2", |cv| {
+        cv["next"]
+            .as_str()
+            .is_some_and(|n| n.contains("waits for instances"))
+    });
+    assert!(
+        cv["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("eco-1 (reads format 1)")),
+        "{cv}"
+    );
+    assert_eq!(cv["writing"], 1, "{cv}");
+
+    replace(&mut c, &all, "eco-1", &new);
+    let (ok, said) = finalize(&c, "eco-2", "60s");
+    assert!(ok, "{said}");
+    assert!(said.contains("finalized at format 2"), "{said}");
+    eprintln!("compat: eco upgrade finalize: {}", said.trim());
+    let record = c
+        .store()
+        .join(c.name())
+        .join("incarnations/cluster-version-0000000002");
+    assert!(record.exists(), "{} missing", record.display());
+    for id in &all {
+        let cv = cluster_version_when(&c, id, |cv| cv["writing"] == 2);
+        assert_eq!(cv["finalized"], 2, "{id}: {cv}");
+        assert_eq!(cv["next"], "current", "{id}: {cv}");
+    }
+    let (ok, said) = finalize(&c, "eco-2", "1s");
+    assert!(ok && said.contains("already finalized"), "{said}");
+
+    // A removal rewrites the voters record: in format 2 now.
+    c.set_group(&["eco-1", "eco-2"]).expect("group of two");
+    let voters = c
+        .store()
+        .join(c.name())
+        .join("incarnations/0000000001.voters");
+    let written = testkit::wait_until(Duration::from_secs(60), || {
+        let text = std::fs::read_to_string(&voters).ok()?;
+        (!text.contains("eco-3")).then_some(text)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the voters record still names eco-3\n{}",
+            c.log_tail("eco-1", 40)
+        )
+    });
+    assert!(written.contains("\"format\": 2"), "{written}");
+    let _ = c.stop("eco-3", libc::SIGTERM);
+
+    // A cluster finalized past this build: it refuses, etcd not started.
+    let later = c
+        .store()
+        .join(c.name())
+        .join("incarnations/cluster-version-0000000003");
+    std::fs::write(
+        &later,
+        serde_json::json!({
+            "cluster": c.name(),
+            "format": 3,
+            "by": "a later release",
+            "reason": "test",
+            "at_unix_ms": 1
+        })
+        .to_string(),
+    )
+    .expect("write a later finalization");
+    c.stop("eco-2", libc::SIGTERM).expect("stop");
+    c.start("eco-2").expect("start");
+    let s = testkit::wait_until(Duration::from_secs(30), || {
+        let s = c.status_json("eco-2")?;
+        (s["phase"] == "refused").then_some(s)
+    })
+    .unwrap_or_else(|| panic!("eco-2 did not refuse\n{}", c.log_tail("eco-2", 30)));
+    assert!(
+        s["next"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("finalized at format 3")
+                && r.contains("more than one release behind")),
+        "{s}"
+    );
+    assert_eq!(s["process"]["running"], false, "{s}");
+    for id in ["eco-1", "eco-2"] {
+        let _ = c.stop(id, libc::SIGTERM);
+    }
 }

@@ -10,10 +10,20 @@
 //! itself is never held or passed on — one newer than its own is a forgery,
 //! which the node refutes by publishing its own state above it (as SWIM
 //! refutes a suspicion).
+//!
+//! On the wire an item is the postcard encoding of [`StateItem`] followed
+//! by the state's [`Formats`] (the tail). eco 0.1.0 sent no tail and, as
+//! postcard ignores bytes after a value, reads a tailed item as its own; a
+//! release after this one appends after the tail the same way. An item
+//! written in a format this instance does not read (above
+//! [`StateBroadcasts::reads_up_to`]) is dropped and counted
+//! (`states_future`), never misread; an item that does not decode is
+//! dropped and counted (`states_undecodable`) without failing the packet,
+//! so the broadcasts after it in the packet are still read.
 
 use crate::identity::NodeId;
 use crate::metrics::GossipMetrics;
-use crate::peer_state::{PeerState, Version};
+use crate::peer_state::{Formats, PeerState, Version};
 use foca::{BroadcastHandler, Invalidates};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -26,8 +36,24 @@ pub struct StateItem {
 }
 
 impl StateItem {
+    /// The item and its state's formats after it (the tail).
     pub fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
-        postcard::to_allocvec(self)
+        let mut bytes = postcard::to_allocvec(self)?;
+        bytes.extend_from_slice(&postcard::to_allocvec(&self.state.formats)?);
+        Ok(bytes)
+    }
+
+    /// An item of either layout: with the tail, or without (eco 0.1.0's,
+    /// [`Formats::UNTAGGED`]). Bytes after the tail are a later release's
+    /// and ignored.
+    pub fn decode(data: &[u8]) -> Result<StateItem, postcard::Error> {
+        let (mut item, rest) = postcard::take_from_bytes::<StateItem>(data)?;
+        item.state.formats = if rest.is_empty() {
+            Formats::UNTAGGED
+        } else {
+            postcard::take_from_bytes::<Formats>(rest)?.0
+        };
+        Ok(item)
     }
 }
 
@@ -60,13 +86,27 @@ pub struct Held {
     pub own_claimed: Option<Version>,
 }
 
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct StateBroadcasts {
     pub held: Arc<Mutex<Held>>,
     /// This instance's id.
     pub me: String,
     /// Where refused items are counted (`states_refused`).
     pub metrics: Arc<GossipMetrics>,
+    /// The newest format this instance reads: items written in a later one
+    /// are dropped (`states_future`).
+    pub reads_up_to: u16,
+}
+
+impl Default for StateBroadcasts {
+    fn default() -> Self {
+        Self {
+            held: Arc::default(),
+            me: String::new(),
+            metrics: Arc::default(),
+            reads_up_to: Formats::UNTAGGED.reads,
+        }
+    }
 }
 
 fn now_unix_ms() -> u64 {
@@ -81,6 +121,8 @@ pub fn plausible(v: Version, now_unix_ms: u64) -> bool {
     v.boot <= now_unix_ms.saturating_add(MAX_BOOT_AHEAD_MS) && v.sequence <= MAX_SEQUENCE
 }
 
+/// The handler's error type: never returned (an undecodable item is
+/// counted and dropped, so foca goes on with the packet's other items).
 #[derive(Debug, thiserror::Error)]
 #[error("undecodable PeerState broadcast")]
 pub struct UndecodableItem;
@@ -94,7 +136,15 @@ impl BroadcastHandler<NodeId> for StateBroadcasts {
         data: &[u8],
         sender: Option<&NodeId>,
     ) -> Result<Option<StateKey>, UndecodableItem> {
-        let item: StateItem = postcard::from_bytes(data).map_err(|_| UndecodableItem)?;
+        // Never an error: foca would skip the packet's remaining items.
+        let Ok(item) = StateItem::decode(data) else {
+            GossipMetrics::add(&self.metrics.states_undecodable, 1);
+            return Ok(None);
+        };
+        if item.state.formats.written > self.reads_up_to {
+            GossipMetrics::add(&self.metrics.states_future, 1);
+            return Ok(None);
+        }
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let id = item.state.instance_id.clone();
         if !plausible(item.version, now_unix_ms()) {
@@ -129,6 +179,109 @@ impl BroadcastHandler<NodeId> for StateBroadcasts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn any_state() -> impl Strategy<Value = (Version, PeerState)> {
+        (
+            any::<u64>(),
+            any::<u64>(),
+            "[a-z0-9-]{0,12}",
+            proptest::option::of(any::<u64>()),
+            any::<i64>(),
+            proptest::collection::vec("[a-z0-9-]{1,8}", 0..5),
+            any::<bool>(),
+            "[0-9.]{0,8}",
+        )
+            .prop_map(|(boot, sequence, id, member, rev, voters, frozen, v)| {
+                (
+                    Version { boot, sequence },
+                    PeerState {
+                        instance_id: id,
+                        etcd: crate::peer_state::EtcdFacts {
+                            member_id: member,
+                            revision: rev,
+                            ..Default::default()
+                        },
+                        data: crate::peer_state::DataFacts {
+                            voters,
+                            ..Default::default()
+                        },
+                        frozen,
+                        software_version: v,
+                        ..Default::default()
+                    },
+                )
+            })
+    }
+
+    proptest! {
+        /// What eco 0.1.0 publishes (the item alone) reads as format 1.
+        #[test]
+        fn the_previous_release_s_states_read_as_untagged((version, state) in any_state()) {
+            let item = StateItem { version, state };
+            let old = postcard::to_allocvec(&item).unwrap();
+            prop_assert_eq!(StateItem::decode(&old).unwrap(), item);
+        }
+
+        /// This release's items read back whole with their formats, and as
+        /// the plain item to a reader of the previous layout; a later
+        /// release's additions after the tail are ignored.
+        #[test]
+        fn this_release_s_states_read_back_by_both(
+            (version, mut state) in any_state(),
+            written in 1u16..4,
+            reads in 1u16..4,
+            extra in proptest::collection::vec(any::<u8>(), 0..16),
+        ) {
+            state.formats = Formats { written, reads };
+            let item = StateItem { version, state };
+            let mut bytes = item.encode().unwrap();
+            let old_reader = postcard::from_bytes::<StateItem>(&bytes).unwrap();
+            prop_assert_eq!(&old_reader.state.formats, &Formats::UNTAGGED);
+            prop_assert_eq!(&old_reader.state.instance_id, &item.state.instance_id);
+            bytes.extend_from_slice(&extra);
+            prop_assert_eq!(StateItem::decode(&bytes).unwrap(), item);
+        }
+
+        /// Arbitrary bytes never panic, never fail the packet.
+        #[test]
+        fn arbitrary_bytes_are_dropped_and_counted(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+            let mut h = StateBroadcasts::default();
+            prop_assert!(h.receive_item(&bytes, None).is_ok());
+        }
+    }
+
+    #[test]
+    fn an_item_of_a_format_this_instance_does_not_read_is_dropped_and_counted() {
+        let mut h = StateBroadcasts {
+            reads_up_to: 2,
+            ..Default::default()
+        };
+        let now = now_unix_ms();
+        for (written, held) in [(3, false), (2, true)] {
+            let item = StateItem {
+                version: Version {
+                    boot: now,
+                    sequence: u64::from(written),
+                },
+                state: PeerState {
+                    instance_id: format!("w{written}"),
+                    formats: Formats { written, reads: 3 },
+                    ..Default::default()
+                },
+            };
+            let got = h.receive_item(&item.encode().unwrap(), None).unwrap();
+            assert_eq!(got.is_some(), held, "written in format {written}");
+        }
+        assert_eq!(GossipMetrics::get(&h.metrics.states_future), 1);
+        assert_eq!(
+            h.held.lock().unwrap().states["w2"].1.formats,
+            Formats {
+                written: 2,
+                reads: 3
+            }
+        );
+    }
 
     fn item(id: &str, boot: u64, sequence: u64, phase: &str) -> Vec<u8> {
         StateItem {
@@ -167,7 +320,8 @@ mod tests {
                 .is_some()
         );
         assert_eq!(h.held.lock().unwrap().states["a"].1.phase, "restarted");
-        assert!(h.receive_item(b"\xff\xff", None).is_err());
+        assert!(h.receive_item(b"\xff\xff", None).unwrap().is_none());
+        assert_eq!(GossipMetrics::get(&h.metrics.states_undecodable), 1);
         let k1 = StateKey {
             instance: "a".into(),
             version: Version {

@@ -52,5 +52,5 @@ pub mod wire;
 
 pub use metrics::GossipMetrics;
 pub use node::{Event, Gossip, GossipConfig, GossipError, KeysHandle, Liveness, PeerView};
-pub use peer_state::{DataFacts, EtcdFacts, PeerState, Version};
+pub use peer_state::{DataFacts, EtcdFacts, Formats, PeerState, Version};
 pub use seal::{Keyring, SealError, parse_keys};

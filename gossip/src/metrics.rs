@@ -15,6 +15,11 @@ pub struct GossipMetrics {
     /// (dated too far ahead), or a claim about this instance itself newer
     /// than its own (it refutes it by publishing above it).
     pub states_refused: AtomicU64,
+    /// PeerState broadcasts that did not decode (dropped).
+    pub states_undecodable: AtomicU64,
+    /// PeerState broadcasts written in a format this instance does not read
+    /// (a later release's, after the group finalized it): dropped.
+    pub states_future: AtomicU64,
     /// Keyrings installed while running ([`crate::Gossip::set_keys`]).
     pub keyring_changes: AtomicU64,
     pub bytes_sent: AtomicU64,

@@ -371,6 +371,7 @@ impl<T: Transport> Node<T> {
         let broadcasts = StateBroadcasts {
             me: config.instance_id.clone(),
             metrics: metrics.clone(),
+            reads_up_to: state.formats.reads,
             ..StateBroadcasts::default()
         };
         let boot = config.boot;

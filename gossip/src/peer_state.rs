@@ -63,4 +63,35 @@ pub struct PeerState {
     /// will not rejoin its incarnation by itself (so it is not viable).
     pub frozen: bool,
     pub software_version: String,
+    /// Its formats (see [`Formats`]): not part of the struct's encoding,
+    /// they travel in the tail after it ([`crate::broadcast::StateItem`]).
+    #[serde(skip)]
+    pub formats: Formats,
+}
+
+/// The format an instance writes and the newest it reads: eco's cluster
+/// version is made of these (the `recovery` crate's `cluster_version`).
+/// They follow a [`PeerState`] on the wire, after its last field, where a
+/// reader of the previous layout (eco 0.1.0, which knows no tail) ignores
+/// them; a state without them is [`Formats::UNTAGGED`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Formats {
+    /// The format the state's fields are written in.
+    pub written: u16,
+    /// The newest format the instance reads.
+    pub reads: u16,
+}
+
+impl Formats {
+    /// eco 0.1.0's: it wrote and read format 1 and sent no tail.
+    pub const UNTAGGED: Formats = Formats {
+        written: 1,
+        reads: 1,
+    };
+}
+
+impl Default for Formats {
+    fn default() -> Self {
+        Self::UNTAGGED
+    }
 }

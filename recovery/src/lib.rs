@@ -67,6 +67,10 @@
 //!   the new binary now (followers in member-id order, the leader last,
 //!   after handing leadership away), who waits, and which jumps are
 //!   refused (more than one minor version, a minor downgrade).
+//! - [`cluster_version`]: eco across its own releases — which format of
+//!   its shared data every instance writes while two releases run
+//!   together, when the newer one is finalized, and which releases may run
+//!   against a cluster at all (the version-skew policy).
 //! - [`handover`]: whom a leading member hands leadership to before eco
 //!   stops it on purpose (a shutdown, a restart of its peer listener).
 //! - [`etcd_advisories`]: what the etcd project says about the release the
@@ -84,6 +88,7 @@
 pub mod acl;
 pub mod asg;
 pub mod certificates;
+pub mod cluster_version;
 pub mod departures;
 pub mod etcd_advisories;
 pub mod etcd_flags;

@@ -112,6 +112,33 @@ pub struct InstanceStatus {
     /// manages it nor authenticates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthStatus>,
+    /// eco across its releases (`recovery::cluster_version`): the formats
+    /// written and finalized, who is behind, what happens next and why;
+    /// absent until the first pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_version: Option<ClusterVersionStatus>,
+}
+
+/// The cluster version as this instance sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterVersionStatus {
+    /// The formats this eco reads (its own and the previous release's).
+    pub reads: (u16, u16),
+    /// The format everything this instance writes is in.
+    pub writing: u16,
+    /// The format the store's cluster-version records finalized (1: none).
+    pub finalized: u16,
+    /// The group's instances that do not read this eco's newest format:
+    /// `instance (reads format N)` or `instance (not heard in gossip)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub behind: Vec<String>,
+    /// What happens next (`current`, `finalize`, `waits for instances`,
+    /// `finalizes at`, `waits for eco upgrade finalize`).
+    pub next: String,
+    pub reason: String,
+    /// Why the store's cluster version could not be read or written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// One TLS certificate and when it expires.
@@ -266,6 +293,7 @@ impl InstanceStatus {
             paused: None,
             paused_unreadable: None,
             pause_problem: None,
+            cluster_version: None,
             upgrade: None,
             recovery: None,
             auth: None,

@@ -140,6 +140,18 @@ pub fn render(s: &InstanceStatus) -> String {
     if let Some(problem) = &s.pause_problem {
         line("pause switch", printable(problem).into_owned());
     }
+    if let Some(c) = &s.cluster_version {
+        line(
+            "eco formats",
+            format!(
+                "eco {} reads {}–{}; writes {}, finalized {}: {} — {}",
+                s.eco_version, c.reads.0, c.reads.1, c.writing, c.finalized, c.next, c.reason
+            ),
+        );
+        if let Some(problem) = &c.problem {
+            line("eco formats", printable(problem).into_owned());
+        }
+    }
     if let Some(u) = &s.upgrade {
         line(
             "etcd upgrade",

@@ -83,6 +83,8 @@ pub enum Event {
     // The maintenance switch.
     MaintenancePaused,
     MaintenanceResumed,
+    // eco's own releases.
+    ClusterVersionFinalized,
     // Security.
     AclApplied,
     AuthEnabled,
@@ -91,7 +93,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 62] = [
+    pub const ALL: [Event; 63] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -150,6 +152,7 @@ impl Event {
         Event::ReplacementFailed,
         Event::MaintenancePaused,
         Event::MaintenanceResumed,
+        Event::ClusterVersionFinalized,
         Event::AclApplied,
         Event::AuthEnabled,
         Event::CertificateIssued,
@@ -217,6 +220,7 @@ impl Event {
             Event::ReplacementFailed => "instance.replacement_failed",
             Event::MaintenancePaused => "maintenance.paused",
             Event::MaintenanceResumed => "maintenance.resumed",
+            Event::ClusterVersionFinalized => "cluster_version.finalized",
             Event::AclApplied => "acl.applied",
             Event::AuthEnabled => "auth.enabled",
             Event::CertificateIssued => "certificate.issued",
@@ -286,6 +290,7 @@ impl Event {
             Event::ReplacementFailed => &["error", "reason"],
             Event::MaintenancePaused => &["by", "reason"],
             Event::MaintenanceResumed => &["by"],
+            Event::ClusterVersionFinalized => &["format", "by", "reason"],
             Event::AclApplied => &["action", "reason"],
             Event::AuthEnabled => &["identity"],
             Event::CertificateIssued => &["certificate", "names", "reason"],

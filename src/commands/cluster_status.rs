@@ -135,13 +135,14 @@ pub fn render(own: &InstanceStatus, rows: &[ClusterRow]) -> String {
     let header = [
         "INSTANCE",
         "ZONE",
+        "ECO",
         "PHASE",
         "READY",
         "MEMBER",
         "SNAPSHOT",
         "NEXT ACTION — WHY",
     ];
-    let mut table: Vec<[String; 7]> = vec![header.map(String::from)];
+    let mut table: Vec<[String; 8]> = vec![header.map(String::from)];
     for r in rows {
         let member = own
             .members
@@ -165,6 +166,7 @@ pub fn render(own: &InstanceStatus, rows: &[ClusterRow]) -> String {
             Some(s) => [
                 r.instance_id.clone(),
                 zone,
+                s.eco_version.clone(),
                 s.phase.as_str().to_string(),
                 if s.ready { "yes" } else { "no" }.to_string(),
                 member,
@@ -184,6 +186,7 @@ pub fn render(own: &InstanceStatus, rows: &[ClusterRow]) -> String {
                 [
                     r.instance_id.clone(),
                     zone,
+                    "?".into(),
                     phase,
                     "?".into(),
                     member,
@@ -194,7 +197,7 @@ pub fn render(own: &InstanceStatus, rows: &[ClusterRow]) -> String {
         };
         table.push(row);
     }
-    let widths: Vec<usize> = (0..6)
+    let widths: Vec<usize> = (0..7)
         .map(|c| {
             table
                 .iter()
@@ -207,8 +210,14 @@ pub fn render(own: &InstanceStatus, rows: &[ClusterRow]) -> String {
         for (c, w) in widths.iter().enumerate() {
             out.push_str(&format!("{:<w$}  ", r[c], w = *w));
         }
-        out.push_str(&r[6]);
+        out.push_str(&r[7]);
         out.push('\n');
+    }
+    if let Some(c) = &own.cluster_version {
+        out.push_str(&format!(
+            "eco formats: writing {}, finalized {}: {} — {}\n",
+            c.writing, c.finalized, c.next, c.reason
+        ));
     }
     out
 }

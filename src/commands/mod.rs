@@ -15,6 +15,7 @@ pub mod run;
 pub mod snapshot;
 pub mod status;
 pub mod store_probe;
+pub mod upgrade;
 
 use crate::config::Config;
 use crate::provider::Identity;

@@ -56,6 +56,34 @@ pub struct Config {
     /// `[auth]`: authentication inside etcd (off by default).
     #[serde(default, skip_serializing_if = "is_default")]
     pub auth: AuthConfig,
+    /// `[upgrade]`: upgrades of eco itself (the cluster version). Not
+    /// written out at its defaults: eco 0.1.0 refuses the table.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub upgrade: UpgradeConfig,
+}
+
+/// `[upgrade]`: when a group that runs a new release of eco switches to
+/// its formats for good (`recovery::cluster_version`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpgradeConfig {
+    /// Finalize by itself once every instance of the group has run the
+    /// new release this long; until then any instance may go back to the
+    /// previous release.
+    #[serde(default = "defaults::finalize_after")]
+    pub finalize_after: ConfigDuration,
+    /// `false`: only `eco upgrade finalize` finalizes.
+    #[serde(default = "defaults::auto_finalize")]
+    pub auto_finalize: bool,
+}
+
+impl Default for UpgradeConfig {
+    fn default() -> Self {
+        Self {
+            finalize_after: defaults::finalize_after(),
+            auto_finalize: defaults::auto_finalize(),
+        }
+    }
 }
 
 /// `[cluster]`
@@ -543,6 +571,12 @@ pub struct LogConfig {
 pub mod defaults {
     use super::*;
 
+    pub fn finalize_after() -> ConfigDuration {
+        ConfigDuration::from_secs(24 * 3600)
+    }
+    pub fn auto_finalize() -> bool {
+        true
+    }
     pub fn cluster_domain() -> String {
         "cluster.local".into()
     }

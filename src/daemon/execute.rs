@@ -274,11 +274,16 @@ impl Daemon {
         ) else {
             return Ok(());
         };
-        record::write_voters(store, self.ctx.cluster(), &first)
-            .await
-            .with_context(|| {
-                format!("recording the promotion of {name} in the store before it takes effect")
-            })?;
+        record::write_voters(
+            store,
+            self.ctx.cluster(),
+            &first,
+            self.cluster_version.writing(),
+        )
+        .await
+        .with_context(|| {
+            format!("recording the promotion of {name} in the store before it takes effect")
+        })?;
         self.voters_written = Some(first);
         Ok(())
     }
@@ -331,9 +336,14 @@ impl Daemon {
         ) else {
             return Ok(());
         };
-        record::write_voters(store, self.ctx.cluster(), &rec)
-            .await
-            .context("recording this learner in the store's record of the membership")?;
+        record::write_voters(
+            store,
+            self.ctx.cluster(),
+            &rec,
+            self.cluster_version.writing(),
+        )
+        .await
+        .context("recording this learner in the store's record of the membership")?;
         Ok(())
     }
 }

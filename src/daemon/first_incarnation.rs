@@ -173,7 +173,7 @@ impl Daemon {
             return Ok(Err(refusal));
         }
         let ours = self.first_record(token, source);
-        let holds = record::create(store, &ours).await?;
+        let holds = record::create(store, &ours, self.cluster_version.writing()).await?;
         match formation::first_record(&holds.seeder, &holds.token, &ours.seeder, &ours.token) {
             FirstRecord::Ours => Ok(Ok(())),
             FirstRecord::Theirs { seeder } => Ok(Err(format!(
@@ -258,7 +258,7 @@ impl Daemon {
         };
         let source = self.initial_source().await?;
         let ours = self.first_record(&token, &source);
-        let holds = record::create(store, &ours).await?;
+        let holds = record::create(store, &ours, self.cluster_version.writing()).await?;
         if let FirstRecord::Theirs { seeder } =
             formation::first_record(&holds.seeder, &holds.token, &ours.seeder, &ours.token)
         {

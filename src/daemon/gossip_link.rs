@@ -131,7 +131,16 @@ impl GossipLink {
         let seeds = addresses(group.instances.iter().map(|i| &i.host), port).await;
         let mut config = GossipConfig::lan(ctx.cluster(), ctx.id(), keys, seeds, unix_ms());
         config.advertise = advertised(&ctx.me.host, port).await?;
-        let (node, events) = Gossip::bind(bind, config, PeerState::default())
+        // Items of formats this build does not read are dropped from the
+        // start (the node reads the newest format from its first state).
+        let first = PeerState {
+            formats: gossip::Formats {
+                written: recovery::cluster_version::UNTAGGED,
+                reads: recovery::cluster_version::NEWEST,
+            },
+            ..PeerState::default()
+        };
+        let (node, events) = Gossip::bind(bind, config, first)
             .await
             .context("cannot start gossip (gossip.bind / gossip.port)")?;
         let _ = node.set_peers(peers(group, port).await);

@@ -32,6 +32,7 @@
 
 mod acl;
 mod certificates;
+mod cluster_version;
 mod context;
 mod durable;
 mod execute;
@@ -136,6 +137,8 @@ struct Daemon {
     started: Instant,
     /// The TLS certificates shown in `/status`, read again when renewed.
     certificates: crate::etcd::tls_in_force::CertificatesInForce,
+    /// eco across its releases: the format written, finalization.
+    cluster_version: cluster_version::ClusterVersionView,
 }
 
 /// Refuses to start with TLS files etcd or eco could not use (for this
@@ -413,6 +416,7 @@ async fn run_as(
         termination: None,
         started: Instant::now(),
         certificates: Default::default(),
+        cluster_version: Default::default(),
     };
     // The provider's certified-gone answer is known before the first pass.
     d.refresh_group().await;

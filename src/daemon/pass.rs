@@ -16,6 +16,7 @@ impl Daemon {
             // The binary of the launch in force runs (etcd-launched.json).
             self.etcd.answered();
         }
+        self.keep_cluster_version().await;
         let leader_known = seen.cluster.statuses.values().any(|s| s.has_leader());
         self.ctx.metrics.decisions.quorum_seen(leader_known);
         // Paused by a human: the protocol is not run (no freeze, no seed,

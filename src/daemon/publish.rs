@@ -173,6 +173,10 @@ impl Daemon {
             // either way it will not rejoin its incarnation by itself.
             frozen: matches!(hold, Some(Hold::Frozen | Hold::Joining)),
             software_version: crate::base::version::VERSION.into(),
+            formats: gossip::Formats {
+                written: self.cluster_version.writing(),
+                reads: recovery::cluster_version::NEWEST,
+            },
         };
         if let Some(g) = self.gossip.as_mut() {
             g.publish(peer_state);

@@ -41,6 +41,8 @@ pub(super) struct QuorumLossIo<'a> {
     /// `/status`, so a freeze or a seeding shows while it runs (output
     /// only).
     pub status: &'a watch::Sender<InstanceStatus>,
+    /// The format records are written in (the cluster version's).
+    pub writing: recovery::cluster_version::Format,
 }
 
 impl QuorumLossHost for QuorumLossIo<'_> {
@@ -152,7 +154,7 @@ impl QuorumLossHost for QuorumLossIo<'_> {
         };
         let cluster = self.ctx.cluster();
         let ours = facts::incarnation_record(cluster, seed, unix_ms());
-        match record::create(store, &ours).await {
+        match record::create(store, &ours, self.writing).await {
             Ok(held) if held == ours => CreateResult::Created(seed.clone()),
             Ok(held) => {
                 let voters = record::voters(store, cluster, held.incarnation)
@@ -279,6 +281,7 @@ impl Daemon {
         &'a mut self,
         probe: Probe,
     ) -> Option<(&'a mut crate::quorum_loss::driver::Driver, QuorumLossIo<'a>)> {
+        let writing = self.cluster_version.writing();
         let Daemon {
             ctx,
             etcd,
@@ -292,6 +295,7 @@ impl Daemon {
             ..
         } = self;
         let (driver, gossip) = (quorum_loss.as_mut()?, gossip.as_ref()?);
+        driver.set_writing(writing);
         Some((
             driver,
             QuorumLossIo {
@@ -304,6 +308,7 @@ impl Daemon {
                 probe,
                 problem,
                 status,
+                writing,
             },
         ))
     }

@@ -76,6 +76,10 @@ impl Daemon {
 
     /// Decides how to start and does it.
     pub(super) async fn begin(&mut self, signals: &mut Signals) -> anyhow::Result<Begun> {
+        if let Some(reason) = self.admit_cluster_version().await {
+            self.refuse(reason);
+            return Ok(Begun::Running);
+        }
         let decision = self.decide_start().await?;
         crate::event!(info, Event::StartDecided, decision = ?decision, "start decision");
         self.show_next("start", decision.reason());

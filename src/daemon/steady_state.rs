@@ -174,7 +174,14 @@ impl Daemon {
         let (Some(record), Some(store)) = (upkeep.write_to_store, self.ctx.store.as_deref()) else {
             return;
         };
-        match record::write_voters(store, self.ctx.cluster(), &record).await {
+        match record::write_voters(
+            store,
+            self.ctx.cluster(),
+            &record,
+            self.cluster_version.writing(),
+        )
+        .await
+        {
             Ok(_) => self.voters_written = Some(record),
             Err(e) => tracing::warn!(error = %e, "cannot write the voting members to the store"),
         }

@@ -103,7 +103,7 @@ pub enum StateFileError {
     )]
     Malformed { path: PathBuf, message: String },
     #[error(
-        "state file {path} has format {found}, this eco reads format {FORMAT}; it was written by a newer eco"
+        "state file {path} has format {found}, this eco reads formats 1 to {FORMAT}: it was written by a newer eco; run that release (or one that reads format {found})"
     )]
     TooNew { path: PathBuf, found: u32 },
     #[error(

@@ -132,6 +132,7 @@ pub struct DecisionMetrics {
     freezes: Counter,
     rounds: Family<OutcomeLabels, Counter>,
     messages_sent: Family<KindLabels, Counter>,
+    messages_future: Counter,
     seedings: Family<SeedingLabels, Counter>,
     defragmentations: Family<OutcomeLabels, Counter>,
     replacements: Family<OutcomeLabels, Counter>,
@@ -232,6 +233,11 @@ impl DecisionMetrics {
             self.replacements.clone(),
         );
         registry.register(
+            "recovery_messages_future",
+            "Quorum-loss protocol messages dropped because they are written in a format this eco does not read (a later release's, after the cluster was finalized)",
+            self.messages_future.clone(),
+        );
+        registry.register(
             "nospace_alarm",
             "1 while etcd's NOSPACE alarm is raised, as the instance beside the leader last read the alarm list",
             self.nospace.clone(),
@@ -286,6 +292,11 @@ impl DecisionMetrics {
                 (false, Some(_)) => {}
             }
         }
+    }
+
+    /// A protocol message of a format this build does not read, dropped.
+    pub fn message_of_future_format(&self) {
+        self.messages_future.inc();
     }
 
     pub fn froze(&self) {

@@ -42,6 +42,8 @@ pub struct Metrics {
     seen_crashes: AtomicU64,
     recovery_messages_dropped: Counter,
     seen_dropped: AtomicU64,
+    cluster_format_writing: Gauge,
+    cluster_format_finalized: Gauge,
     gossip: Mutex<Option<GossipExport>>,
     cluster: cluster::ClusterMetrics,
     /// Counted where eco acts: the daemon, the quorum-loss driver and the
@@ -97,6 +99,8 @@ impl Metrics {
             seen_crashes: AtomicU64::new(0),
             recovery_messages_dropped: Counter::default(),
             seen_dropped: AtomicU64::new(0),
+            cluster_format_writing: Gauge::default(),
+            cluster_format_finalized: Gauge::default(),
             registry: Mutex::new(Registry::default()),
             gossip: Mutex::new(None),
             cluster: cluster::ClusterMetrics::default(),
@@ -108,6 +112,16 @@ impl Metrics {
         m.decisions.register(&mut registry);
         m.snapshots.register(&mut registry);
         m.store.register(&mut registry);
+        registry.register(
+            "cluster_format_writing",
+            "The format of eco's shared data this instance writes (the cluster version; the previous release's until the cluster is finalized)",
+            m.cluster_format_writing.clone(),
+        );
+        registry.register(
+            "cluster_format_finalized",
+            "The newest format the cluster was finalized at (1 before any finalization)",
+            m.cluster_format_finalized.clone(),
+        );
         registry.register(
             "etcd_running",
             "1 when the etcd process runs",
@@ -195,9 +209,15 @@ impl Metrics {
         }
     }
 
+    /// The cluster version as this pass assessed it.
+    pub fn cluster_format(&self, writing: u16, finalized: u16) {
+        self.cluster_format_writing.set(i64::from(writing));
+        self.cluster_format_finalized.set(i64::from(finalized));
+    }
+
     /// Exports the gossip node's counters from now on.
     pub fn watch_gossip(&self, source: Arc<GossipMetrics>) {
-        let exported: [(&str, &str, ReadCounter); 8] = [
+        let exported: [(&str, &str, ReadCounter); 10] = [
             ("gossip_datagrams_sent", "Gossip datagrams sent", |m| {
                 &m.datagrams_sent
             }),
@@ -220,6 +240,16 @@ impl Metrics {
                 "gossip_states_refused",
                 "Published states refused (a version no honest instance can have) or refuted (a newer state of this instance published by another)",
                 |m| &m.states_refused,
+            ),
+            (
+                "gossip_states_undecodable",
+                "Published states dropped because they did not decode",
+                |m| &m.states_undecodable,
+            ),
+            (
+                "gossip_states_future",
+                "Published states dropped because they are written in a format this eco does not read (a later release's, after the cluster was finalized)",
+                |m| &m.states_future,
             ),
             (
                 "gossip_keyring_changes",

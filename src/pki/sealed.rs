@@ -125,9 +125,11 @@ impl SealedCa {
     pub fn from_json(bytes: &[u8]) -> Result<Self, SealedCaError> {
         let s: Self =
             serde_json::from_slice(bytes).map_err(|e| SealedCaError::Format(e.to_string()))?;
-        if s.version != VERSION {
+        // Every version up to this eco's own is read (there is one so
+        // far); a later one is a newer eco's, refused by name.
+        if s.version == 0 || s.version > VERSION {
             return Err(SealedCaError::Format(format!(
-                "version {} (this eco reads {VERSION})",
+                "version {} (this eco reads versions 1 to {VERSION}; a later version was written by a newer eco)",
                 s.version
             )));
         }

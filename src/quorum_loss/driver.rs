@@ -111,6 +111,8 @@ pub struct Driver {
     /// Messages dropped before the protocol saw them (undecodable, or an
     /// envelope naming another sender than its datagram), since start.
     dropped_here: u64,
+    /// The format envelopes are written in (the cluster version's).
+    writing: recovery::cluster_version::Format,
     /// Freezes, rounds by outcome and messages sent (shared handles; a
     /// fresh set, exported nowhere, unless [`Self::with_metrics`]).
     metrics: DecisionMetrics,
@@ -131,8 +133,15 @@ impl Driver {
             dropped_logged_at: None,
             dropped_since_log: 0,
             dropped_here: 0,
+            writing: recovery::cluster_version::UNTAGGED,
             metrics: DecisionMetrics::default(),
         }
+    }
+
+    /// Envelopes are written in `format` from now on (the daemon follows
+    /// the cluster version).
+    pub fn set_writing(&mut self, format: recovery::cluster_version::Format) {
+        self.writing = format;
     }
 
     /// Counts into the instance's exported metrics.
@@ -254,10 +263,15 @@ impl Driver {
     /// The envelope in `bytes` from `from`, or `None` when it is dropped
     /// (counted and logged): it does not decode, or names another sender.
     fn decode(&mut self, now: Millis, from: &str, bytes: &[u8]) -> Option<Envelope> {
-        let env: Envelope = match postcard::from_bytes(bytes) {
-            Ok(e) => e,
+        let env: Envelope = match recovery::fenced::wire::decode(bytes) {
+            Ok((e, _format)) => e,
+            Err(e @ recovery::fenced::wire::WireError::Future { .. }) => {
+                self.metrics.message_of_future_format();
+                self.dropped(now, from, &e.to_string());
+                return None;
+            }
             Err(e) => {
-                self.dropped(now, from, &format!("undecodable: {e}"));
+                self.dropped(now, from, &e.to_string());
                 return None;
             }
         };
@@ -363,7 +377,8 @@ impl Driver {
             }
             EffectKind::Send(env) => {
                 self.log_send(&env, &reason);
-                let bytes = postcard::to_stdvec(&env).context("encoding a recovery message")?;
+                let bytes = recovery::fenced::wire::encode(&env, self.writing)
+                    .context("encoding a recovery message")?;
                 if host.gossip().send(&env.to, bytes).is_err() {
                     anyhow::bail!("gossip has stopped");
                 }

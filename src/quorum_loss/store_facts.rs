@@ -67,6 +67,7 @@ mod tests {
                     created_unix_ms: 1,
                     seed: None,
                 },
+                1,
             )
             .await
             .unwrap();
@@ -80,6 +81,7 @@ mod tests {
                 voters: vec!["a".into(), "b".into()],
                 learners: Vec::new(),
             },
+            1,
         )
         .await
         .unwrap();

@@ -21,6 +21,7 @@
 //!   endpoint may ignore `If-None-Match`).
 
 #[doc(hidden)]
+pub mod cluster_version;
 pub mod contract;
 pub mod dir;
 pub mod json_object;

@@ -7,8 +7,18 @@
 //! creators exactly one wins, and the others read the winner's record. A
 //! voters record is only ever replaced by one describing a later raft index.
 //! Retention never touches `incarnations/`.
+//!
+//! Formats ([`recovery::cluster_version`]): a record carries its format in
+//! a `"format"` key, absent in format 1 (eco 0.1.0's, whose strict reader
+//! refuses the key — so records are written in format 1, without it, until
+//! the cluster is finalized at 2). A reader takes the key off before the
+//! strict parse and refuses a record of a format it does not read, naming
+//! it ([`RecordError::TooNew`]): a record of truth is never skipped or
+//! misread. Fields a format does not know are refused (the types are
+//! strict): a record's meaning is never partly understood.
 
 use crate::store::{CreateOutcome, ObjectStore, StoreError, list_all};
+use recovery::cluster_version::{self, Format};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tokio::io::AsyncReadExt;
@@ -41,7 +51,16 @@ pub enum RecordError {
     Store(#[from] StoreError),
     #[error("record {name} is unreadable: {message}")]
     Malformed { name: String, message: String },
+    #[error(
+        "record {name} is in format {format}, which this eco does not read (it reads {} to {}): a newer eco wrote it after the cluster was finalized; run that release",
+        cluster_version::OLDEST,
+        cluster_version::NEWEST
+    )]
+    TooNew { name: String, format: u64 },
 }
+
+/// The key a record's format is kept under (absent: format 1).
+const FORMAT_KEY: &str = "format";
 
 pub fn prefix(cluster: &str) -> String {
     format!("{cluster}/incarnations/")
@@ -56,10 +75,43 @@ pub fn voters_name(cluster: &str, n: u64) -> String {
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(name: &str, bytes: &[u8]) -> Result<T, RecordError> {
-    serde_json::from_slice(bytes).map_err(|e| RecordError::Malformed {
+    let malformed = |e: serde_json::Error| RecordError::Malformed {
         name: name.into(),
         message: e.to_string(),
-    })
+    };
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(malformed)?;
+    if let Some(object) = value.as_object_mut() {
+        if let Some(format) = object.remove(FORMAT_KEY) {
+            let format = format.as_u64().ok_or_else(|| RecordError::Malformed {
+                name: name.into(),
+                message: format!("its format is {format}, not a number"),
+            })?;
+            let known = u16::try_from(format).is_ok_and(cluster_version::reads);
+            if !known {
+                return Err(RecordError::TooNew {
+                    name: name.into(),
+                    format,
+                });
+            }
+        }
+    }
+    serde_json::from_value(value).map_err(malformed)
+}
+
+/// `value` as a record of `format` (no key in format 1, which eco 0.1.0
+/// reads only without it).
+fn encode<T: Serialize>(name: &str, value: &T, format: Format) -> Result<Vec<u8>, RecordError> {
+    let malformed = |e: serde_json::Error| RecordError::Malformed {
+        name: name.into(),
+        message: e.to_string(),
+    };
+    let mut json = serde_json::to_value(value).map_err(malformed)?;
+    if format > cluster_version::UNTAGGED {
+        if let Some(object) = json.as_object_mut() {
+            object.insert(FORMAT_KEY.into(), format.into());
+        }
+    }
+    serde_json::to_vec_pretty(&json).map_err(malformed)
 }
 
 async fn read(store: &dyn ObjectStore, name: &str) -> Result<Option<Vec<u8>>, RecordError> {
@@ -105,15 +157,14 @@ fn parse_record(
 
 /// Creates the record of `record.incarnation` unless one exists; returns the
 /// record that holds afterwards (ours, or the winner's).
+/// The record is written in `format` (the cluster version's).
 pub async fn create(
     store: &dyn ObjectStore,
     record: &IncarnationRecord,
+    format: Format,
 ) -> Result<IncarnationRecord, RecordError> {
     let name = record_name(&record.cluster, record.incarnation);
-    let bytes = serde_json::to_vec_pretty(record).map_err(|e| RecordError::Malformed {
-        name: name.clone(),
-        message: e.to_string(),
-    })?;
+    let bytes = encode(&name, record, format)?;
     match store.create_if_absent(&name, &bytes).await? {
         CreateOutcome::Created => Ok(record.clone()),
         CreateOutcome::AlreadyExists(existing) => {
@@ -194,12 +245,14 @@ pub async fn voters(
     }
 }
 
-/// Writes `v` unless the stored voters record describes a later raft index.
-/// Returns whether it was written.
+/// Writes `v` (in `format`, the cluster version's) unless the stored
+/// voters record describes a later raft index. Returns whether it was
+/// written.
 pub async fn write_voters(
     store: &dyn ObjectStore,
     cluster: &str,
     v: &VotersRecord,
+    format: Format,
 ) -> Result<bool, RecordError> {
     if let Some(existing) = voters(store, cluster, v.incarnation).await? {
         if existing.raft_index > v.raft_index || existing == *v {
@@ -207,10 +260,7 @@ pub async fn write_voters(
         }
     }
     let name = voters_name(cluster, v.incarnation);
-    let bytes = serde_json::to_vec_pretty(v).map_err(|e| RecordError::Malformed {
-        name: name.clone(),
-        message: e.to_string(),
-    })?;
+    let bytes = encode(&name, v, format)?;
     store.put(&name, &mut &bytes[..], BTreeMap::new()).await?;
     Ok(true)
 }
@@ -219,6 +269,8 @@ pub async fn write_voters(
 mod tests {
     use super::*;
     use crate::store::memory::MemoryStore;
+
+    const F1: Format = cluster_version::UNTAGGED;
 
     fn rec(seeder: &str, n: u64) -> IncarnationRecord {
         IncarnationRecord {
@@ -235,7 +287,7 @@ mod tests {
     #[tokio::test]
     async fn a_record_of_another_cluster_or_incarnation_fails_the_listing_naming_it() {
         let s = MemoryStore::with_page_size(1);
-        create(&s, &rec("a", 1)).await.unwrap();
+        create(&s, &rec("a", 1), F1).await.unwrap();
         let mut foreign = rec("x", 99);
         foreign.cluster = "other".into();
         let bytes = serde_json::to_vec(&foreign).unwrap();
@@ -266,13 +318,13 @@ mod tests {
     async fn first_creator_wins_and_records_list_in_order() {
         let s = MemoryStore::with_page_size(1);
         assert_eq!(newest(&s, "c").await.unwrap(), None);
-        assert_eq!(create(&s, &rec("a", 1)).await.unwrap(), rec("a", 1));
+        assert_eq!(create(&s, &rec("a", 1), F1).await.unwrap(), rec("a", 1));
         assert_eq!(
-            create(&s, &rec("b", 1)).await.unwrap(),
+            create(&s, &rec("b", 1), F1).await.unwrap(),
             rec("a", 1),
             "the existing record wins"
         );
-        create(&s, &rec("b", 2)).await.unwrap();
+        create(&s, &rec("b", 2), F1).await.unwrap();
         write_voters(
             &s,
             "c",
@@ -282,6 +334,7 @@ mod tests {
                 voters: vec!["b".into()],
                 learners: Vec::new(),
             },
+            F1,
         )
         .await
         .unwrap();
@@ -303,10 +356,14 @@ mod tests {
             voters: who.iter().map(|s| s.to_string()).collect(),
             learners: Vec::new(),
         };
-        assert!(write_voters(&s, "c", &v(10, &["a", "b"])).await.unwrap());
-        assert!(!write_voters(&s, "c", &v(9, &["a"])).await.unwrap());
         assert!(
-            write_voters(&s, "c", &v(12, &["a", "b", "c"]))
+            write_voters(&s, "c", &v(10, &["a", "b"]), F1)
+                .await
+                .unwrap()
+        );
+        assert!(!write_voters(&s, "c", &v(9, &["a"]), F1).await.unwrap());
+        assert!(
+            write_voters(&s, "c", &v(12, &["a", "b", "c"]), F1)
                 .await
                 .unwrap()
         );
@@ -316,9 +373,67 @@ mod tests {
     #[tokio::test]
     async fn store_errors_are_not_empty() {
         let s = MemoryStore::new();
-        create(&s, &rec("a", 1)).await.unwrap();
+        create(&s, &rec("a", 1), F1).await.unwrap();
         s.set_failing(true);
         assert!(newest(&s, "c").await.is_err());
         assert!(all(&s, "c").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn records_carry_their_format_from_2_on_and_a_later_one_is_refused_by_name() {
+        let s = MemoryStore::new();
+        create(&s, &rec("a", 1), F1).await.unwrap();
+        let (_, mut r) = s.get(&record_name("c", 1)).await.unwrap();
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut r, &mut text)
+            .await
+            .unwrap();
+        assert!(!text.contains("format"), "eco 0.1.0 reads it: {text}");
+        create(&s, &rec("a", 2), cluster_version::NEWEST)
+            .await
+            .unwrap();
+        let v = VotersRecord {
+            incarnation: 2,
+            raft_index: 5,
+            voters: vec!["a".into()],
+            learners: Vec::new(),
+        };
+        write_voters(&s, "c", &v, cluster_version::NEWEST)
+            .await
+            .unwrap();
+        assert_eq!(get(&s, "c", 2).await.unwrap(), Some(rec("a", 2)));
+        assert_eq!(voters(&s, "c", 2).await.unwrap(), Some(v));
+        let (_, mut r) = s.get(&record_name("c", 2)).await.unwrap();
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut r, &mut text)
+            .await
+            .unwrap();
+        assert!(text.contains("\"format\": 2"), "{text}");
+        // A later format: refused by name, and the listing with it.
+        let mut later = serde_json::to_value(rec("b", 3)).unwrap();
+        later["format"] = (cluster_version::NEWEST + 1).into();
+        later["meaning"] = "unknown".into();
+        s.create_if_absent(&record_name("c", 3), &serde_json::to_vec(&later).unwrap())
+            .await
+            .unwrap();
+        let err = all(&s, "c").await.unwrap_err();
+        assert!(
+            matches!(err, RecordError::TooNew { format: 3, .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("c/incarnations/0000000003"),
+            "{err}"
+        );
+        // A field a known format does not have: refused, never half read.
+        let mut odd = serde_json::to_value(rec("b", 4)).unwrap();
+        odd["meaning"] = "unknown".into();
+        s.create_if_absent(&record_name("c", 4), &serde_json::to_vec(&odd).unwrap())
+            .await
+            .unwrap();
+        assert!(matches!(
+            get(&s, "c", 4).await.unwrap_err(),
+            RecordError::Malformed { .. }
+        ));
     }
 }

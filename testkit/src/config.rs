@@ -55,6 +55,7 @@ impl ConfigBuilder {
                 api: ApiConfig::default(),
                 log: LogConfig::default(),
                 auth: Default::default(),
+                upgrade: Default::default(),
             },
         }
     }

@@ -52,14 +52,31 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<Release>> {
     Ok(releases)
 }
 
-/// The previous release: the last one `scripts/releases` lists.
+/// A version's numbers, for ordering (`0.10.0` after `0.9.0`).
+pub fn version_key(v: &str) -> Vec<u64> {
+    v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+/// The release before `current` in `releases`: the newest one older than
+/// it (once a release is cut, its own line is in the list while the
+/// workspace still carries its version).
+pub fn previous_of(releases: &[Release], current: &str) -> Option<Release> {
+    releases
+        .iter()
+        .filter(|r| version_key(&r.version) < version_key(current))
+        .max_by_key(|r| version_key(&r.version))
+        .cloned()
+}
+
+/// The previous release: the newest one `scripts/releases` lists that is
+/// older than this build's version.
 pub fn previous() -> anyhow::Result<Release> {
     let path = crate::workspace_root().join("scripts/releases");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-    parse(&text)?
-        .pop()
-        .ok_or_else(|| anyhow::anyhow!("{} lists no release", path.display()))
+    let current = env!("CARGO_PKG_VERSION");
+    previous_of(&parse(&text)?, current)
+        .ok_or_else(|| anyhow::anyhow!("{} lists no release older than {current}", path.display()))
 }
 
 /// The previous release's binary, built: panics with what to run when it
@@ -78,6 +95,19 @@ pub fn previous_binary() -> (Release, PathBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_previous_release_is_the_newest_older_than_this_build() {
+        let r = |v: &str| Release {
+            version: v.into(),
+            commit: "0".repeat(40),
+        };
+        let all = [r("0.1.0"), r("0.2.0"), r("0.9.0"), r("0.10.0")];
+        assert_eq!(previous_of(&all, "0.2.0"), Some(r("0.1.0")));
+        assert_eq!(previous_of(&all, "0.3.0"), Some(r("0.2.0")));
+        assert_eq!(previous_of(&all, "0.11.0"), Some(r("0.10.0")));
+        assert_eq!(previous_of(&all, "0.1.0"), None);
+    }
 
     #[test]
     fn the_file_lists_releases_oldest_first_and_refuses_a_short_commit() {

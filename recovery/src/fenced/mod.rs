@@ -80,6 +80,7 @@ pub mod ranking;
 pub mod round;
 pub mod value;
 mod views;
+pub mod wire;
 
 #[cfg(any(test, feature = "harness"))]
 pub mod harness;

@@ -48,8 +48,12 @@ enum Versioned {
 pub enum PersistError {
     #[error("cannot encode the protocol state: {0}")]
     Encode(postcard::Error),
-    #[error("cannot decode the protocol state (corrupt, or written by a newer version): {0}")]
+    #[error("cannot decode the protocol state (corrupt): {0}")]
     Decode(postcard::Error),
+    #[error(
+        "the protocol state is in format V{found}, written by a newer eco; this eco reads V1: run that release again (its promises must not be forgotten)"
+    )]
+    TooNew { found: u64 },
 }
 
 pub fn encode(state: &PersistedState) -> Result<Vec<u8>, PersistError> {
@@ -57,6 +61,15 @@ pub fn encode(state: &PersistedState) -> Result<Vec<u8>, PersistError> {
 }
 
 pub fn decode(bytes: &[u8]) -> Result<PersistedState, PersistError> {
+    // The variant index leads the bytes (a varint): a later variant is a
+    // later format, refused by name rather than as corruption.
+    if let Ok((index, _)) = postcard::take_from_bytes::<u32>(bytes) {
+        if index >= 1 {
+            return Err(PersistError::TooNew {
+                found: u64::from(index) + 1,
+            });
+        }
+    }
     match postcard::from_bytes::<Versioned>(bytes).map_err(PersistError::Decode)? {
         Versioned::V1(s) => Ok(s),
     }
@@ -80,7 +93,15 @@ mod tests {
         let bytes = encode(&s).expect("encode");
         assert_eq!(decode(&bytes).expect("decode"), s);
         assert!(decode(&[]).is_err());
-        assert!(decode(&[7, 1, 2, 3]).is_err(), "unknown format version");
+        let newer = decode(&[7, 1, 2, 3]).unwrap_err();
+        assert!(
+            matches!(newer, PersistError::TooNew { found: 8 }),
+            "{newer}"
+        );
+        assert!(
+            newer.to_string().contains("written by a newer eco"),
+            "{newer}"
+        );
         assert!(decode(&bytes[..bytes.len() - 1]).is_err(), "truncated");
     }
 }
