@@ -381,6 +381,7 @@ fn a_store_failing_mid_upload_fails_the_snapshot_and_never_hangs() {
         incarnation: 1,
         token: "it-1-00000000".into(),
         instance: "s".into(),
+        format: 1,
     };
     let access = EtcdAccess::new(Duration::from_secs(2));
     let taken = rt().block_on(async {

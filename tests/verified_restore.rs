@@ -184,6 +184,7 @@ fn a_record_dated_in_the_future_does_not_stop_verification() {
                 detail: "written by hand".into(),
                 instance: "elsewhere".into(),
                 last_ok_unix_ms: Some(future_ms),
+                format: 1,
             },
         ))
         .expect("a record in the store");

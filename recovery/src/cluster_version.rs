@@ -35,6 +35,11 @@ pub const OLDEST: Format = NEWEST - 1;
 /// The format of a message or record that carries no tag (eco 0.1.0's).
 pub const UNTAGGED: Format = 1;
 
+/// [`UNTAGGED`], for serde's `default` of a format field.
+pub fn untagged() -> Format {
+    UNTAGGED
+}
+
 /// Whether this build reads `format`.
 pub fn reads(format: Format) -> bool {
     (OLDEST..=NEWEST).contains(&format)

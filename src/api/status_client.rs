@@ -419,6 +419,7 @@ mod tests {
             by: "eve\u{1b}[2J".into(),
             at_unix_ms: 1,
             reason: "disk\nnext action    none".into(),
+            format: 1,
         });
         s.pause_problem = Some("odd\r\u{1b}[31m".into());
         let future = 4_102_444_800_000;
@@ -429,6 +430,7 @@ mod tests {
             detail: "ok\u{1b}]0;title\u{7}".into(),
             instance: "elsewhere".into(),
             last_ok_unix_ms: Some(future),
+            format: 1,
         };
         s.snapshots = Some(SnapshotStatus {
             verification_problem: recovery::restore_check::record_in_future(

@@ -25,6 +25,12 @@ pub async fn pause(config: &Config, by: &str, reason: &str) -> anyhow::Result<St
         by: by.to_string(),
         at_unix_ms: crate::base::wall_clock::unix_ms(),
         reason: reason.to_string(),
+        // The cluster's format, as the store records it.
+        format: crate::store::cluster_version::format_of(
+            crate::store::cluster_version::finalized(&*store, cluster)
+                .await?
+                .as_ref(),
+        ),
     };
     pause::write(&*store, cluster, &p).await?;
     let mut out = format!(

@@ -17,6 +17,13 @@ pub async fn now(config: &Config, instance_id: Option<&str>) -> anyhow::Result<S
     let state = StateFile::beside(&config.etcd.data_dir)
         .load_for(&config.cluster.name, instance_id)?
         .context("this instance has no state file: it is not part of a cluster yet")?;
+    // The cluster's format, as the store records it (no record: format 1).
+    let format = crate::store::cluster_version::format_of(
+        crate::store::cluster_version::finalized(&*store, &config.cluster.name)
+            .await
+            .context("reading the cluster version")?
+            .as_ref(),
+    );
     let started = std::time::Instant::now();
     let taken = take::take(
         &*store,
@@ -27,6 +34,7 @@ pub async fn now(config: &Config, instance_id: Option<&str>) -> anyhow::Result<S
             incarnation: state.incarnation,
             token: state.cluster_token,
             instance: instance_id.to_string(),
+            format,
         },
     )
     .await?;

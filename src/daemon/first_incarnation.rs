@@ -81,6 +81,7 @@ impl Daemon {
             etcd: &self.etcd,
             durable: &mut self.durable,
             view: &mut self.view,
+            format: self.cluster_version.writing(),
         }
         .run(&Target {
             incarnation: 1,

@@ -223,6 +223,7 @@ impl Daemon {
                 .durable
                 .state()
                 .map(|s| (s.incarnation, s.cluster_token.clone())),
+            format: self.cluster_version.writing(),
         };
         self.writer.send_replace(input);
     }

@@ -202,6 +202,7 @@ impl QuorumLossHost for QuorumLossIo<'_> {
             etcd: self.etcd,
             durable: self.durable,
             view: self.view,
+            format: self.writing,
         }
         .run(&target)
         .await;

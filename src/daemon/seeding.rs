@@ -47,6 +47,8 @@ pub(super) struct Seeding<'a> {
     pub etcd: &'a LocalEtcd,
     pub durable: &'a mut Durable,
     pub view: &'a mut ClusterView,
+    /// The format the snapshot it takes is written in.
+    pub format: recovery::cluster_version::Format,
 }
 
 impl Seeding<'_> {
@@ -279,6 +281,7 @@ impl Seeding<'_> {
                 incarnation,
                 token,
                 instance: self.ctx.id().to_string(),
+                format: self.format,
             },
         )
         .await?;

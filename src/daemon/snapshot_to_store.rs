@@ -30,6 +30,7 @@ impl Daemon {
             incarnation: state.incarnation,
             token: state.cluster_token.clone(),
             instance: self.ctx.id().to_string(),
+            format: self.cluster_version.writing(),
         };
         take_recorded(
             store,

@@ -8,7 +8,10 @@
 //!
 //! A record of an older eco (one binary, written at every launch, not
 //! known to have answered) reads as no record: the configured binary is
-//! launched.
+//! launched. The file carries the format it is written in (`"format"`,
+//! this build's newest; absent: format 1, which eco 0.1.0 wrote and which
+//! reads past the key); one of a format this eco does not read (a newer
+//! eco's) reads as no record, with a warning.
 
 use crate::base::atomic_file::write_atomic;
 use serde::{Deserialize, Serialize};
@@ -59,7 +62,18 @@ pub fn load(path: &Path) -> LaunchRecord {
             return LaunchRecord::default();
         }
     };
-    match serde_json::from_slice(&bytes) {
+    let value: Result<serde_json::Value, _> = serde_json::from_slice(&bytes);
+    if let Some(format) = value.as_ref().ok().and_then(|v| v.get("format")) {
+        let known = format
+            .as_u64()
+            .and_then(|f| u16::try_from(f).ok())
+            .is_some_and(recovery::cluster_version::reads);
+        if !known {
+            tracing::warn!(file = %path.display(), %format, "the last launched etcd's record is of a format this eco does not read (a newer eco wrote it); ignoring it");
+            return LaunchRecord::default();
+        }
+    }
+    match value.and_then(serde_json::from_value) {
         Ok(l) => l,
         Err(e) => {
             tracing::warn!(file = %path.display(), error = %e, "the last launched etcd's record is unreadable; ignoring it");
@@ -69,7 +83,11 @@ pub fn load(path: &Path) -> LaunchRecord {
 }
 
 pub fn store(path: &Path, record: &LaunchRecord) -> anyhow::Result<()> {
-    let bytes = serde_json::to_vec_pretty(record)?;
+    let mut value = serde_json::to_value(record)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("format".into(), recovery::cluster_version::NEWEST.into());
+    }
+    let bytes = serde_json::to_vec_pretty(&value)?;
     write_atomic(path, &bytes)?;
     Ok(())
 }
@@ -107,5 +125,18 @@ mod tests {
         assert_eq!(load(&p), LaunchRecord::default());
         std::fs::write(&p, r#"{"etcd": "/usr/bin/etcd", "version": "3.4.23"}"#).unwrap();
         assert_eq!(load(&p), LaunchRecord::default(), "an older eco's record");
+        // Format 1 (eco 0.1.0's: no key) reads; a later format does not.
+        let v1 = serde_json::to_string(&r).unwrap();
+        std::fs::write(&p, &v1).unwrap();
+        assert_eq!(load(&p), r);
+        store(&p, &r).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let later = text.replace(
+            &format!("\"format\": {}", recovery::cluster_version::NEWEST),
+            "\"format\": 99",
+        );
+        assert_ne!(later, text);
+        std::fs::write(&p, later).unwrap();
+        assert_eq!(load(&p), LaunchRecord::default(), "a newer eco's record");
     }
 }

@@ -11,7 +11,10 @@
 //! neither listed nor used (never restored, never the newest), and never
 //! deleted (it is not eco's to delete); it is reported in
 //! [`Listing::foreign`], and logged once per process. Metadata a snapshot
-//! does not carry is not held against it.
+//! does not carry is not held against it. A snapshot written in a format
+//! this eco does not read (a later release's, after the cluster was
+//! finalized: [`unreadable_format`]) is reported and left alone the same
+//! way, never misread.
 
 use super::name::SnapshotName;
 use super::take::meta;
@@ -25,8 +28,9 @@ use std::sync::LazyLock;
 pub struct Listing {
     /// This cluster's snapshots, in name order (oldest first).
     pub snapshots: Vec<ObjectInfo>,
-    /// Objects named as this cluster's snapshots that are not: each with
-    /// why.
+    /// Objects named as this cluster's snapshots that this eco does not
+    /// use — another cluster's, or of a format it does not read — each
+    /// with why.
     pub foreign: Vec<Foreign>,
 }
 
@@ -49,7 +53,8 @@ pub async fn list(store: &dyn ObjectStore, cluster: &str) -> Result<Listing, Sto
     let mut listing = Listing::default();
     for object in all {
         let why = SnapshotName::parse(&object.name)
-            .and_then(|name| not_this_clusters(cluster, &name, &object.metadata));
+            .and_then(|name| not_this_clusters(cluster, &name, &object.metadata))
+            .or_else(|| unreadable_format(&object.metadata));
         match why {
             None => listing.snapshots.push(object),
             Some(why) => {
@@ -98,6 +103,22 @@ pub fn newest(snapshots: &[ObjectInfo]) -> Option<(SnapshotName, &ObjectInfo)> {
 /// Why the snapshot `name` with `metadata` is not `cluster`'s, if it is
 /// not: its name or its metadata names another cluster, or its metadata
 /// names another incarnation or token than its name.
+/// Why a snapshot's recorded format is not one this eco reads (absent:
+/// format 1, eco 0.1.0's).
+pub fn unreadable_format(metadata: &BTreeMap<String, String>) -> Option<String> {
+    let recorded = metadata.get(meta::FORMAT)?;
+    let known = recorded
+        .parse::<u16>()
+        .is_ok_and(recovery::cluster_version::reads);
+    (!known).then(|| {
+        format!(
+            "it is written in format {recorded:?}, which this eco does not read (it reads {} to {}): a newer eco wrote it",
+            recovery::cluster_version::OLDEST,
+            recovery::cluster_version::NEWEST
+        )
+    })
+}
+
 pub fn not_this_clusters(
     cluster: &str,
     name: &SnapshotName,
@@ -139,6 +160,17 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_snapshot_of_a_format_this_eco_does_not_read_is_reported_not_used() {
+        assert_eq!(unreadable_format(&metadata(&[])), None, "format 1");
+        assert_eq!(unreadable_format(&metadata(&[(meta::FORMAT, "1")])), None);
+        assert_eq!(unreadable_format(&metadata(&[(meta::FORMAT, "2")])), None);
+        for later in ["3", "x", "-1"] {
+            let why = unreadable_format(&metadata(&[(meta::FORMAT, later)])).unwrap();
+            assert!(why.contains("does not read"), "{why}");
+        }
     }
 
     #[test]

@@ -101,6 +101,12 @@ pub async fn fetch_verified(
     dest: &Path,
 ) -> Result<ObjectInfo, RestoreError> {
     let (info, mut reader) = store.get(name).await?;
+    if let Some(why) = super::listing::unreadable_format(&info.metadata) {
+        return Err(RestoreError::Corrupt {
+            what: name.into(),
+            why,
+        });
+    }
     // The whole database, secrets included: eco's user only.
     let mut out = tokio::fs::OpenOptions::new()
         .write(true)

@@ -21,6 +21,9 @@ pub struct SnapshotRequest {
     pub token: String,
     /// Instance taking the snapshot (recorded in metadata).
     pub instance: String,
+    /// The format it is written in (the cluster version's; recorded in
+    /// metadata).
+    pub format: recovery::cluster_version::Format,
 }
 
 /// A snapshot safely stored.
@@ -78,6 +81,9 @@ pub mod meta {
     pub const HASH_KV: &str = "hash_kv";
     pub const HASH_REVISION: &str = "hash_revision";
     pub const COMPACT_REVISION: &str = "compact_revision";
+    /// The format the snapshot and its metadata are written in
+    /// (`recovery::cluster_version`; absent: format 1).
+    pub const FORMAT: &str = "format";
 }
 
 /// Streams a snapshot of the member at `req.endpoint` into `store`; each
@@ -138,6 +144,7 @@ pub async fn take(
         (meta::ETCD_VERSION.to_string(), status.version.clone()),
         (meta::INSTANCE.to_string(), req.instance.clone()),
         (meta::CREATED_UNIX_MS.to_string(), created.to_string()),
+        (meta::FORMAT.to_string(), req.format.to_string()),
     ]);
     let mut metadata = metadata;
     if let Some(h) = &hash {

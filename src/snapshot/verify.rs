@@ -39,6 +39,9 @@ pub struct VerificationRecord {
     /// When a verification last succeeded (this one or an earlier one).
     #[serde(default)]
     pub last_ok_unix_ms: Option<u64>,
+    /// The format it is written in (the cluster's; absent: 1).
+    #[serde(default = "recovery::cluster_version::untagged")]
+    pub format: recovery::cluster_version::Format,
 }
 
 impl VerificationRecord {

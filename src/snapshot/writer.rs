@@ -39,6 +39,9 @@ pub struct WriterInput {
     /// The incarnation and cluster token snapshots are named for (from the
     /// state file), `None` before this instance belongs to a cluster.
     pub naming: Option<(u64, String)>,
+    /// The format snapshots are written in (the cluster version's; 0
+    /// before the daemon's first pass, written as format 1).
+    pub format: recovery::cluster_version::Format,
 }
 
 pub struct SnapshotWriter {
@@ -237,6 +240,7 @@ impl SnapshotWriter {
             incarnation: *incarnation,
             token: token.clone(),
             instance: self.instance.clone(),
+            format: input.format.max(recovery::cluster_version::UNTAGGED),
         };
         match take_recorded(&*self.store, &self.access, &req, &self.metrics, reason).await {
             Ok(taken) => {
@@ -261,6 +265,7 @@ impl SnapshotWriter {
     async fn follow_verification(
         &self,
         writes: bool,
+        format: recovery::cluster_version::Format,
         s: &mut WriterState,
         known: &mut KnownVerification,
     ) {
@@ -334,6 +339,7 @@ impl SnapshotWriter {
                     known.record.as_ref().and_then(|r| r.last_ok_unix_ms),
                 )
             },
+            format: format.max(recovery::cluster_version::UNTAGGED),
         };
         if let Err(e) = verify::write_record(&*self.store, &self.cluster, &record).await {
             tracing::warn!(error = %e, "cannot store the verification record");
@@ -415,7 +421,7 @@ impl SnapshotWriter {
                     self.learn(&mut s, &mut last).await;
                 }
             }
-            self.follow_verification(writes, &mut s, &mut verification)
+            self.follow_verification(writes, current.format, &mut s, &mut verification)
                 .await;
             status.send_modify(|st| st.snapshots = Some(s.project()));
         }

@@ -36,7 +36,9 @@ pub struct Finalized {
     pub at_unix_ms: u64,
 }
 
-/// An operator's request to finalize.
+/// An operator's request to finalize (a small JSON object: its own format
+/// is the format it asks for's predecessor or later, never checked beyond
+/// what `json_object` checks).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
     /// The format asked for.

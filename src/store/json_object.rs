@@ -11,6 +11,11 @@
 //! saying so ([`JsonObjectError::Uncommitted`]), so a caller can tell it
 //! from "absent".
 //!
+//! Each carries the format it was written in (a `"format"` key; absent:
+//! format 1, eco 0.1.0's, whose readers ignore the key): one of a format
+//! this eco does not read is unreadable ([`JsonObjectError::Unreadable`],
+//! saying so), never misread.
+//!
 //! What it is not: the incarnation records (`record.rs`), which need a
 //! conditional create and their own checks.
 
@@ -92,7 +97,22 @@ pub async fn read<T: DeserializeOwned>(
             info.size
         )));
     }
-    serde_json::from_slice(&bytes)
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
+    if let Some(format) = value.get("format") {
+        let known = format
+            .as_u64()
+            .and_then(|f| u16::try_from(f).ok())
+            .is_some_and(recovery::cluster_version::reads);
+        if !known {
+            return Err(unreadable(format!(
+                "it is written in format {format}, which this eco does not read (it reads {} to {}): a newer eco wrote it",
+                recovery::cluster_version::OLDEST,
+                recovery::cluster_version::NEWEST
+            )));
+        }
+    }
+    serde_json::from_value(value)
         .map(Some)
         .map_err(|e| unreadable(e.to_string()))
 }
@@ -245,6 +265,36 @@ mod tests {
             read::<String>(&store, name, "x").await.unwrap().as_deref(),
             Some("x")
         );
+    }
+
+    #[tokio::test]
+    async fn an_object_of_a_format_this_eco_does_not_read_is_unreadable_saying_so() {
+        let store = MemoryStore::new();
+        let name = "c/maintenance/pause.json";
+        for (text, readable) in [
+            (r#"{"by": "a"}"#, true),
+            (r#"{"by": "a", "format": 1}"#, true),
+            (r#"{"by": "a", "format": 2}"#, true),
+            (r#"{"by": "a", "format": 3}"#, false),
+            (r#"{"by": "a", "format": "x"}"#, false),
+        ] {
+            store
+                .put(name, &mut text.as_bytes(), BTreeMap::new())
+                .await
+                .unwrap();
+            let got = read::<serde_json::Value>(&store, name, "the pause object").await;
+            match got {
+                Ok(v) => assert!(readable && v.is_some(), "{text}"),
+                Err(e) => {
+                    assert!(!readable, "{text}: {e}");
+                    assert!(
+                        matches!(e, JsonObjectError::Unreadable { .. })
+                            && e.to_string().contains("does not read"),
+                        "{e}"
+                    );
+                }
+            }
+        }
     }
 
     #[tokio::test]

@@ -55,6 +55,9 @@ pub struct Pause {
     pub by: String,
     pub at_unix_ms: u64,
     pub reason: String,
+    /// The format it is written in (the cluster's; absent: 1).
+    #[serde(default = "recovery::cluster_version::untagged")]
+    pub format: recovery::cluster_version::Format,
 }
 
 impl Pause {
@@ -266,6 +269,7 @@ mod tests {
             by: "ann@desk".into(),
             at_unix_ms: 1_795_000_000_000,
             reason: "replacing a disk".into(),
+            format: 1,
         };
         write(&store, "c", &p).await.unwrap();
         assert_eq!(read(&store, "c").await.unwrap(), Some(p.clone()));
@@ -296,6 +300,7 @@ mod tests {
             by: "ann".into(),
             at_unix_ms: 1,
             reason: "surgery".into(),
+            format: 1,
         };
         write(&store, "c", &p).await.unwrap();
         view.read = None;
@@ -414,6 +419,7 @@ mod tests {
             by: "eve\u{1b}[2J".into(),
             at_unix_ms: 1,
             reason: "x\nmaintenance.resumed".into(),
+            format: 1,
         };
         let said = p.describe();
         assert!(!said.chars().any(char::is_control), "{said:?}");
