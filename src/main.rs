@@ -184,6 +184,22 @@ enum SnapshotCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Put an etcd snapshot file made by any tool (etcdctl snapshot save,
+    /// another cluster) into the store as a snapshot of this cluster, for a
+    /// new cluster to start from (recovery.bootstrap_from). The file is
+    /// checked first: etcd's checksum, and a restore into a throwaway etcd.
+    Import {
+        /// The snapshot file (only read).
+        #[arg(value_name = "SNAPSHOT_FILE")]
+        file: PathBuf,
+        /// Configuration file naming the cluster and the store (and the
+        /// etcd binaries the check runs).
+        #[arg(long, short, value_name = "FILE")]
+        config: PathBuf,
+        /// Who imports (recorded in its metadata; default: $USER@host).
+        #[arg(long, value_name = "WHO")]
+        by: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -340,6 +356,15 @@ fn main() -> ExitCode {
             command: SnapshotCommand::List { config, json },
         } => match load_or_exit(&config) {
             Ok(c) => one_shot(async move { commands::snapshot::list_text(&c, json).await }),
+            Err(code) => code,
+        },
+        Command::Snapshot {
+            command: SnapshotCommand::Import { file, config, by },
+        } => match load_or_exit(&config) {
+            Ok(c) => {
+                let by = by.unwrap_or_else(commands::pause::default_by);
+                one_shot(async move { commands::snapshot::import(&c, &file, &by).await })
+            }
             Err(code) => code,
         },
         Command::Restore {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 use testkit::eco_bin;
-use testkit::etcd::{self, RawEtcd, dump, wait_serving, write};
+use testkit::etcd::{self, RawEtcd, dump, rt, wait_serving, write};
 use testkit::instance::Instance;
 
 fn hash(kvs: &[(String, String)]) -> String {
@@ -362,7 +362,6 @@ fn a_store_failing_mid_upload_fails_the_snapshot_and_never_hangs() {
     use eco::etcd::access::EtcdAccess;
     use eco::snapshot::take::{self, SnapshotRequest};
     use eco::store::memory::MemoryStore;
-    use testkit::etcd::rt;
 
     let dir = tempfile::tempdir().expect("temp dir");
     let endpoint = "http://127.0.6.2:2379";
@@ -582,4 +581,100 @@ fn an_odd_store_is_read_as_it_is_and_a_failing_listing_is_never_empty() {
     let (code, out, err) = i.eco(&["snapshot", "list", "--config", &cfg]);
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("symlink loop"), "{err}");
+}
+
+/// The runbook's "start a new cluster from a snapshot", as written: a
+/// snapshot file made by another tool (`etcdctl snapshot save` of a plain
+/// etcd) is put into the store by `eco snapshot import`, and a brand-new
+/// eco cluster with `recovery.bootstrap_from` set to the printed name
+/// starts with exactly its keys (puts, an overwrite, a delete). A file that
+/// is not an etcd snapshot is refused before anything is stored.
+#[test]
+fn a_snapshot_file_from_another_tool_is_imported_and_a_new_cluster_starts_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = RawEtcd::start_new(&dir.path().join("source"), "source", "127.0.5.7");
+    let endpoint = "http://127.0.5.7:2379";
+    wait_serving(endpoint, Duration::from_secs(20)).expect("the source etcd serves");
+    for n in 0..30 {
+        assert!(write(endpoint, &format!("key/{n:04}"), "v1"));
+    }
+    assert!(write(endpoint, "key/0000", "v2"), "an overwrite");
+    let deleted = rt().block_on(async {
+        let mut c = etcd_client::Client::connect([endpoint], None).await.ok()?;
+        c.delete("key/0001", None).await.ok()
+    });
+    assert!(deleted.is_some(), "a delete");
+    let (_, want) = dump(endpoint).expect("the source's keys");
+    let file = dir.path().join("from-etcdctl.db");
+    let saved = std::process::Command::new(etcd::bin_dir().join("etcdctl"))
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", endpoint, "snapshot", "save"])
+        .arg(&file)
+        .output()
+        .expect("etcdctl snapshot save");
+    assert!(saved.status.success(), "{saved:?}");
+    drop(source);
+
+    let mut i = Instance::new(eco_bin!(), "127.0.5.8").with_dir_store();
+    let cfg = i.config.to_str().unwrap().to_string();
+    // Not a snapshot: refused, nothing stored.
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, vec![7u8; 4096]).unwrap();
+    let (code, _, err) = i.eco(&[
+        "snapshot",
+        "import",
+        junk.to_str().unwrap(),
+        "--config",
+        &cfg,
+    ]);
+    assert_ne!(code, 0, "junk imported");
+    assert!(
+        err.contains("junk.db") && err.contains("nothing was stored"),
+        "{err}"
+    );
+    eprintln!("import: junk refused: {}", err.trim());
+    assert!(
+        snapshot_objects(&i.store_dir()).is_empty(),
+        "nothing stored"
+    );
+
+    let (code, out, err) = i.eco(&[
+        "snapshot",
+        "import",
+        file.to_str().unwrap(),
+        "--config",
+        &cfg,
+        "--by",
+        "test",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    eprintln!("import: {}", out.trim());
+    let name = out
+        .lines()
+        .find_map(|l| l.strip_prefix("bootstrap_from = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .unwrap_or_else(|| panic!("no bootstrap_from line in {out}"))
+        .to_string();
+    assert!(name.starts_with("it/snapshots/i0000000000-r"), "{name}");
+    let (code, listed, err) = i.eco(&["snapshot", "list", "--config", &cfg]);
+    assert_eq!(code, 0, "{err}");
+    assert!(listed.contains(&name), "{listed}");
+
+    i.configure(|c| c.bootstrap_from(&name));
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(30)).expect("the new cluster serves");
+    let (_, got) = dump(&i.endpoint()).expect("the new cluster's keys");
+    let keys = |kvs: &[(String, String)]| -> Vec<(String, String)> {
+        kvs.iter()
+            .filter(|(k, _)| k.starts_with("key/"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(keys(&got), keys(&want), "exactly the imported keys");
+    let record = std::fs::read_to_string(i.store_dir().join("it/incarnations/0000000001"))
+        .expect("record 1");
+    assert!(
+        record.contains(&format!("\"source\": \"snapshot:{name}\"")),
+        "{record}"
+    );
 }

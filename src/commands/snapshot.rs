@@ -1,4 +1,4 @@
-//! `eco snapshot now` and `eco snapshot list`.
+//! `eco snapshot now`, `eco snapshot list` and `eco snapshot import`.
 
 use crate::base::printable::printable;
 use crate::config::Config;
@@ -103,4 +103,60 @@ pub async fn list_text(config: &Config, json: bool) -> anyhow::Result<String> {
     } else {
         Ok(render(&list))
     }
+}
+/// How long the import's check may take: the restore and the throwaway
+/// member's start (a large database takes minutes to restore).
+const IMPORT_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Imports `file` as a snapshot of `config`'s cluster; what `eco snapshot
+/// import` prints.
+pub async fn import(config: &Config, file: &std::path::Path, by: &str) -> anyhow::Result<String> {
+    let store = super::store(config).await?;
+    let binaries = crate::etcd::binaries::find(&config.etcd).await?;
+    let format = crate::store::cluster_version::format_of(
+        crate::store::cluster_version::finalized(&*store, &config.cluster.name)
+            .await
+            .context("reading the cluster version")?
+            .as_ref(),
+    );
+    // The check's copy beside the data directory when there is one (the
+    // same disk eco restores on), else in the temporary directory.
+    let work_in = config
+        .etcd
+        .data_dir
+        .parent()
+        .filter(|p| p.is_dir())
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    let started = std::time::Instant::now();
+    let imported = crate::snapshot::import::import(&crate::snapshot::import::ImportRequest {
+        store: &*store,
+        cluster: &config.cluster.name,
+        file,
+        binaries: &binaries,
+        // The throwaway member is plain text on 127.0.0.1: no TLS files
+        // (they may not exist yet where a new cluster is prepared), the
+        // credentials of [auth] for a snapshot that holds etcd's.
+        access: &EtcdAccess::new(config.etcd.call_timeout.get()).with_credentials(
+            crate::etcd::credentials::Credentials::from_config(&config.auth),
+        ),
+        work_in: &work_in,
+        timeout: IMPORT_CHECK_TIMEOUT,
+        by,
+        format,
+    })
+    .await?;
+    Ok(format!(
+        "stored {} ({} bytes, sha256 {}, revision {}{}, checked and stored in {:.1}s)\nto start a new cluster from it, set in every instance's config before the first start:\n[recovery]\nbootstrap_from = \"{}\"",
+        imported.name,
+        imported.object.size,
+        imported.object.sha256,
+        imported.name.revision,
+        imported
+            .keys_hash
+            .map(|h| format!(", HashKV {h}"))
+            .unwrap_or_default(),
+        started.elapsed().as_secs_f64(),
+        imported.name
+    ))
 }

@@ -16,7 +16,10 @@
 //!   listed.
 //! - [`restore`] verifies the sha256 first, then restores into a fresh data
 //!   directory with `etcdutl` (or `etcdctl` on etcd 3.4).
+//! - [`import`] puts a snapshot file made by any tool into the store as
+//!   this cluster's, checked first by a restore into a throwaway member.
 
+pub mod import;
 pub mod listing;
 pub mod name;
 pub mod recorded;

@@ -180,6 +180,79 @@ async fn restore_and_ask(
         .await
         .map_err(|e| e.to_string())?;
     let record = recorded(&info.metadata, req.snapshot);
+    let hash_at = match record.hash {
+        Some(h) => HashAt::Revision(h.revision),
+        None => HashAt::Nothing,
+    };
+    let restored = restore_file_and_ask(
+        &Throwaway {
+            binaries: req.binaries,
+            access: req.access,
+            timeout: req.timeout,
+        },
+        &file,
+        dir,
+        hash_at,
+    )
+    .await?;
+    let _ = std::fs::remove_file(&file);
+    Ok((record, restored))
+}
+
+/// Which HashKV the throwaway member is asked for.
+#[derive(Clone, Copy, Debug)]
+enum HashAt {
+    Nothing,
+    /// At this revision (the one a snapshot's record names).
+    Revision(i64),
+    /// At the revision it answers with (a file with no record).
+    Current,
+}
+
+/// The binaries, access and time bound of a throwaway member.
+struct Throwaway<'a> {
+    binaries: &'a EtcdBinaries,
+    access: &'a EtcdAccess,
+    timeout: Duration,
+}
+
+/// What a snapshot file holds, asked of a throwaway member it is restored
+/// into (in a temporary directory under `work_in`, removed afterwards):
+/// its revision and its key space's HashKV at that revision. The file is
+/// only read.
+pub async fn inspect_file(
+    file: &Path,
+    binaries: &EtcdBinaries,
+    access: &EtcdAccess,
+    work_in: &Path,
+    timeout: Duration,
+) -> Result<Restored, String> {
+    let dir = WorkDir::make(work_in).map_err(|e| {
+        format!(
+            "cannot make a temporary directory in {}: {e}",
+            work_in.display()
+        )
+    })?;
+    restore_file_and_ask(
+        &Throwaway {
+            binaries,
+            access,
+            timeout,
+        },
+        file,
+        dir.path(),
+        HashAt::Current,
+    )
+    .await
+}
+
+/// Restores `file` into `dir`, runs a throwaway member on it and asks it.
+async fn restore_file_and_ask(
+    t: &Throwaway<'_>,
+    file: &Path,
+    dir: &Path,
+    hash_at: HashAt,
+) -> Result<Restored, String> {
     let spec = crate::etcd::flags::VerifySpec {
         name: "eco-verify".into(),
         data_dir: dir.join("data"),
@@ -188,45 +261,44 @@ async fn restore_and_ask(
     };
     let client_url = spec.client_url();
     restore::restore_file(
-        &file,
+        file,
         &RestoreRequest {
             data_dir: spec.data_dir.clone(),
             name: spec.name.clone(),
             peer_url: spec.peer_url(),
             token: format!("eco-verify-{:08x}", rand::random::<u32>()),
-            etcdutl: req.binaries.etcdutl.clone(),
-            etcdctl: req.binaries.etcdctl.clone(),
-            timeout: req.timeout,
+            etcdutl: t.binaries.etcdutl.clone(),
+            etcdctl: t.binaries.etcdctl.clone(),
+            timeout: t.timeout,
             bump_revision: false,
         },
     )
     .await
     .map_err(|e| e.to_string())?;
-    let _ = std::fs::remove_file(&file);
     let log = std::fs::File::create(dir.join("etcd.log")).map_err(|e| e.to_string())?;
     let log2 = log.try_clone().map_err(|e| e.to_string())?;
-    let mut etcd = tokio::process::Command::new(&req.binaries.etcd)
+    let mut etcd = tokio::process::Command::new(&t.binaries.etcd)
         .args(crate::etcd::flags::verify_args(&spec))
         .stdout(log)
         .stderr(log2)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", req.binaries.etcd.display()))?;
-    let asked = ask(req, &client_url, &record, dir, &mut etcd).await;
+        .map_err(|e| format!("cannot start {}: {e}", t.binaries.etcd.display()))?;
+    let asked = ask(t, &client_url, hash_at, dir, &mut etcd).await;
     let _ = etcd.kill().await;
-    asked.map(|restored| (record, restored))
+    asked
 }
 
 /// The restored member's revision and HashKV, once it answers.
 async fn ask(
-    req: &VerifyRequest<'_>,
+    t: &Throwaway<'_>,
     endpoint: &str,
-    record: &Recorded,
+    hash_at: HashAt,
     dir: &Path,
     etcd: &mut tokio::process::Child,
 ) -> Result<Restored, String> {
-    let deadline = Instant::now() + req.timeout;
-    let timeout = req.access.call_timeout();
+    let deadline = Instant::now() + t.timeout;
+    let timeout = t.access.call_timeout();
     loop {
         // An etcd that exited (its data refused, a port taken meanwhile)
         // fails the verification now, not at the deadline.
@@ -236,19 +308,22 @@ async fn ask(
                 "the restored etcd exited ({status}); its log ends: {tail}"
             ));
         }
-        let last = match req.access.connect(endpoint).await {
+        let last = match t.access.connect(endpoint).await {
             Ok(mut client) => {
                 match crate::etcd::probe::status(&mut client, endpoint, timeout).await {
                     Ok(st) if st.has_leader() => {
-                        let hash = match record.hash {
+                        let at = match hash_at {
+                            HashAt::Nothing => None,
+                            HashAt::Revision(r) => Some(r),
+                            HashAt::Current => Some(st.revision),
+                        };
+                        let hash = match at {
                             None => None,
-                            Some(want) => Some(
-                                match tokio::time::timeout(timeout, client.hash_kv(want.revision))
-                                    .await
-                                {
+                            Some(at) => Some(
+                                match tokio::time::timeout(timeout, client.hash_kv(at)).await {
                                     Ok(Ok(h)) => Ok(KeySpaceHash {
                                         hash: h.hash(),
-                                        revision: want.revision,
+                                        revision: at,
                                         compact_revision: h.compact_version(),
                                     }),
                                     Ok(Err(e)) => Err(e.to_string()),
@@ -271,7 +346,7 @@ async fn ask(
             let tail = tail_of(&dir.join("etcd.log"));
             return Err(format!(
                 "the restored etcd did not answer within {:?} ({last}); its log ends: {tail}",
-                req.timeout
+                t.timeout
             ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

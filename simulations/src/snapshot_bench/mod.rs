@@ -388,9 +388,12 @@ impl Prepared {
     /// with the one-instance group file, etcd's data in `data/etcd`, etcd
     /// calls bounded by 30 s (the quorum-loss timeout raised to stay
     /// longer than a pass, as validation requires; `snapshot now` does not
-    /// use it).
+    /// use it). The benchmark's etcd serves plain text, so the config says
+    /// so: eco's default with a store is generated TLS, whose files a
+    /// member eco never started does not have.
     fn eco_config(&self) -> ConfigBuilder {
         ConfigBuilder::eco_defaults(CLUSTER, "group.toml")
+            .plaintext()
             .etcd_bin_dir(&self.bin_dir)
             .data_dir("data/etcd")
             .call_timeout(Duration::from_secs(30))
