@@ -139,8 +139,9 @@ enum Command {
         #[command(subcommand)]
         command: UpgradeCommand,
     },
-    /// Print eco's version, the git commit it was built from, and the etcd
-    /// versions it supports.
+    /// Print eco's version, the git commit it was built from, the etcd
+    /// versions it supports, and the formats it reads (the cluster versions
+    /// it runs against).
     Version,
 }
 
@@ -288,10 +289,12 @@ fn main() -> ExitCode {
         }
         Command::Version => {
             print_out(&format!(
-                "eco {}\ncommit: {}\nsupported etcd versions: {}\n",
+                "eco {}\ncommit: {}\nsupported etcd versions: {}\nformats read: {} to {} (runs against a cluster finalized at one of them)\n",
                 version::VERSION,
                 version::GIT_COMMIT,
-                eco::etcd::binaries::SUPPORTED_VERSIONS
+                eco::etcd::binaries::SUPPORTED_VERSIONS,
+                recovery::cluster_version::OLDEST,
+                recovery::cluster_version::NEWEST
             ));
             ExitCode::SUCCESS
         }

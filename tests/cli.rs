@@ -164,6 +164,14 @@ fn version_names_commit_and_supported_etcd() {
         out.contains("eco 0.") && out.contains("commit:") && out.contains("3.4, 3.5"),
         "{out}"
     );
+    assert!(
+        out.contains(&format!(
+            "formats read: {} to {}",
+            recovery::cluster_version::OLDEST,
+            recovery::cluster_version::NEWEST
+        )),
+        "{out}"
+    );
 }
 
 /// The version is in one place (the workspace's Cargo.toml): the chart
