@@ -39,6 +39,7 @@
 //! docs/kubernetes.md and docs/runbook.md.
 
 pub mod api;
+pub mod archive;
 pub mod auth;
 pub mod base;
 pub mod commands;

@@ -88,11 +88,23 @@ enum Command {
     /// store) into a new data directory for a one-member cluster. The
     /// snapshot's checksum is verified first; an existing non-empty data
     /// directory is refused. Works for any etcd snapshot, not only eco's.
+    #[command(group(clap::ArgGroup::new("point").required(true).args(["from", "latest", "at_revision", "at_time"])))]
     Restore {
         /// A snapshot file, or the name of a snapshot in the store (see
         /// `eco snapshot list`).
         #[arg(long, value_name = "NAME|FILE")]
-        from: String,
+        from: Option<String>,
+        /// The newest point the change archive reaches (needs --config):
+        /// its chain's snapshot and segments replayed.
+        #[arg(long)]
+        latest: bool,
+        /// Exactly this revision of the archived cluster (needs --config).
+        #[arg(long, value_name = "REVISION")]
+        at_revision: Option<i64>,
+        /// The last revision archived at or before this time, RFC 3339
+        /// (e.g. 2026-11-27T14:05:00Z; needs --config).
+        #[arg(long, value_name = "TIME")]
+        at_time: Option<String>,
         /// The data directory to create.
         #[arg(long, value_name = "DIR")]
         data_dir: PathBuf,
@@ -372,6 +384,9 @@ fn main() -> ExitCode {
         },
         Command::Restore {
             from,
+            latest,
+            at_revision,
+            at_time,
             data_dir,
             name,
             peer_url,
@@ -379,7 +394,23 @@ fn main() -> ExitCode {
             config,
             etcd_bin_dir,
         } => {
-            commands::restore::from_cli(from, data_dir, name, peer_url, token, config, etcd_bin_dir)
+            let source =
+                match commands::restore::Source::from_args(from, latest, at_revision, at_time) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("eco restore: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+            commands::restore::from_cli(
+                source,
+                data_dir,
+                name,
+                peer_url,
+                token,
+                config,
+                etcd_bin_dir,
+            )
         }
     }
 }

@@ -55,6 +55,9 @@
 //!   newest snapshot is restored into a throwaway etcd and whether the
 //!   restore matches its record (revision, HashKV); [`moved_aside`]: which moved-aside
 //!   data directories may go (by age, never the last copy of data);
+//! - [`archive`]: the change archive — which segments continue which
+//!   snapshot (chains), where its writer resumes, what a restore to a
+//!   point replays, which segments retention deletes.
 //! - [`quorum`]: quorum arithmetic, once for every part.
 //! - [`zone_spread`]: the voters per zone and whether losing any one zone
 //!   would lose quorum (reported, never acted on).
@@ -86,6 +89,7 @@
 //! unknown are `Option`s, and "unknown" leads to waiting, never to action.
 
 pub mod acl;
+pub mod archive;
 pub mod asg;
 pub mod certificates;
 pub mod cluster_version;

@@ -51,6 +51,10 @@ pub struct InstanceStatus {
     /// The snapshot writer's view (absent when no store is configured).
     #[serde(default)]
     pub snapshots: Option<SnapshotStatus>,
+    /// The change archive's writer (absent when no store is configured or
+    /// the archive is off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<ArchiveStatus>,
     /// What gossip says about every instance it knows (empty without gossip).
     #[serde(default)]
     pub gossip: Vec<GossipPeer>,
@@ -259,6 +263,27 @@ pub struct SnapshotStatus {
     pub verification_problem: Option<String>,
 }
 
+/// What the change archive's writer knows and did on this instance.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchiveStatus {
+    /// Whether this instance archives now (it writes snapshots).
+    pub writing: bool,
+    /// The newest revision this instance archived (or resumed after).
+    pub newest_revision: Option<i64>,
+    /// When it received that revision (Unix ms, its clock).
+    pub newest_seen_unix_ms: Option<u64>,
+    /// How long the archive has been behind the revision this instance
+    /// knows of.
+    pub lag_ms: u64,
+    pub lag_revisions: i64,
+    /// Which chain it continues, and why.
+    pub chain: Option<String>,
+    /// Segments this instance stored, and failures.
+    pub segments: u64,
+    pub failures: u64,
+    pub last_error: Option<String>,
+}
+
 impl InstanceStatus {
     /// An instance known only by its name, in `phase`, about to do
     /// `next`: not ready, nothing probed, read or served yet; this
@@ -288,6 +313,7 @@ impl InstanceStatus {
             store_problem: None,
             state: None,
             snapshots: None,
+            archive: None,
             gossip: Vec::new(),
             members: Vec::new(),
             paused: None,

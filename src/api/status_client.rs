@@ -352,6 +352,9 @@ pub fn render(s: &InstanceStatus) -> String {
             ),
         );
     }
+    if let Some(a) = &s.archive {
+        line("change archive", archive_line(a));
+    }
     if let Some(problem) = s
         .snapshots
         .as_ref()
@@ -399,6 +402,39 @@ pub fn render(s: &InstanceStatus) -> String {
             "group",
             format!("desired {}: {}", g.desired_size, members.join(", ")),
         );
+    }
+    out
+}
+
+/// The `change archive` line: what this instance archives, how far
+/// behind, and what comes next.
+fn archive_line(a: &crate::api::status::ArchiveStatus) -> String {
+    if !a.writing {
+        return "not archived here (the instance that writes snapshots archives)".into();
+    }
+    let newest = match (a.newest_revision, a.newest_seen_unix_ms) {
+        (Some(r), Some(at)) => format!(
+            "newest revision {r}, received {}",
+            humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_millis(at))
+        ),
+        (Some(r), None) => format!("from revision {}", r + 1),
+        _ => "starting".into(),
+    };
+    let mut out = format!(
+        "{newest}; behind by {} revision(s), {:.1}s; {} segment(s) stored here",
+        a.lag_revisions,
+        a.lag_ms as f64 / 1000.0,
+        a.segments
+    );
+    if let Some(c) = &a.chain {
+        out.push_str(&format!("; {}", printable(c)));
+    }
+    if let Some(e) = &a.last_error {
+        out.push_str(&format!(
+            "; last error ({} in all): {}",
+            a.failures,
+            printable(e)
+        ));
     }
     out
 }

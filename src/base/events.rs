@@ -63,6 +63,12 @@ pub enum Event {
     SnapshotStoreLost,
     SnapshotVerified,
     SnapshotVerificationFailed,
+    // The change archive.
+    ArchiveResumed,
+    ArchiveChainStarted,
+    ArchiveFailed,
+    ArchiveSegmentDeleted,
+    ArchiveRestored,
     // Leaving the group.
     TerminationNoticed,
     TerminationWithdrawn,
@@ -93,7 +99,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 63] = [
+    pub const ALL: [Event; 68] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -137,6 +143,11 @@ impl Event {
         Event::SnapshotStoreLost,
         Event::SnapshotVerified,
         Event::SnapshotVerificationFailed,
+        Event::ArchiveResumed,
+        Event::ArchiveChainStarted,
+        Event::ArchiveFailed,
+        Event::ArchiveSegmentDeleted,
+        Event::ArchiveRestored,
         Event::TerminationNoticed,
         Event::TerminationWithdrawn,
         Event::TerminationCompleted,
@@ -205,6 +216,11 @@ impl Event {
             Event::SnapshotStoreLost => "snapshot.store_lost",
             Event::SnapshotVerified => "snapshot.verified",
             Event::SnapshotVerificationFailed => "snapshot.verification_failed",
+            Event::ArchiveResumed => "archive.resumed",
+            Event::ArchiveChainStarted => "archive.chain_started",
+            Event::ArchiveFailed => "archive.failed",
+            Event::ArchiveSegmentDeleted => "archive.segment_deleted",
+            Event::ArchiveRestored => "archive.restored",
             Event::TerminationNoticed => "termination.noticed",
             Event::TerminationWithdrawn => "termination.withdrawn",
             Event::TerminationCompleted => "termination.completed",
@@ -275,6 +291,17 @@ impl Event {
             Event::SnapshotStoreLost => &["alert"],
             Event::SnapshotVerified => &["snapshot", "detail", "duration_ms", "reason"],
             Event::SnapshotVerificationFailed => &["snapshot", "error", "duration_ms", "reason"],
+            Event::ArchiveResumed => &["incarnation", "from_revision", "reason"],
+            Event::ArchiveChainStarted => &["snapshot", "revision", "reason"],
+            Event::ArchiveFailed => &["failure", "error"],
+            Event::ArchiveSegmentDeleted => &["name", "why"],
+            Event::ArchiveRestored => &[
+                "revision",
+                "snapshot",
+                "segments",
+                "revisions",
+                "leases_dropped",
+            ],
             Event::TerminationNoticed => &["source", "hook"],
             Event::TerminationWithdrawn => &[],
             Event::TerminationCompleted => &["hook", "reason"],

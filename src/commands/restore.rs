@@ -1,9 +1,117 @@
 //! `eco restore`.
 
+use crate::base::events::Event;
 use crate::config::Config;
 use crate::snapshot::restore::{self, RestoreRequest};
+use recovery::archive::Point;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// What `eco restore` restores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A snapshot file, or a snapshot's name in the store.
+    Snapshot(String),
+    /// A point of the change archive.
+    Archive(Point),
+}
+
+impl Source {
+    /// From the command line (clap already requires exactly one).
+    pub fn from_args(
+        from: Option<String>,
+        latest: bool,
+        at_revision: Option<i64>,
+        at_time: Option<String>,
+    ) -> anyhow::Result<Self> {
+        Ok(match (from, latest, at_revision, at_time) {
+            (Some(f), false, None, None) => Source::Snapshot(f),
+            (None, true, None, None) => Source::Archive(Point::Latest),
+            (None, false, Some(r), None) if r > 0 => Source::Archive(Point::Revision(r)),
+            (None, false, Some(r), None) => {
+                anyhow::bail!("--at-revision {r}: a revision is at least 1")
+            }
+            (None, false, None, Some(t)) => Source::Archive(Point::Time(parse_time(&t)?)),
+            _ => anyhow::bail!("give exactly one of --from, --latest, --at-revision, --at-time"),
+        })
+    }
+}
+
+/// An RFC 3339 time as Unix ms.
+fn parse_time(text: &str) -> anyhow::Result<u64> {
+    let t = humantime::parse_rfc3339_weak(text).map_err(|e| {
+        anyhow::anyhow!(
+            "--at-time {text:?} is not an RFC 3339 time (e.g. 2026-11-27T14:05:00Z): {e}"
+        )
+    })?;
+    let ms = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| anyhow::anyhow!("--at-time {text:?} is before 1970"))?
+        .as_millis();
+    Ok(u64::try_from(ms).unwrap_or(u64::MAX))
+}
+
+/// How long a point's replay may take to restore its snapshot and start
+/// the throwaway member.
+const REPLAY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Restores a point of `config`'s change archive per `req`: the chain's
+/// snapshot and segments replayed into a throwaway etcd, its snapshot
+/// restored (revision bumped) into the data directory.
+pub async fn run_point(
+    point: Point,
+    config: &Config,
+    req: &RestoreRequest,
+) -> anyhow::Result<String> {
+    let store = super::store(config).await?;
+    let binaries = crate::etcd::binaries::find(&config.etcd).await?;
+    let parent = req
+        .data_dir
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&parent)?;
+    let access = crate::etcd::access::EtcdAccess::new(config.etcd.call_timeout.get())
+        .with_credentials(crate::etcd::credentials::Credentials::from_config(
+            &config.auth,
+        ));
+    let started = std::time::Instant::now();
+    let replayed = crate::archive::replay::replay(
+        &crate::archive::replay::ReplayRequest {
+            store: &*store,
+            cluster: &config.cluster.name,
+            binaries: &binaries,
+            access: &access,
+            work_in: &parent,
+            timeout: REPLAY_TIMEOUT,
+        },
+        point,
+    )
+    .await?;
+    let restored = restore::restore_file(&replayed.file, req).await;
+    let _ = std::fs::remove_file(&replayed.file);
+    restored?;
+    crate::event!(
+        info,
+        Event::ArchiveRestored,
+        revision = replayed.revision,
+        snapshot = %replayed.plan.snapshot.name,
+        segments = replayed.plan.segments.len(),
+        revisions = replayed.revisions,
+        leases_dropped = replayed.leases_dropped,
+        "restored a point of the change archive"
+    );
+    Ok(format!(
+        "restored revision {} of cluster {} into {} in {:.1}s: {}; {} revision(s) replayed\n{} key(s) restored without their lease (a segment does not carry lease grants); users, roles and membership are the snapshot's",
+        replayed.revision,
+        config.cluster.name,
+        req.data_dir.display(),
+        started.elapsed().as_secs_f64(),
+        replayed.plan.reason,
+        replayed.revisions,
+        replayed.leases_dropped,
+    ))
+}
 
 /// Restores `from` (a file, or a snapshot name in the configured store) per
 /// `req`. A stored snapshot is downloaded beside the data directory and its
@@ -55,7 +163,7 @@ pub async fn run(
 /// else the config's, else the ones eco finds; a token made up when none is
 /// given; the revision bumped past every one the old cluster handed out.
 pub fn from_cli(
-    from: String,
+    from: Source,
     data_dir: PathBuf,
     name: String,
     peer_url: String,
@@ -94,6 +202,14 @@ pub fn from_cli(
             timeout: std::time::Duration::from_secs(30 * 60),
             bump_revision: true,
         };
-        run(&from, config.as_ref(), &req).await
+        match from {
+            Source::Snapshot(from) => run(&from, config.as_ref(), &req).await,
+            Source::Archive(point) => {
+                let config = config.ok_or_else(|| {
+                    anyhow::anyhow!("--latest, --at-revision and --at-time read the change archive: pass --config naming the store")
+                })?;
+                run_point(point, &config, &req).await
+            }
+        }
     })
 }

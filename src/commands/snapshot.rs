@@ -101,8 +101,54 @@ pub async fn list_text(config: &Config, json: bool) -> anyhow::Result<String> {
         eprint!("{}", foreign(&list));
         Ok(serde_json::to_string_pretty(&list.snapshots)?)
     } else {
-        Ok(render(&list))
+        let store = super::store(config).await?;
+        let archive = crate::archive::listing::list(&*store, &config.cluster.name).await?;
+        Ok(format!("{}{}", render(&list), render_chains(&archive)))
     }
+}
+
+/// The change archive's chains: each snapshot and the revisions its
+/// segments carry it to (what `eco restore --at-revision` can reach).
+pub fn render_chains(archive: &crate::archive::listing::ArchiveListing) -> String {
+    let chains = recovery::archive::chains(&archive.snapshots, &archive.segments);
+    let mut out = format!(
+        "\nchange archive: {} segment(s), {} bytes\n{:<14} {:>12} {:>12} {:>9} {:>12}  {}\n",
+        archive.segments.len(),
+        archive.segments.iter().map(|s| s.size).sum::<u64>(),
+        "INCARNATION",
+        "FROM",
+        "TO",
+        "SEGMENTS",
+        "BYTES",
+        "REACHED AT"
+    );
+    for c in &chains {
+        let reached = if c.end_seen_unix_ms > 0 {
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(c.end_seen_unix_ms),
+            )
+            .to_string()
+        } else {
+            "-".into()
+        };
+        out.push_str(&format!(
+            "{:<14} {:>12} {:>12} {:>9} {:>12}  {}\n",
+            c.snapshot.incarnation,
+            c.snapshot.revision,
+            c.end,
+            c.segments.len(),
+            c.segments.iter().map(|s| s.size).sum::<u64>(),
+            reached
+        ));
+    }
+    for (name, why) in &archive.foreign {
+        out.push_str(&format!(
+            "not this cluster's, not used: {} ({})\n",
+            printable(name),
+            printable(why)
+        ));
+    }
+    out
 }
 /// How long the import's check may take: the restore and the throwaway
 /// member's start (a large database takes minutes to restore).

@@ -60,6 +60,42 @@ pub struct Config {
     /// written out at its defaults: eco 0.1.0 refuses the table.
     #[serde(default, skip_serializing_if = "is_default")]
     pub upgrade: UpgradeConfig,
+    /// `[archive]`: the change archive beside the snapshots. Not written
+    /// out at its defaults: earlier releases refuse the table.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub archive: ArchiveConfig,
+}
+
+/// `[archive]`: every change etcd makes, stored in segments beside the
+/// snapshots by the instance that writes them (on whenever a store is).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveConfig {
+    /// `false`: snapshots only (a total loss costs everything since the
+    /// newest one).
+    #[serde(default = "defaults::archive_enabled")]
+    pub enabled: bool,
+    /// A segment is stored once its oldest change waited this long: about
+    /// what a total loss costs.
+    #[serde(default = "defaults::archive_interval")]
+    pub interval: ConfigDuration,
+    /// …or as soon as it holds this many bytes of changes.
+    #[serde(default = "defaults::archive_max_segment_bytes")]
+    pub max_segment_bytes: u64,
+    /// zstd's compression level of segments (1 to 19).
+    #[serde(default = "defaults::archive_compression_level")]
+    pub compression_level: i32,
+}
+
+impl Default for ArchiveConfig {
+    fn default() -> Self {
+        Self {
+            enabled: defaults::archive_enabled(),
+            interval: defaults::archive_interval(),
+            max_segment_bytes: defaults::archive_max_segment_bytes(),
+            compression_level: defaults::archive_compression_level(),
+        }
+    }
 }
 
 /// `[upgrade]`: when a group that runs a new release of eco switches to
@@ -609,6 +645,18 @@ pub mod defaults {
     }
     pub fn quota_backend_bytes() -> u64 {
         2 * 1024 * 1024 * 1024
+    }
+    pub fn archive_enabled() -> bool {
+        true
+    }
+    pub fn archive_interval() -> ConfigDuration {
+        ConfigDuration::from_secs(1)
+    }
+    pub fn archive_max_segment_bytes() -> u64 {
+        4 << 20
+    }
+    pub fn archive_compression_level() -> i32 {
+        3
     }
     pub fn auto_compaction_mode() -> AutoCompactionMode {
         AutoCompactionMode::Periodic

@@ -457,6 +457,34 @@ impl Daemon {
         writer_input: watch::Receiver<WriterInput>,
     ) -> anyhow::Result<Exit> {
         let (writer_stop, writer_stopped) = watch::channel(false);
+        let archiver = self
+            .ctx
+            .store
+            .clone()
+            .filter(|_| self.ctx.config.archive.enabled)
+            .map(|store| {
+                let c = &self.ctx.config;
+                tokio::spawn(
+                    crate::archive::writer::ArchiveWriter {
+                        store,
+                        access: self.ctx.access.clone(),
+                        cluster: c.cluster.name.clone(),
+                        instance: self.ctx.id().to_string(),
+                        endpoint: self.ctx.client_url.clone(),
+                        interval: c.archive.interval.get(),
+                        max_segment_bytes: c.archive.max_segment_bytes,
+                        level: c.archive.compression_level,
+                        metrics: self.ctx.metrics.archive.clone(),
+                        snapshot_metrics: self.ctx.metrics.snapshots.clone(),
+                    }
+                    .run(
+                        writer_input.clone(),
+                        self.status.clone(),
+                        writer_stopped.clone(),
+                    )
+                    .in_current_span(),
+                )
+            });
         let writer = self.ctx.store.clone().map(|store| {
             let c = &self.ctx.config;
             tokio::spawn(
@@ -501,8 +529,19 @@ impl Daemon {
             "stop",
             "eco is shutting down: final snapshot if this instance writes them, then etcd is stopped",
         );
+        let _ = writer_stop.send(true);
+        if let Some(task) = archiver {
+            // What it holds is stored first: the final snapshot then
+            // starts no new chain behind it.
+            let limit = self.ctx.config.etcd.call_timeout.get() * 5;
+            if tokio::time::timeout(limit, task).await.is_err() {
+                tracing::warn!(
+                    ?limit,
+                    "the change archive did not store what it held in time"
+                );
+            }
+        }
         if let Some(task) = writer {
-            let _ = writer_stop.send(true);
             let limit = self.ctx.config.etcd.call_timeout.get() * 10;
             if tokio::time::timeout(limit, task).await.is_err() {
                 tracing::error!(

@@ -238,8 +238,14 @@ impl Seeding<'_> {
     /// the empty data directory under the target's token.
     async fn restore(&mut self, name: &str, t: &Target) -> anyhow::Result<()> {
         let store = self.ctx.store_for("restoring a snapshot")?;
-        let file = self.beside(format!("seed-{}.db", t.incarnation));
-        restore::fetch_verified(store, name, &file).await?;
+        let file = match self.archived_point(store, name).await {
+            Some(point) => point,
+            None => {
+                let file = self.beside(format!("seed-{}.db", t.incarnation));
+                restore::fetch_verified(store, name, &file).await?;
+                file
+            }
+        };
         let done = restore::restore_file(
             &file,
             &RestoreRequest {
@@ -258,6 +264,64 @@ impl Seeding<'_> {
         done?;
         crate::event!(warn, Event::SeedingRestored, snapshot = %name, incarnation = t.incarnation, "restored under the new token");
         Ok(())
+    }
+
+    /// The seeding snapshot carried to the newest point of its chain in
+    /// the change archive (its segments replayed into a throwaway etcd):
+    /// the file of that point, `None` when no segment continues the
+    /// snapshot or the archive is off. A replay that fails seeds from the
+    /// snapshot alone, saying what that loses: the snapshot is what the
+    /// protocol's record promised, and a recovery never waits on the
+    /// archive.
+    async fn archived_point(
+        &self,
+        store: &dyn crate::store::ObjectStore,
+        snapshot: &str,
+    ) -> Option<std::path::PathBuf> {
+        if !self.ctx.config.archive.enabled {
+            return None;
+        }
+        let found = match crate::archive::listing::list(store, self.ctx.cluster()).await {
+            Ok(f) => f,
+            Err(e) => {
+                crate::event!(warn, Event::ArchiveFailed, failure = "listing", error = %e, "cannot list the change archive: seeding from the snapshot alone");
+                return None;
+            }
+        };
+        let plan = recovery::archive::plan_chain_end(&found.snapshots, &found.segments, snapshot)?;
+        let binaries = self.ctx.binaries.get();
+        let work_in = self.etcd.data_dir().parent()?.to_path_buf();
+        let replayed = crate::archive::replay::replay_plan(
+            &crate::archive::replay::ReplayRequest {
+                store,
+                cluster: self.ctx.cluster(),
+                binaries: &binaries,
+                access: &self.ctx.access,
+                work_in: &work_in,
+                timeout: RESTORE_WITHIN,
+            },
+            &plan,
+        )
+        .await;
+        match replayed {
+            Ok(r) => {
+                crate::event!(
+                    info,
+                    Event::ArchiveRestored,
+                    revision = r.revision,
+                    snapshot = %snapshot,
+                    segments = r.plan.segments.len(),
+                    revisions = r.revisions,
+                    leases_dropped = r.leases_dropped,
+                    "seeding from the newest point of the change archive"
+                );
+                Some(r.file)
+            }
+            Err(e) => {
+                crate::event!(warn, Event::ArchiveFailed, failure = "replay", error = %e, "the change archive could not be replayed: seeding from the snapshot alone, without the revisions {}..={} its chain holds", plan.snapshot.revision + 1, plan.reaches);
+                None
+            }
+        }
     }
 
     /// A snapshot of the member at `endpoint` into the store, named for

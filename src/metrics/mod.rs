@@ -5,6 +5,7 @@
 //! The etcd process, the build and gossip are here; what the instance sees
 //! of its cluster and decided is in [`cluster`].
 
+pub mod archive;
 mod cluster;
 pub mod decisions;
 pub mod snapshots;
@@ -51,6 +52,8 @@ pub struct Metrics {
     pub decisions: decisions::DecisionMetrics,
     /// Counted by the snapshot writer.
     pub snapshots: snapshots::SnapshotMetrics,
+    /// Counted by the change archive's writer.
+    pub archive: archive::ArchiveMetrics,
     /// Recorded by the store wrapper (`store::measured`).
     pub store: crate::store::metrics::StoreMetrics,
 }
@@ -106,11 +109,13 @@ impl Metrics {
             cluster: cluster::ClusterMetrics::default(),
             decisions: decisions::DecisionMetrics::default(),
             snapshots: snapshots::SnapshotMetrics::default(),
+            archive: archive::ArchiveMetrics::default(),
             store: crate::store::metrics::StoreMetrics::default(),
         };
         m.cluster.register(&mut registry);
         m.decisions.register(&mut registry);
         m.snapshots.register(&mut registry);
+        m.archive.register(&mut registry);
         m.store.register(&mut registry);
         registry.register(
             "cluster_format_writing",

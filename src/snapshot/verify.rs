@@ -141,17 +141,17 @@ pub async fn verify(req: &VerifyRequest<'_>) -> Verdict {
 /// The verification's own directory (mode 0700: it holds a copy of the
 /// whole key space), removed when dropped: the snapshot stays in the
 /// store, so this copy is never the only one.
-struct WorkDir(PathBuf);
+pub(crate) struct WorkDir(PathBuf);
 
 impl WorkDir {
-    fn make(parent: &Path) -> std::io::Result<Self> {
+    pub(crate) fn make(parent: &Path) -> std::io::Result<Self> {
         use std::os::unix::fs::DirBuilderExt;
         let path = parent.join(format!(".eco-verify-{:08x}", rand::random::<u32>()));
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(Self(path))
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -201,7 +201,7 @@ async fn restore_and_ask(
 
 /// Which HashKV the throwaway member is asked for.
 #[derive(Clone, Copy, Debug)]
-enum HashAt {
+pub(crate) enum HashAt {
     Nothing,
     /// At this revision (the one a snapshot's record names).
     Revision(i64),
@@ -210,10 +210,10 @@ enum HashAt {
 }
 
 /// The binaries, access and time bound of a throwaway member.
-struct Throwaway<'a> {
-    binaries: &'a EtcdBinaries,
-    access: &'a EtcdAccess,
-    timeout: Duration,
+pub(crate) struct Throwaway<'a> {
+    pub(crate) binaries: &'a EtcdBinaries,
+    pub(crate) access: &'a EtcdAccess,
+    pub(crate) timeout: Duration,
 }
 
 /// What a snapshot file holds, asked of a throwaway member it is restored
@@ -253,6 +253,21 @@ async fn restore_file_and_ask(
     dir: &Path,
     hash_at: HashAt,
 ) -> Result<Restored, String> {
+    let (mut etcd, client_url) = launch(t, file, dir).await?;
+    let asked = ask(t, &client_url, hash_at, dir, &mut etcd).await;
+    let _ = etcd.kill().await;
+    asked
+}
+
+/// Restores `file` (its revision kept) into `dir` and starts a throwaway
+/// one-member etcd on it, on 127.0.0.1 at ports the kernel picks: the
+/// process (killed when dropped) and its client URL. [`ask`] waits until
+/// it answers.
+pub(crate) async fn launch(
+    t: &Throwaway<'_>,
+    file: &Path,
+    dir: &Path,
+) -> Result<(tokio::process::Child, String), String> {
     let spec = crate::etcd::flags::VerifySpec {
         name: "eco-verify".into(),
         data_dir: dir.join("data"),
@@ -277,20 +292,18 @@ async fn restore_file_and_ask(
     .map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("etcd.log")).map_err(|e| e.to_string())?;
     let log2 = log.try_clone().map_err(|e| e.to_string())?;
-    let mut etcd = tokio::process::Command::new(&t.binaries.etcd)
+    let etcd = tokio::process::Command::new(&t.binaries.etcd)
         .args(crate::etcd::flags::verify_args(&spec))
         .stdout(log)
         .stderr(log2)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", t.binaries.etcd.display()))?;
-    let asked = ask(t, &client_url, hash_at, dir, &mut etcd).await;
-    let _ = etcd.kill().await;
-    asked
+    Ok((etcd, client_url))
 }
 
 /// The restored member's revision and HashKV, once it answers.
-async fn ask(
+pub(crate) async fn ask(
     t: &Throwaway<'_>,
     endpoint: &str,
     hash_at: HashAt,

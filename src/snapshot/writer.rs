@@ -381,6 +381,35 @@ impl SnapshotWriter {
             }
         }
         let _ = self.refresh(s).await;
+        self.apply_archive_retention().await;
+    }
+
+    /// Deletes the segments of the change archive no kept snapshot can
+    /// replay (`recovery::archive::segments_to_delete`): run right after
+    /// the snapshots' retention, from a fresh listing of both.
+    async fn apply_archive_retention(&self) {
+        let found = match crate::archive::listing::list(&*self.store, &self.cluster).await {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the change archive for retention");
+                return;
+            }
+        };
+        for (name, why) in recovery::archive::segments_to_delete(&found.snapshots, &found.segments)
+        {
+            match self.store.delete(&name).await {
+                Ok(()) => crate::event!(
+                    info,
+                    Event::ArchiveSegmentDeleted,
+                    %name,
+                    %why,
+                    "retention deleted a segment of the change archive"
+                ),
+                Err(e) => {
+                    tracing::warn!(%name, error = %e, "retention could not delete a segment")
+                }
+            }
+        }
     }
 
     /// Runs until `stop` turns true; then takes a final snapshot when

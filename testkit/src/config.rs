@@ -56,6 +56,7 @@ impl ConfigBuilder {
                 log: LogConfig::default(),
                 auth: Default::default(),
                 upgrade: Default::default(),
+                archive: Default::default(),
             },
         }
     }

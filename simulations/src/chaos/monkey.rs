@@ -7,8 +7,9 @@
 //! cluster id), so no fault goes beyond the tolerance its scenario declares
 //! — the quorum-loss faults declare theirs. At the end every acknowledged
 //! write must be present, except, for a declared lossy fault (every disk
-//! wiped at once), writes acknowledged after the newest snapshot it could
-//! restore and before it struck; `HashKV` equal; one cluster id.
+//! wiped at once), writes acknowledged in the change archive's last
+//! interval before it struck ([`super::ARCHIVE_LOSS_BOUND`]); `HashKV`
+//! equal; one cluster id.
 //!
 //! The seed fixes the schedule: which fault comes next (from those the
 //! cluster's size and network allow) and how long the cluster runs
@@ -131,10 +132,10 @@ fn vocabulary(size: usize, initial: usize, partitions: bool) -> Vec<Fault> {
 type Injected = (Vec<String>, Vec<String>, Vec<String>, Option<Duration>);
 
 /// A window in which a declared lossy fault may lose acknowledged writes:
-/// those acknowledged after the newest snapshot (`above` revision) and
-/// before the fault (`until`).
+/// those acknowledged in the change archive's last interval before every
+/// process was dead (`from`..=`until`).
 struct LossWindow {
-    above: i64,
+    from: Duration,
     until: Duration,
 }
 
@@ -197,17 +198,16 @@ fn soak(
                 .context("no leader before a fault")?;
             let at = t();
             eprintln!("==> monkey: {} at {:.1} s", fault.name(), at.as_secs_f64());
-            let snapshot_revision = c.newest_snapshot_revision();
             let moved_before = verify::moved_aside(&c, &group);
             let (want, leaving, notes, killed_all) =
                 inject(fault, &mut c, &group, &leader, &load, &t)?;
             if let Some(until) = killed_all {
-                // Writes acknowledged until the last process died may
-                // be lost with the disks (not only those before the
-                // fault began: the survivors keep acknowledging while
-                // the others are killed one by one).
+                // Writes acknowledged in the change archive's last
+                // interval before the last process died may be lost with
+                // the disks (the survivors keep acknowledging while the
+                // others are killed one by one).
                 windows.push(LossWindow {
-                    above: snapshot_revision.unwrap_or(0),
+                    from: until.saturating_sub(super::ARCHIVE_LOSS_BOUND),
                     until: until + slack,
                 });
             }
@@ -259,11 +259,7 @@ fn soak(
         .block_on(verify::lost_writes(reader, &ledger.acked))
         .map_err(anyhow::Error::msg)?;
     report.lost_acked_writes = lost.len();
-    let allowed = |a: &Acked| {
-        windows
-            .iter()
-            .any(|w| a.revision > w.above && a.at <= w.until)
-    };
+    let allowed = |a: &Acked| windows.iter().any(|w| a.at >= w.from && a.at <= w.until);
     report.allowed_loss = ledger.acked.iter().filter(|a| allowed(a)).count();
     let beyond: Vec<&str> = lost
         .iter()

@@ -146,8 +146,6 @@ pub struct Injected {
     /// Steps with their times (since the load started), for the timeline.
     pub steps: Vec<(Duration, String)>,
     pub notes: Vec<String>,
-    /// The newest snapshot revision at the fault (for the loss bound).
-    pub snapshot_revision: Option<i64>,
     /// The times to writable and to full membership are measured from
     /// here instead of the fault's start (a scenario of two faults: from
     /// the second).
@@ -517,7 +515,6 @@ pub fn inject(
         leaving,
         steps,
         notes,
-        snapshot_revision,
         measured_from,
     })
 }

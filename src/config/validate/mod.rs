@@ -10,6 +10,7 @@
 //! etcd's TLS files.
 
 mod api;
+mod archive;
 mod etcd;
 mod gossip;
 mod log;
@@ -193,6 +194,7 @@ pub fn validate(c: &Config) -> Vec<Problem> {
 
     let s = &c.snapshot;
     ck.problems.extend(s.problems());
+    ck.problems.extend(c.archive.problems());
 
     let r = &c.recovery;
     // The quorum-loss protocol's own timing rules (one place: recovery).

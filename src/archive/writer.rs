@@ -1,0 +1,501 @@
+//! The archive's writer: on the instance that writes snapshots (the etcd
+//! leader's), one watch on the whole key space from the revision after
+//! the newest point the archive reaches (`recovery::archive::resume`),
+//! cut into segments every `archive.interval` or `archive.max_segment_bytes`
+//! (`recovery::archive::cut_due`), each stored before the next is cut.
+//! When the watch cannot continue — no snapshot of this incarnation, or
+//! etcd compacted the revisions it needs — a full snapshot is taken at once
+//! and starts a new chain. It stops when this instance stops writing
+//! snapshots (its successor resumes from what the store holds), and
+//! stores what it holds when eco stops.
+//!
+//! It reads the typed facts of the daemon's pass (the snapshot writer's
+//! [`WriterInput`]), never `/status`; it writes its own part of `/status`.
+
+use super::listing;
+use super::name::SegmentName;
+use super::segment::{self, Change, RevisionChanges, SegmentBody};
+use crate::api::status::{ArchiveStatus, InstanceStatus};
+use crate::base::events::Event;
+use crate::base::wall_clock::unix_ms;
+use crate::etcd::access::EtcdAccess;
+use crate::metrics::archive::{ArchiveFailure, ArchiveMetrics};
+use crate::metrics::snapshots::SnapshotMetrics;
+use crate::snapshot::recorded::take_recorded;
+use crate::snapshot::take::SnapshotRequest;
+use crate::snapshot::writer::WriterInput;
+use crate::store::ObjectStore;
+use etcd_client::{EventType, WatchOptions};
+use recovery::archive::{self, Resume};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+pub struct ArchiveWriter {
+    pub store: Arc<dyn ObjectStore>,
+    pub access: EtcdAccess,
+    pub cluster: String,
+    pub instance: String,
+    pub endpoint: crate::etcd::local_endpoint::LocalEndpoint,
+    /// A segment is cut when its oldest change waited this long…
+    pub interval: Duration,
+    /// …or when it holds this many bytes of changes.
+    pub max_segment_bytes: u64,
+    /// zstd's level.
+    pub level: i32,
+    pub metrics: ArchiveMetrics,
+    /// Counts the full snapshots that start chains.
+    pub snapshot_metrics: SnapshotMetrics,
+}
+
+/// How one watch ended.
+enum Ended {
+    Stopped,
+    /// This instance no longer writes, or writes for another incarnation.
+    Handed,
+    /// etcd compacted the revisions the archive needs: a new chain.
+    Compacted {
+        compact_revision: i64,
+    },
+    Failed(ArchiveFailure, String),
+}
+
+/// What the writer knows and did (projected to `/status`).
+#[derive(Default)]
+struct State {
+    writing: bool,
+    archived: Option<i64>,
+    archived_seen_unix_ms: Option<u64>,
+    chain: Option<String>,
+    segments: u64,
+    failures: u64,
+    last_error: Option<String>,
+    /// Changes received and not yet stored.
+    held: Vec<RevisionChanges>,
+    held_bytes: u64,
+    held_since: Option<Instant>,
+    /// Since when the archive is behind the revision the pass reported.
+    behind_since: Option<Instant>,
+    known_revision: i64,
+}
+
+impl State {
+    fn lag(&mut self, known_revision: i64) -> (Duration, i64) {
+        self.known_revision = known_revision.max(self.known_revision);
+        let archived = self.archived.unwrap_or(0);
+        let behind = self.writing && known_revision > archived;
+        match (behind, self.behind_since) {
+            (true, None) => self.behind_since = Some(Instant::now()),
+            (false, _) => self.behind_since = None,
+            _ => {}
+        }
+        let seconds = self
+            .behind_since
+            .map(|t| t.elapsed())
+            .unwrap_or_default()
+            .max(self.held_since.map(|t| t.elapsed()).unwrap_or_default());
+        let revisions = if self.writing {
+            (known_revision - archived).max(0)
+        } else {
+            0
+        };
+        (seconds, revisions)
+    }
+
+    fn project(&self, lag: Duration, lag_revisions: i64) -> ArchiveStatus {
+        ArchiveStatus {
+            writing: self.writing,
+            newest_revision: self.archived,
+            newest_seen_unix_ms: self.archived_seen_unix_ms,
+            lag_ms: u64::try_from(lag.as_millis()).unwrap_or(u64::MAX),
+            lag_revisions,
+            chain: self.chain.clone(),
+            segments: self.segments,
+            failures: self.failures,
+            last_error: self.last_error.clone(),
+        }
+    }
+}
+
+/// The longest wait between two attempts after a failure.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+impl ArchiveWriter {
+    /// Runs until `stop` turns true; what it holds then is stored.
+    pub async fn run(
+        self,
+        mut input: watch::Receiver<WriterInput>,
+        status: watch::Sender<InstanceStatus>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let mut s = State::default();
+        let mut backoff = Duration::from_secs(1);
+        let mut new_chain: Option<String> = None;
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            let current = input.borrow().clone();
+            s.writing = current.facts.writes() && current.naming.is_some();
+            self.publish(&mut s, &status, current.facts.revision());
+            let Some((incarnation, token)) = current.naming.clone().filter(|_| s.writing) else {
+                tokio::select! {
+                    _ = stop.wait_for(|v| *v) => return,
+                    _ = input.changed() => {}
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+                continue;
+            };
+            let ended = self
+                .follow(
+                    incarnation,
+                    &token,
+                    new_chain.take(),
+                    &mut input,
+                    &mut stop,
+                    &mut s,
+                    &status,
+                )
+                .await;
+            match ended {
+                Ended::Stopped => return,
+                Ended::Handed => {
+                    backoff = Duration::from_secs(1);
+                }
+                Ended::Compacted { compact_revision } => {
+                    new_chain = Some(format!(
+                        "etcd compacted its history to revision {compact_revision}, past the revision after the archive's newest ({})",
+                        s.archived.unwrap_or(0)
+                    ));
+                }
+                Ended::Failed(failure, error) => {
+                    s.failures += 1;
+                    s.last_error = Some(error.clone());
+                    self.metrics.failed(failure);
+                    crate::event!(warn, Event::ArchiveFailed, failure = failure.as_str(), %error, "the change archive failed; retrying");
+                    self.publish(&mut s, &status, current.facts.revision());
+                    tokio::select! {
+                        _ = stop.wait_for(|v| *v) => return,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+    }
+
+    fn publish(&self, s: &mut State, status: &watch::Sender<InstanceStatus>, known_revision: i64) {
+        let (lag, revisions) = s.lag(known_revision);
+        self.metrics.lag(lag.as_secs_f64(), revisions);
+        if let Some(r) = s.archived.filter(|_| s.writing) {
+            self.metrics.archived(r);
+        }
+        let projected = s.project(lag, revisions);
+        status.send_modify(|st| st.archive = Some(projected));
+    }
+
+    /// Where to watch from: the revision after the archive's newest point,
+    /// or after a full snapshot taken now when the archive cannot continue.
+    async fn start_point(
+        &self,
+        incarnation: u64,
+        token: &str,
+        forced: Option<String>,
+        format: recovery::cluster_version::Format,
+        s: &mut State,
+    ) -> Result<i64, Ended> {
+        let resume = match forced {
+            Some(reason) => Resume::NewChain { reason },
+            None => {
+                let found = listing::list(&*self.store, &self.cluster)
+                    .await
+                    .map_err(|e| {
+                        Ended::Failed(ArchiveFailure::Listing, format!("listing the archive: {e}"))
+                    })?;
+                archive::resume(&found.snapshots, &found.segments, incarnation)
+            }
+        };
+        match resume {
+            Resume::From { revision, reason } => {
+                crate::event!(info, Event::ArchiveResumed, incarnation, from_revision = revision, %reason, "archiving etcd's changes");
+                s.chain = Some(reason);
+                Ok(revision)
+            }
+            Resume::NewChain { reason } => {
+                let req = SnapshotRequest {
+                    endpoint: self.endpoint.get(),
+                    cluster: self.cluster.clone(),
+                    incarnation,
+                    token: token.to_string(),
+                    instance: self.instance.clone(),
+                    format: format.max(recovery::cluster_version::UNTAGGED),
+                };
+                let why = format!("the change archive starts a new chain: {reason}");
+                let taken = take_recorded(
+                    &*self.store,
+                    &self.access,
+                    &req,
+                    &self.snapshot_metrics,
+                    &why,
+                )
+                .await
+                .map_err(|e| {
+                    Ended::Failed(
+                        ArchiveFailure::Snapshot,
+                        format!("the snapshot a new chain starts with: {e}"),
+                    )
+                })?;
+                self.metrics.chain_started();
+                crate::event!(info, Event::ArchiveChainStarted, snapshot = %taken.name, revision = taken.name.revision, %reason, "the change archive started a new chain");
+                s.chain = Some(format!(
+                    "a new chain from snapshot {} ({reason})",
+                    taken.name
+                ));
+                Ok(taken.name.revision.saturating_add(1))
+            }
+        }
+    }
+
+    /// One watch, from the archive's newest point until this instance
+    /// stops writing, eco stops, or the watch cannot go on.
+    #[allow(clippy::too_many_arguments)]
+    async fn follow(
+        &self,
+        incarnation: u64,
+        token: &str,
+        forced: Option<String>,
+        input: &mut watch::Receiver<WriterInput>,
+        stop: &mut watch::Receiver<bool>,
+        s: &mut State,
+        status: &watch::Sender<InstanceStatus>,
+    ) -> Ended {
+        let format = input.borrow().format;
+        let from = match self
+            .start_point(incarnation, token, forced, format, s)
+            .await
+        {
+            Ok(r) => r,
+            Err(ended) => return ended,
+        };
+        s.archived = Some(from - 1);
+        s.held.clear();
+        s.held_bytes = 0;
+        s.held_since = None;
+        let timeout = self.access.call_timeout();
+        let endpoint = self.endpoint.get();
+        let mut client = match self.access.connect(&endpoint).await {
+            Ok(c) => c,
+            Err(e) => {
+                return Ended::Failed(
+                    ArchiveFailure::Watch,
+                    format!("connecting to {endpoint}: {e}"),
+                );
+            }
+        };
+        let options = WatchOptions::new()
+            .with_all_keys()
+            .with_start_revision(from);
+        let mut stream = match tokio::time::timeout(timeout, client.watch("", Some(options))).await
+        {
+            Ok(Ok(w)) => w,
+            Ok(Err(e)) => {
+                return Ended::Failed(
+                    ArchiveFailure::Watch,
+                    format!("watching from revision {from}: {e}"),
+                );
+            }
+            Err(_) => {
+                return Ended::Failed(
+                    ArchiveFailure::Watch,
+                    format!("no watch within {timeout:?}"),
+                );
+            }
+        };
+        let tick_every =
+            (self.interval / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let mut tick = tokio::time::interval(tick_every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let ident = (incarnation, token.to_string());
+        loop {
+            tokio::select! {
+                _ = async { stop.wait_for(|v| *v).await.is_ok() } => {
+                    let _ = self.store_held(&ident, format, s).await;
+                    return Ended::Stopped;
+                }
+                changed = input.changed() => {
+                    let current = input.borrow().clone();
+                    let still = changed.is_ok()
+                        && current.facts.writes()
+                        && current.naming.as_ref() == Some(&ident);
+                    if !still {
+                        let _ = self.store_held(&ident, format, s).await;
+                        return Ended::Handed;
+                    }
+                }
+                _ = tick.tick() => {}
+                message = stream.message() => {
+                    let response = match message {
+                        Ok(Some(r)) => r,
+                        Ok(None) => return Ended::Failed(ArchiveFailure::Watch, "the watch ended".into()),
+                        Err(e) => return Ended::Failed(ArchiveFailure::Watch, format!("the watch broke: {e}")),
+                    };
+                    if response.canceled() {
+                        if response.compact_revision() > 0 {
+                            let _ = self.store_held(&ident, format, s).await;
+                            return Ended::Compacted { compact_revision: response.compact_revision() };
+                        }
+                        return Ended::Failed(ArchiveFailure::Watch, format!("etcd canceled the watch: {}", response.cancel_reason()));
+                    }
+                    hold(s, response.events());
+                }
+            }
+            let due = archive::cut_due(
+                s.held_bytes,
+                s.held_since
+                    .map(|t| u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)),
+                u64::try_from(self.interval.as_millis()).unwrap_or(u64::MAX),
+                self.max_segment_bytes,
+            );
+            if due {
+                if let Err(e) = self.store_held(&ident, format, s).await {
+                    // Held changes stay held and are tried again at the next
+                    // tick; past four segments' worth the watch restarts
+                    // from the archive's newest point (etcd still has them).
+                    if s.held_bytes > self.max_segment_bytes.saturating_mul(4) {
+                        return Ended::Failed(ArchiveFailure::Store, e);
+                    }
+                    s.failures += 1;
+                    s.last_error = Some(e.clone());
+                    self.metrics.failed(ArchiveFailure::Store);
+                    crate::event!(warn, Event::ArchiveFailed, failure = ArchiveFailure::Store.as_str(), error = %e, "a segment could not be stored; retrying");
+                }
+            }
+            let known = input.borrow().facts.revision();
+            self.publish(s, status, known);
+        }
+    }
+
+    /// Stores what is held as one segment (nothing held: nothing done).
+    async fn store_held(
+        &self,
+        (incarnation, token): &(u64, String),
+        format: recovery::cluster_version::Format,
+        s: &mut State,
+    ) -> Result<(), String> {
+        let (Some(first), Some(last)) = (s.held.first(), s.held.last()) else {
+            return Ok(());
+        };
+        let name = SegmentName {
+            cluster: self.cluster.clone(),
+            incarnation: *incarnation,
+            first: first.revision,
+            last: last.revision,
+            token: token.clone(),
+        };
+        let changes: usize = s.held.iter().map(|r| r.changes.len()).sum();
+        let metadata = BTreeMap::from([
+            (listing::meta::CLUSTER.to_string(), self.cluster.clone()),
+            (
+                listing::meta::INCARNATION.to_string(),
+                incarnation.to_string(),
+            ),
+            (listing::meta::TOKEN.to_string(), token.clone()),
+            (listing::meta::FIRST.to_string(), name.first.to_string()),
+            (listing::meta::LAST.to_string(), name.last.to_string()),
+            (
+                listing::meta::FIRST_SEEN_UNIX_MS.to_string(),
+                first.seen_unix_ms.to_string(),
+            ),
+            (
+                listing::meta::LAST_SEEN_UNIX_MS.to_string(),
+                last.seen_unix_ms.to_string(),
+            ),
+            (listing::meta::CHANGES.to_string(), changes.to_string()),
+            (listing::meta::INSTANCE.to_string(), self.instance.clone()),
+            (listing::meta::COMPRESSION.to_string(), "zstd".to_string()),
+            (
+                listing::meta::FORMAT.to_string(),
+                format.max(recovery::cluster_version::UNTAGGED).to_string(),
+            ),
+        ]);
+        let last_seen = last.seen_unix_ms;
+        let body = SegmentBody {
+            cluster: self.cluster.clone(),
+            incarnation: *incarnation,
+            token: token.clone(),
+            first: name.first,
+            last: name.last,
+            revisions: std::mem::take(&mut s.held),
+        };
+        let level = self.level;
+        let encoded =
+            tokio::task::spawn_blocking(move || segment::encode(&body, level).map(|b| (b, body)))
+                .await
+                .map_err(|e| format!("encoding segment {name}: {e}"))?;
+        let (bytes, body) = match encoded {
+            Ok(pair) => pair,
+            Err(e) => return Err(format!("encoding segment {name}: {e}")),
+        };
+        let started = Instant::now();
+        let limit = self.access.call_timeout() * 4;
+        let put = tokio::time::timeout(
+            limit,
+            self.store
+                .put(&name.to_string(), &mut bytes.as_slice(), metadata),
+        )
+        .await;
+        match put {
+            Ok(Ok(info)) => {
+                self.metrics.stored(info.size, started.elapsed(), name.last);
+                s.segments += 1;
+                s.archived = Some(name.last);
+                s.archived_seen_unix_ms = Some(last_seen);
+                s.held_bytes = 0;
+                s.held_since = None;
+                s.last_error = None;
+                Ok(())
+            }
+            failed => {
+                // Keep the changes for the next attempt.
+                s.held = body.revisions;
+                Err(match failed {
+                    Ok(Err(e)) => format!("storing segment {name}: {e}"),
+                    _ => format!("storing segment {name}: no answer within {limit:?}"),
+                })
+            }
+        }
+    }
+}
+
+/// Adds a watch response's events to what is held, by revision (etcd never
+/// splits a revision's events across responses).
+fn hold(s: &mut State, events: &[etcd_client::Event]) {
+    let seen = unix_ms();
+    for event in events {
+        let Some(kv) = event.kv() else { continue };
+        let revision = kv.mod_revision();
+        let change = match event.event_type() {
+            EventType::Put => Change::Put {
+                key: kv.key().to_vec(),
+                value: kv.value().to_vec(),
+                lease: kv.lease(),
+            },
+            EventType::Delete => Change::Delete {
+                key: kv.key().to_vec(),
+            },
+        };
+        s.held_bytes += change.weight();
+        match s.held.last_mut() {
+            Some(r) if r.revision == revision => r.changes.push(change),
+            _ => s.held.push(RevisionChanges {
+                revision,
+                seen_unix_ms: seen,
+                changes: vec![change],
+            }),
+        }
+        if s.held_since.is_none() {
+            s.held_since = Some(Instant::now());
+        }
+    }
+}

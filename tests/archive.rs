@@ -1,0 +1,266 @@
+//! The change archive on real etcd: segments stored about every second by
+//! the writing instance, a restore to any revision equal key for key to
+//! the source read at that revision, the latest point after eco was
+//! killed and restarted in the middle of a load, and a point the archive
+//! does not cover refused by name.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+use testkit::eco_bin;
+use testkit::etcd::{RawEtcd, block_on, client, wait_serving};
+use testkit::instance::Instance;
+
+/// A key as a reader sees it: value, create and mod revision, version,
+/// whether it has a lease.
+type Seen = BTreeMap<String, (String, i64, i64, i64, bool)>;
+
+/// Every key at `revision` (0: now), and the revision read.
+fn read_at(endpoint: &str, revision: i64) -> (i64, Seen) {
+    block_on(async {
+        let mut c = client(endpoint).await?;
+        let mut opts = etcd_client::GetOptions::new().with_all_keys();
+        if revision > 0 {
+            opts = opts.with_revision(revision);
+        }
+        let r = tokio::time::timeout(Duration::from_secs(5), c.get("", Some(opts)))
+            .await
+            .ok()?
+            .ok()?;
+        let seen = r
+            .kvs()
+            .iter()
+            .filter(|kv| !kv.key().starts_with(b"health-probe"))
+            .map(|kv| {
+                (
+                    String::from_utf8_lossy(kv.key()).to_string(),
+                    (
+                        String::from_utf8_lossy(kv.value()).to_string(),
+                        kv.create_revision(),
+                        kv.mod_revision(),
+                        kv.version(),
+                        kv.lease() != 0,
+                    ),
+                )
+            })
+            .collect();
+        Some((r.header()?.revision(), seen))
+    })
+    .expect("read")
+}
+
+/// Puts, overwrites, deletes (one key and a range), a transaction over
+/// several keys and a leased put; `round` keeps keys apart.
+fn load(endpoint: &str, round: u32) {
+    block_on(async {
+        let mut c = client(endpoint).await?;
+        for n in 0..40 {
+            c.put(
+                format!("r{round}/k{:03}", n % 25),
+                format!("v{n}-{}", "x".repeat(n as usize * 7)),
+                None,
+            )
+            .await
+            .ok()?;
+        }
+        c.delete(format!("r{round}/k003"), None).await.ok()?;
+        c.delete(
+            format!("r{round}/k01"),
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await
+        .ok()?;
+        let txn = etcd_client::Txn::new().and_then(vec![
+            etcd_client::TxnOp::put(format!("r{round}/t1"), "a", None),
+            etcd_client::TxnOp::put(format!("r{round}/t2"), "b", None),
+            etcd_client::TxnOp::delete(format!("r{round}/k020"), None),
+        ]);
+        c.txn(txn).await.ok()?;
+        let lease = c.lease_grant(600, None).await.ok()?;
+        c.put(
+            format!("r{round}/leased"),
+            "l",
+            Some(etcd_client::PutOptions::new().with_lease(lease.id())),
+        )
+        .await
+        .ok()?;
+        c.put(format!("r{round}/last"), "z", None).await.ok()?;
+        Some(())
+    })
+    .expect("load");
+}
+
+/// The newest revision the store's snapshots and segments reach (0:
+/// none).
+fn archived_to(store: &Path) -> i64 {
+    let names = |folder: &str| -> Vec<String> {
+        std::fs::read_dir(store.join("it").join(folder))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect()
+    };
+    // i<10>-r<20>-r<20>-token.seg; i<10>-r<20>-token.db
+    let segments = names("archive")
+        .into_iter()
+        .filter(|n| n.ends_with(".seg"))
+        .filter_map(|n| n.get(35..55)?.parse::<i64>().ok());
+    let snapshots = names("snapshots")
+        .into_iter()
+        .filter(|n| n.ends_with(".db") && !n.starts_with('.'))
+        .filter_map(|n| n.get(13..33)?.parse::<i64>().ok());
+    segments.chain(snapshots).max().unwrap_or(0)
+}
+
+/// Waits until the archive's writer follows etcd (it logged where it
+/// continues from, or the chain it started).
+fn wait_archiving(i: &Instance, times: usize) {
+    let following = testkit::wait_until(Duration::from_secs(30), || {
+        let log = i.log();
+        let n = log.matches("event=\"archive.resumed\"").count()
+            + log.matches("event=\"archive.chain_started\"").count();
+        (n >= times).then_some(())
+    });
+    assert!(
+        following.is_some(),
+        "the archive follows etcd; log:\n{}",
+        i.log()
+    );
+}
+
+fn wait_archived(i: &Instance, revision: i64) {
+    let reached = testkit::wait_until(Duration::from_secs(30), || {
+        (archived_to(&i.store_dir()) >= revision).then_some(())
+    });
+    assert!(
+        reached.is_some(),
+        "the archive reaches revision {revision} (it reaches {}); log:\n{}",
+        archived_to(&i.store_dir()),
+        i.log()
+    );
+}
+
+/// Restores `point` (eco restore's arguments) into a new data directory,
+/// serves it on `address` and reads every key; the command's output.
+fn restore_and_read(i: &Instance, point: &[&str], name: &str, address: &str) -> (String, Seen) {
+    let cfg = i.config.to_str().unwrap().to_string();
+    let target = i.dir.path().join(format!("restored-{name}/etcd"));
+    let peer = format!("http://{address}:2380");
+    let mut args = vec!["restore"];
+    args.extend_from_slice(point);
+    args.extend_from_slice(&[
+        "--config",
+        &cfg,
+        "--data-dir",
+        target.to_str().unwrap(),
+        "--name",
+        name,
+        "--peer-url",
+        &peer,
+    ]);
+    let (code, out, err) = i.eco(&args);
+    assert_eq!(code, 0, "eco {args:?}: {out}{err}");
+    eprintln!("archive: eco {:?}: {}", point, out.trim());
+    let _etcd = RawEtcd::start(&target, name, address);
+    let endpoint = format!("http://{address}:2379");
+    wait_serving(&endpoint, Duration::from_secs(20)).expect("restored etcd serving");
+    let (_, seen) = read_at(&endpoint, 0);
+    (out, seen)
+}
+
+/// The same keys, values, create and mod revisions and versions; a key
+/// may lose its lease (the output says how many did).
+fn assert_same(restored: &Seen, reference: &Seen, what: &str) {
+    let strip = |s: &Seen| -> BTreeMap<String, (String, i64, i64, i64)> {
+        s.iter()
+            .map(|(k, (v, c, m, ver, _))| (k.clone(), (v.clone(), *c, *m, *ver)))
+            .collect()
+    };
+    assert_eq!(strip(restored), strip(reference), "{what}: key for key");
+}
+
+#[test]
+fn a_restore_to_any_revision_equals_the_source_read_at_it_and_survives_a_restart() {
+    let mut i = Instance::new(eco_bin!(), "127.0.124.1").with_dir_store();
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    wait_archiving(&i, 1);
+    let (start, _) = read_at(&i.endpoint(), 0);
+    load(&i.endpoint(), 1);
+    let (middle, _) = read_at(&i.endpoint(), 0);
+    load(&i.endpoint(), 2);
+    let (end, at_end) = read_at(&i.endpoint(), 0);
+    assert!(end > middle && middle > start);
+
+    // eco killed in the middle of a load, restarted: the archive goes on
+    // from what the store holds, without a gap.
+    wait_archived(&i, end);
+    i.signal(libc::SIGKILL);
+    i.wait_exit(Duration::from_secs(10));
+    for pid in i.etcd_pids() {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(30)).expect("serving again");
+    wait_archiving(&i, 2);
+    load(&i.endpoint(), 3);
+    let (last, at_last) = read_at(&i.endpoint(), 0);
+    wait_archived(&i, last);
+
+    // Points the archive covers, each as the source read it.
+    let chosen = [middle, middle + 17, end - 3, end];
+    for (n, r) in chosen.iter().enumerate() {
+        let (_, reference) = read_at(&i.endpoint(), *r);
+        let at = r.to_string();
+        let (out, restored) = restore_and_read(
+            &i,
+            &["--at-revision", &at],
+            &format!("r{n}"),
+            &format!("127.0.124.{}", 10 + n),
+        );
+        assert!(out.contains(&format!("restored revision {r} ")), "{out}");
+        assert_same(&restored, &reference, &format!("revision {r}"));
+    }
+    let (_, reference) = read_at(&i.endpoint(), end);
+    assert_same(&at_end, &reference, "the reference read itself");
+
+    // The newest point: everything, the leased keys without their lease.
+    let (out, restored) = restore_and_read(&i, &["--latest"], "latest", "127.0.124.20");
+    assert_same(&restored, &at_last, "the latest point");
+    assert!(out.contains(&format!("restored revision {last} ")), "{out}");
+    assert!(out.contains("key(s) restored without their lease"), "{out}");
+
+    // The listing shows the chains and how far they reach.
+    let cfg = i.config.to_str().unwrap().to_string();
+    let (code, table, err) = i.eco(&["snapshot", "list", "--config", &cfg]);
+    assert_eq!(code, 0, "{err}");
+    assert!(table.contains("change archive:"), "{table}");
+    assert!(
+        table.contains(&format!(" {last} ")),
+        "a chain reaches {last}: {table}"
+    );
+
+    // A point past the archive is refused, saying what is covered.
+    let beyond = (last + 1000).to_string();
+    let target = i.dir.path().join("restored-beyond/etcd");
+    let (code, _, err) = i.eco(&[
+        "restore",
+        "--at-revision",
+        &beyond,
+        "--config",
+        &cfg,
+        "--data-dir",
+        target.to_str().unwrap(),
+        "--name",
+        "beyond",
+        "--peer-url",
+        "http://127.0.124.21:2380",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(&format!("revision {beyond} is not covered")) && err.contains("chains cover"),
+        "{err}"
+    );
+    assert!(!target.exists(), "nothing restored");
+}
