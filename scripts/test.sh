@@ -119,7 +119,7 @@ step "integration tests (etcd 3.4)"
 # (`--workspace`, as the pass above: `-p eco` resolves features anew and
 # rebuilt eco and its dependencies, about 5 minutes on 2 cores.)
 ECO_TEST_ETCD_VERSION=3.4 cargo nextest run --workspace --profile ci --no-fail-fast \
-  -E 'binary(/^(single_instance|bad_input|membership|snapshots|resize|wal|quorum_loss|auth|tls_generated|tls_migration|rolling_restart)$/) &
+  -E 'binary(/^(single_instance|bad_input|membership|snapshots|archive|resize|wal|quorum_loss|auth|tls_generated|tls_migration|rolling_restart)$/) &
       not test(/over_generated_tls|five_instances_restarted|everything_killed_and_restarted|no_data_and_no_snapshot|three_of_five|all_stopped_wiped|a_second_loss_right_after_a_recovery/)'
 slowest etcd-3.4
 

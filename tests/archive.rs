@@ -1,6 +1,6 @@
 //! The change archive on real etcd: segments stored about every second by
-//! the writing instance, a restore to any revision equal key for key to
-//! the source read at that revision, the latest point after eco was
+//! the writing instance, a restore to any revision (or time) equal key for
+//! key to the source read at that revision, the latest point after eco was
 //! killed and restarted in the middle of a load, and a point the archive
 //! does not cover refused by name.
 
@@ -189,6 +189,11 @@ fn a_restore_to_any_revision_equals_the_source_read_at_it_and_survives_a_restart
     let (start, _) = read_at(&i.endpoint(), 0);
     load(&i.endpoint(), 1);
     let (middle, _) = read_at(&i.endpoint(), 0);
+    // A time between the two loads (the writer receives each change within
+    // milliseconds of its write).
+    std::thread::sleep(Duration::from_millis(300));
+    let between = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    std::thread::sleep(Duration::from_millis(300));
     load(&i.endpoint(), 2);
     let (end, at_end) = read_at(&i.endpoint(), 0);
     assert!(end > middle && middle > start);
@@ -224,6 +229,15 @@ fn a_restore_to_any_revision_equals_the_source_read_at_it_and_survives_a_restart
     }
     let (_, reference) = read_at(&i.endpoint(), end);
     assert_same(&at_end, &reference, "the reference read itself");
+
+    // A time: the last revision received at or before it.
+    let (_, reference) = read_at(&i.endpoint(), middle);
+    let (out, restored) = restore_and_read(&i, &["--at-time", &between], "time", "127.0.124.19");
+    assert!(
+        out.contains(&format!("restored revision {middle} ")),
+        "{out}"
+    );
+    assert_same(&restored, &reference, "the time between the loads");
 
     // The newest point: everything, the leased keys without their lease.
     let (out, restored) = restore_and_read(&i, &["--latest"], "latest", "127.0.124.20");

@@ -198,6 +198,9 @@ pub struct RestorePlan {
     /// The revision the restored data will be at (for a time: the newest
     /// the chosen segments reach; fewer when the time falls inside one).
     pub reaches: i64,
+    /// The point is this exact revision (`--at-revision`): restoring more
+    /// is an error, not a bonus.
+    pub exact: bool,
     pub reason: String,
 }
 
@@ -273,7 +276,10 @@ pub fn plan_restore(
         Point::Revision(r) => {
             let found = newest_first().find(|c| c.snapshot.revision <= r && c.end >= r);
             match found {
-                Some(c) => Ok(plan_of(c, Until::Revision(r), r, format!("revision {r}"))),
+                Some(c) => Ok(RestorePlan {
+                    exact: true,
+                    ..plan_of(c, Until::Revision(r), r, format!("revision {r}"))
+                }),
                 None => Err(NoPlan::RevisionNotCovered {
                     wanted: r,
                     covered: covered(&all),
@@ -358,6 +364,7 @@ fn plan_of(c: &Chain, until: Until, reaches: i64, what: String) -> RestorePlan {
         segments,
         until,
         reaches,
+        exact: false,
     }
 }
 
@@ -399,17 +406,24 @@ pub fn segments_to_delete(
         .collect()
 }
 
-/// Whether the changes held now make a segment: the oldest has waited an
-/// interval, or they fill a segment. Nothing held, nothing cut.
+/// Whether the changes held now make a segment: they fill one, or the
+/// oldest would otherwise be in the store later than `interval_ms` after it
+/// arrived — `reserve_ms` is what storing takes (the writer's check period
+/// and its last upload), at most half the interval so a slow store does
+/// not shrink segments to nothing. Nothing held, nothing cut.
 pub fn cut_due(
     held_bytes: u64,
     oldest_held_age_ms: Option<u64>,
     interval_ms: u64,
     max_bytes: u64,
+    reserve_ms: u64,
 ) -> bool {
     match oldest_held_age_ms {
         None => false,
-        Some(age) => age >= interval_ms || held_bytes >= max_bytes,
+        Some(age) => {
+            let reserve = reserve_ms.min(interval_ms / 2);
+            age.saturating_add(reserve) >= interval_ms || held_bytes >= max_bytes
+        }
     }
 }
 
@@ -628,10 +642,16 @@ mod tests {
     }
 
     #[test]
-    fn a_segment_is_cut_after_an_interval_or_when_full_never_empty() {
-        assert!(!cut_due(0, None, 1000, 100));
-        assert!(!cut_due(10, Some(999), 1000, 100));
-        assert!(cut_due(10, Some(1000), 1000, 100));
-        assert!(cut_due(100, Some(0), 1000, 100));
+    fn a_segment_is_cut_in_time_to_be_stored_within_the_interval_or_when_full() {
+        assert!(!cut_due(0, None, 1000, 100, 0), "nothing held");
+        assert!(!cut_due(10, Some(999), 1000, 100, 0));
+        assert!(cut_due(10, Some(1000), 1000, 100, 0));
+        assert!(cut_due(100, Some(0), 1000, 100, 0), "full");
+        // Storing takes 150 ms: cut at 850 ms.
+        assert!(!cut_due(10, Some(849), 1000, 100, 150));
+        assert!(cut_due(10, Some(850), 1000, 100, 150));
+        // A slow store reserves half the interval at most.
+        assert!(!cut_due(10, Some(499), 1000, 100, 5000));
+        assert!(cut_due(10, Some(500), 1000, 100, 5000));
     }
 }

@@ -226,6 +226,15 @@ async fn replay_segments(
         }
     }
     if let recovery::archive::Until::Revision(r) = plan.until {
+        if plan.exact && current > r {
+            return Err(ReplayError::Diverged {
+                at: current,
+                why: format!(
+                    "snapshot {} holds revisions past {r} (its recorded revision is a lower bound: etcd 3.4 does not say a snapshot's own); restore an earlier point or a later one",
+                    plan.snapshot.name
+                ),
+            });
+        }
         if current < r {
             return Err(ReplayError::Diverged {
                 at: current,

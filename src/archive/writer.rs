@@ -78,6 +78,8 @@ struct State {
     /// Since when the archive is behind the revision the pass reported.
     behind_since: Option<Instant>,
     known_revision: i64,
+    /// How long the last segment took to store.
+    last_upload: Duration,
 }
 
 impl State {
@@ -313,7 +315,7 @@ impl ArchiveWriter {
             }
         };
         let tick_every =
-            (self.interval / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+            (self.interval / 10).clamp(Duration::from_millis(20), Duration::from_secs(1));
         let mut tick = tokio::time::interval(tick_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let ident = (incarnation, token.to_string());
@@ -350,12 +352,13 @@ impl ArchiveWriter {
                     hold(s, response.events());
                 }
             }
+            let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
             let due = archive::cut_due(
                 s.held_bytes,
-                s.held_since
-                    .map(|t| u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)),
-                u64::try_from(self.interval.as_millis()).unwrap_or(u64::MAX),
+                s.held_since.map(|t| ms(t.elapsed())),
+                ms(self.interval),
                 self.max_segment_bytes,
+                ms(tick_every).saturating_add(ms(s.last_upload)),
             );
             if due {
                 if let Err(e) = self.store_held(&ident, format, s).await {
@@ -447,7 +450,8 @@ impl ArchiveWriter {
         .await;
         match put {
             Ok(Ok(info)) => {
-                self.metrics.stored(info.size, started.elapsed(), name.last);
+                s.last_upload = started.elapsed();
+                self.metrics.stored(info.size, s.last_upload, name.last);
                 s.segments += 1;
                 s.archived = Some(name.last);
                 s.archived_seen_unix_ms = Some(last_seen);

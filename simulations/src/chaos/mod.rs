@@ -358,15 +358,16 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
             .map(|(at, _)| *at)
             .context("a lossy scenario without its kill step")?;
         let since = killed.saturating_sub(ARCHIVE_LOSS_BOUND);
-        o.allowed_loss = ledger.acked.iter().filter(|a| a.at >= since).count();
+        let allowed = |a: &load::Acked| a.at >= since && a.at <= killed;
+        o.allowed_loss = ledger.acked.iter().filter(|a| allowed(a)).count();
         let beyond: Vec<&str> = lost
             .iter()
-            .filter(|a| a.at < since)
+            .filter(|a| !allowed(a))
             .map(|a| a.key.as_str())
             .collect();
         if !beyond.is_empty() {
             o.failures.push(format!(
-                "{} writes acknowledged more than {:?} before every disk was lost are missing (the change archive should hold them), e.g. {:?}",
+                "{} writes acknowledged more than {:?} before every disk was lost, or after it, are missing (the change archive, or the new cluster, holds those), e.g. {:?}",
                 beyond.len(),
                 ARCHIVE_LOSS_BOUND,
                 &beyond[..beyond.len().min(5)]
