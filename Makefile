@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls chart-check terraform-check deb compat
+.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls bench-archive chart-check terraform-check deb compat
 
 deps:
 	bash scripts/install-deps.sh
@@ -118,6 +118,14 @@ bench-snapshot-s3: deps
 bench-tls: deps
 	$(CARGO) build --release -p eco -p simulations
 	./target/release/simulations tls-bench --seconds 20 --clients 16 --runs 3
+
+# The change archive: throughput with it off and on (alternating), its
+# bytes per operation and upload p99, and 20 sampled revisions per run
+# restored with eco restore --at-revision and compared key for key
+# (release build); see docs/benchmarks.md. Add --json for JSON.
+bench-archive: deps
+	$(CARGO) build --release -p eco -p simulations
+	./target/release/simulations archive-bench --seconds 60 --clients 16 --runs 3 --points 20
 
 clean-run:
 	rm -rf .run

@@ -45,6 +45,24 @@ pub fn reads(format: Format) -> bool {
     (OLDEST..=NEWEST).contains(&format)
 }
 
+/// Whether this build reads a format recorded as any unsigned number (one
+/// beyond the format type is a later format, not read).
+pub fn reads_number(recorded: u64) -> bool {
+    Format::try_from(recorded).is_ok_and(reads)
+}
+
+/// Why a recorded format is not one this build reads, `None` when it is:
+/// `recorded` is the number the record holds, if it holds one, `shown`
+/// what it holds, as the message quotes it. One message for every reader
+/// of a format key.
+pub fn unreadable(recorded: Option<u64>, shown: &str) -> Option<String> {
+    (!recorded.is_some_and(reads_number)).then(|| {
+        format!(
+            "it is written in format {shown}, which this eco does not read (it reads {OLDEST} to {NEWEST}): a newer eco wrote it"
+        )
+    })
+}
+
 /// What the assessment needs, gathered by the daemon.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Facts {

@@ -1,5 +1,6 @@
 //! `simulations`: deterministic simulations and benchmarks of eco's crates.
 
+mod archive_bench;
 mod chaos;
 mod snapshot_bench;
 mod tls_bench;
@@ -131,6 +132,34 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The change archive on a three-instance cluster of real eco and etcd
+    /// processes: mixed-load throughput with the archive off and on
+    /// (alternating), the archive's bytes per operation and segment upload
+    /// p99, and `--points` sampled revisions restored with `eco restore
+    /// --at-revision` and compared key for key with the source read at
+    /// them. Needs `cargo build --release -p eco` and scripts/install-deps.sh.
+    ArchiveBench {
+        /// Seconds of load per run.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Concurrent writers (spread over the three members).
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Runs of each mode.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Sampled revisions restored and compared in each archive run.
+        #[arg(long, default_value_t = 20)]
+        points: usize,
+        /// Seed of the choice of points.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[command(flatten)]
+        binaries: Binaries,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write throughput of a three-instance cluster of real eco and etcd
     /// processes without TLS and with generated TLS on both etcd surfaces,
     /// alternating in one invocation; prints the medians and their ratio.
@@ -246,6 +275,43 @@ fn main() {
         Command::Chaos(args) => {
             let code = chaos_command(args);
             std::process::exit(code);
+        }
+        Command::ArchiveBench {
+            seconds,
+            clients,
+            runs,
+            points,
+            seed,
+            binaries,
+            json,
+        } => {
+            let opts = archive_bench::Options {
+                eco: binaries.eco(),
+                etcd_bin_dir: binaries.etcd_bin_dir(),
+                seconds,
+                clients,
+                runs,
+                points,
+                seed,
+            };
+            match archive_bench::run(&opts) {
+                Ok(r) if json => {
+                    println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default())
+                }
+                Ok(r) => println!(
+                    "ops/s (median of {runs}): archive off {:.0}, on {:.0}, ratio {:.3}; {:.0} store bytes per op; {} points restored, {} differing ({clients} writers, {seconds} s per run)",
+                    r.off_median_per_s,
+                    r.on_median_per_s,
+                    r.ratio,
+                    r.bytes_per_op,
+                    r.points_checked,
+                    r.points_differing
+                ),
+                Err(e) => {
+                    eprintln!("archive-bench: {e:#}");
+                    std::process::exit(1);
+                }
+            }
         }
         Command::TlsBench {
             seconds,

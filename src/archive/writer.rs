@@ -20,9 +20,6 @@ use crate::base::events::Event;
 use crate::base::wall_clock::unix_ms;
 use crate::etcd::access::EtcdAccess;
 use crate::metrics::archive::{ArchiveFailure, ArchiveMetrics};
-use crate::metrics::snapshots::SnapshotMetrics;
-use crate::snapshot::recorded::take_recorded;
-use crate::snapshot::take::SnapshotRequest;
 use crate::snapshot::writer::WriterInput;
 use crate::store::ObjectStore;
 use etcd_client::{EventType, WatchOptions};
@@ -30,7 +27,7 @@ use recovery::archive::{self, Resume};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 
 pub struct ArchiveWriter {
     pub store: Arc<dyn ObjectStore>,
@@ -45,9 +42,22 @@ pub struct ArchiveWriter {
     /// zstd's level.
     pub level: i32,
     pub metrics: ArchiveMetrics,
-    /// Counts the full snapshots that start chains.
-    pub snapshot_metrics: SnapshotMetrics,
+    /// Where the full snapshot a new chain starts with is asked for (the
+    /// snapshot writer takes it: one instance, one taker).
+    pub chain_snapshots: mpsc::Sender<ChainSnapshot>,
 }
+
+/// A full snapshot asked of the snapshot writer to start a chain; the
+/// answer is its name and revision, or why it failed.
+pub struct ChainSnapshot {
+    pub reason: String,
+    pub reply: oneshot::Sender<Result<(String, i64), String>>,
+}
+
+/// How long a writer with no snapshot of its incarnation waits for the
+/// snapshot writer's own first one before asking for one (a fresh cluster
+/// gets one snapshot, not two).
+const FIRST_SNAPSHOT_GRACE: Duration = Duration::from_secs(10);
 
 /// How one watch ended.
 enum Ended {
@@ -80,6 +90,9 @@ struct State {
     known_revision: i64,
     /// How long the last segment took to store.
     last_upload: Duration,
+    /// The next chain must start with a new snapshot (the watch was
+    /// compacted away): no grace.
+    forced: bool,
 }
 
 impl State {
@@ -166,6 +179,7 @@ impl ArchiveWriter {
                     backoff = Duration::from_secs(1);
                 }
                 Ended::Compacted { compact_revision } => {
+                    s.forced = true;
                     new_chain = Some(format!(
                         "etcd compacted its history to revision {compact_revision}, past the revision after the archive's newest ({})",
                         s.archived.unwrap_or(0)
@@ -198,26 +212,44 @@ impl ArchiveWriter {
     }
 
     /// Where to watch from: the revision after the archive's newest point,
-    /// or after a full snapshot taken now when the archive cannot continue.
+    /// or after a full snapshot the snapshot writer takes now when the
+    /// archive cannot continue. With no snapshot of the incarnation yet,
+    /// the snapshot writer's own first one (due at once) is waited for a
+    /// little ([`FIRST_SNAPSHOT_GRACE`]) before one is asked for.
     async fn start_point(
         &self,
         incarnation: u64,
-        token: &str,
         forced: Option<String>,
-        format: recovery::cluster_version::Format,
+        stop: &mut watch::Receiver<bool>,
         s: &mut State,
     ) -> Result<i64, Ended> {
-        let resume = match forced {
-            Some(reason) => Resume::NewChain { reason },
-            None => {
-                let found = listing::list(&*self.store, &self.cluster)
-                    .await
-                    .map_err(|e| {
-                        Ended::Failed(ArchiveFailure::Listing, format!("listing the archive: {e}"))
-                    })?;
-                archive::resume(&found.snapshots, &found.segments, incarnation)
-            }
+        let list = || async {
+            let found = listing::list(&*self.store, &self.cluster)
+                .await
+                .map_err(|e| {
+                    Ended::Failed(ArchiveFailure::Listing, format!("listing the archive: {e}"))
+                })?;
+            Ok::<_, Ended>(archive::resume(
+                &found.snapshots,
+                &found.segments,
+                incarnation,
+            ))
         };
+        let mut resume = match forced {
+            Some(reason) => Resume::NewChain { reason },
+            None => list().await?,
+        };
+        if matches!(resume, Resume::NewChain { .. }) && !s.forced {
+            let until = Instant::now() + FIRST_SNAPSHOT_GRACE;
+            while Instant::now() < until && matches!(resume, Resume::NewChain { .. }) {
+                tokio::select! {
+                    _ = async { stop.wait_for(|v| *v).await.is_ok() } => return Err(Ended::Stopped),
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+                resume = list().await?;
+            }
+        }
+        s.forced = false;
         match resume {
             Resume::From { revision, reason } => {
                 crate::event!(info, Event::ArchiveResumed, incarnation, from_revision = revision, %reason, "archiving etcd's changes");
@@ -225,36 +257,29 @@ impl ArchiveWriter {
                 Ok(revision)
             }
             Resume::NewChain { reason } => {
-                let req = SnapshotRequest {
-                    endpoint: self.endpoint.get(),
-                    cluster: self.cluster.clone(),
-                    incarnation,
-                    token: token.to_string(),
-                    instance: self.instance.clone(),
-                    format: format.max(recovery::cluster_version::UNTAGGED),
+                let (reply, answer) = oneshot::channel();
+                let asked = ChainSnapshot {
+                    reason: format!("the change archive starts a new chain: {reason}"),
+                    reply,
                 };
-                let why = format!("the change archive starts a new chain: {reason}");
-                let taken = take_recorded(
-                    &*self.store,
-                    &self.access,
-                    &req,
-                    &self.snapshot_metrics,
-                    &why,
-                )
-                .await
-                .map_err(|e| {
+                let failed = |why: String| {
                     Ended::Failed(
                         ArchiveFailure::Snapshot,
-                        format!("the snapshot a new chain starts with: {e}"),
+                        format!("the snapshot a new chain starts with: {why}"),
                     )
-                })?;
+                };
+                self.chain_snapshots
+                    .send(asked)
+                    .await
+                    .map_err(|_| failed("the snapshot writer is not running".into()))?;
+                let taken = tokio::select! {
+                    _ = async { stop.wait_for(|v| *v).await.is_ok() } => return Err(Ended::Stopped),
+                    taken = answer => taken.map_err(|_| failed("the snapshot writer did not answer".into()))?.map_err(failed)?,
+                };
                 self.metrics.chain_started();
-                crate::event!(info, Event::ArchiveChainStarted, snapshot = %taken.name, revision = taken.name.revision, %reason, "the change archive started a new chain");
-                s.chain = Some(format!(
-                    "a new chain from snapshot {} ({reason})",
-                    taken.name
-                ));
-                Ok(taken.name.revision.saturating_add(1))
+                crate::event!(info, Event::ArchiveChainStarted, snapshot = %taken.0, revision = taken.1, %reason, "the change archive started a new chain");
+                s.chain = Some(format!("a new chain from snapshot {} ({reason})", taken.0));
+                Ok(taken.1.saturating_add(1))
             }
         }
     }
@@ -274,7 +299,7 @@ impl ArchiveWriter {
     ) -> Ended {
         let format = input.borrow().format;
         let from = match self
-            .start_point(incarnation, token, forced, format, s)
+            .start_point(incarnation, forced, stop, s)
             .await
         {
             Ok(r) => r,

@@ -1,5 +1,6 @@
 //! The cluster version, kept every pass: the store's finalization and the
-//! operator's request read (at most every [`READ_EVERY`], the last answer
+//! operator's request read (at most every [`READ_EVERY`], every
+//! [`READ_EVERY_CURRENT`] once nothing is left to finalize; the last answer
 //! kept while the store fails), gossip's formats gathered,
 //! `recovery::cluster_version` asked what holds and what is next, a due
 //! finalization recorded, and the answer shown in `/status`. The format
@@ -19,8 +20,13 @@ use recovery::cluster_version::{self as cv, Assessment, Facts, Format, Next};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// How often the store's cluster version and the request are read.
+/// How often the store's cluster version and the request are read while
+/// a finalization is pending…
 const READ_EVERY: Duration = Duration::from_secs(5);
+/// …and once the cluster is finalized at this build's newest format
+/// (nothing is left to finalize; a later release's finalization is found
+/// within this).
+const READ_EVERY_CURRENT: Duration = Duration::from_secs(60);
 
 #[derive(Default)]
 pub(super) struct ClusterVersionView {
@@ -85,11 +91,15 @@ impl Daemon {
             return;
         };
         let cluster = self.ctx.cluster().to_string();
+        let every = match self.cluster_version.assessment.as_ref().map(|a| &a.next) {
+            Some(Next::Current) => READ_EVERY_CURRENT,
+            _ => READ_EVERY,
+        };
         let due = self
             .cluster_version
             .read
             .as_ref()
-            .is_none_or(|(_, _, at)| at.elapsed() >= READ_EVERY);
+            .is_none_or(|(_, _, at)| at.elapsed() >= every);
         if due {
             let finalized = stored::finalized(store.as_ref(), &cluster).await;
             let request = stored::read_request(store.as_ref(), &cluster).await;

@@ -457,6 +457,7 @@ impl Daemon {
         writer_input: watch::Receiver<WriterInput>,
     ) -> anyhow::Result<Exit> {
         let (writer_stop, writer_stopped) = watch::channel(false);
+        let (chain_snapshots, chain_requests) = tokio::sync::mpsc::channel(1);
         let archiver = self
             .ctx
             .store
@@ -475,7 +476,7 @@ impl Daemon {
                         max_segment_bytes: c.archive.max_segment_bytes,
                         level: c.archive.compression_level,
                         metrics: self.ctx.metrics.archive.clone(),
-                        snapshot_metrics: self.ctx.metrics.snapshots.clone(),
+                        chain_snapshots,
                     }
                     .run(
                         writer_input.clone(),
@@ -515,7 +516,12 @@ impl Daemon {
                     verify_interval: c.snapshot.verify_interval.get(),
                     verify_timeout: VERIFY_TIMEOUT,
                 }
-                .run(writer_input, self.status.clone(), writer_stopped)
+                .run(
+                    writer_input,
+                    self.status.clone(),
+                    writer_stopped,
+                    chain_requests,
+                )
                 // Its events carry the instance, as the daemon's do.
                 .in_current_span(),
             )

@@ -238,7 +238,15 @@ impl Seeding<'_> {
     /// the empty data directory under the target's token.
     async fn restore(&mut self, name: &str, t: &Target) -> anyhow::Result<()> {
         let store = self.ctx.store_for("restoring a snapshot")?;
-        let file = match self.archived_point(store, name).await {
+        // A reseed after a quorum loss (incarnation 2 on) is carried by the
+        // archive; a first incarnation is seeded from exactly the snapshot
+        // it names (`recovery.bootstrap_from`: the point a human chose).
+        let carried = if t.incarnation > 1 {
+            self.archived_point(store, name).await
+        } else {
+            None
+        };
+        let file = match carried {
             Some(point) => point,
             None => {
                 let file = self.beside(format!("seed-{}.db", t.incarnation));

@@ -64,11 +64,7 @@ pub fn load(path: &Path) -> LaunchRecord {
     };
     let value: Result<serde_json::Value, _> = serde_json::from_slice(&bytes);
     if let Some(format) = value.as_ref().ok().and_then(|v| v.get("format")) {
-        let known = format
-            .as_u64()
-            .and_then(|f| u16::try_from(f).ok())
-            .is_some_and(recovery::cluster_version::reads);
-        if !known {
+        if recovery::cluster_version::unreadable(format.as_u64(), "").is_some() {
             tracing::warn!(file = %path.display(), %format, "the last launched etcd's record is of a format this eco does not read (a newer eco wrote it); ignoring it");
             return LaunchRecord::default();
         }

@@ -100,25 +100,16 @@ pub fn newest(snapshots: &[ObjectInfo]) -> Option<(SnapshotName, &ObjectInfo)> {
     parsed.into_iter().nth(i)
 }
 
-/// Why the snapshot `name` with `metadata` is not `cluster`'s, if it is
-/// not: its name or its metadata names another cluster, or its metadata
-/// names another incarnation or token than its name.
 /// Why a snapshot's recorded format is not one this eco reads (absent:
 /// format 1, eco 0.1.0's).
 pub fn unreadable_format(metadata: &BTreeMap<String, String>) -> Option<String> {
     let recorded = metadata.get(meta::FORMAT)?;
-    let known = recorded
-        .parse::<u16>()
-        .is_ok_and(recovery::cluster_version::reads);
-    (!known).then(|| {
-        format!(
-            "it is written in format {recorded:?}, which this eco does not read (it reads {} to {}): a newer eco wrote it",
-            recovery::cluster_version::OLDEST,
-            recovery::cluster_version::NEWEST
-        )
-    })
+    recovery::cluster_version::unreadable(recorded.parse().ok(), &format!("{recorded:?}"))
 }
 
+/// Why the snapshot `name` with `metadata` is not `cluster`'s, if it is
+/// not: its name or its metadata names another cluster, or its metadata
+/// names another incarnation or token than its name.
 pub fn not_this_clusters(
     cluster: &str,
     name: &SnapshotName,

@@ -420,6 +420,7 @@ impl SnapshotWriter {
         input: watch::Receiver<WriterInput>,
         status: watch::Sender<InstanceStatus>,
         mut stop: watch::Receiver<bool>,
+        mut chain_snapshots: tokio::sync::mpsc::Receiver<crate::archive::writer::ChainSnapshot>,
     ) {
         let mut s = WriterState::default();
         let mut last = Known::default();
@@ -430,8 +431,26 @@ impl SnapshotWriter {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = stop.wait_for(|v| *v) => break,
+                _ = async { stop.wait_for(|v| *v).await.is_ok() } => break,
                 _ = tick.tick() => {}
+                Some(asked) = chain_snapshots.recv() => {
+                    // The change archive starts a chain: a snapshot now.
+                    let current = input.borrow().clone();
+                    let answer = match self.snapshot_now(&current, &asked.reason, &mut s).await {
+                        Some(taken) => {
+                            last.stored(&taken);
+                            self.learn(&mut s, &mut last).await;
+                            Ok((taken.name.to_string(), taken.name.revision))
+                        }
+                        None => Err(s
+                            .last_error
+                            .clone()
+                            .unwrap_or_else(|| "this instance belongs to no cluster yet".into())),
+                    };
+                    let _ = asked.reply.send(answer);
+                    status.send_modify(|st| st.snapshots = Some(s.project()));
+                    continue;
+                }
             }
             let current = input.borrow().clone();
             let writes = current.facts.writes();

@@ -71,6 +71,29 @@ pub const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(24 
 pub const OBJECT_MODE: u32 = 0o600;
 
 /// Creates (or truncates) `path` with [`OBJECT_MODE`].
+/// Publishes a written object: its content, then its info (the commit
+/// point), renamed into place under an exclusive lock of their directory,
+/// so that of concurrent puts of one name — from any process on this
+/// machine — the content and the info left are the same put's (without
+/// it, one put's content could stay beside another's info, and the object
+/// would read as corrupt).
+fn publish(
+    dir: &Path,
+    content: &Path,
+    path: &Path,
+    info: &Path,
+    final_info: &Path,
+    name: &str,
+) -> Result<(), StoreError> {
+    use nix::fcntl::{Flock, FlockArg};
+    let folder = std::fs::File::open(dir).map_err(io(format!("opening {}", dir.display())))?;
+    let _lock = Flock::lock(folder, FlockArg::LockExclusive)
+        .map_err(|(_, e)| io(format!("locking {}", dir.display()))(std::io::Error::from(e)))?;
+    std::fs::rename(content, path).map_err(io(format!("publishing {}", path.display())))?;
+    std::fs::rename(info, final_info).map_err(io(format!("publishing the info of {name}")))?;
+    sync_dir(dir).map_err(io(format!("syncing {}", dir.display())))
+}
+
 async fn create_private(path: &Path) -> std::io::Result<tokio::fs::File> {
     tokio::fs::OpenOptions::new()
         .write(true)
@@ -386,7 +409,15 @@ impl ObjectStore for DirStore {
                     name: name.into(),
                     message: e.to_string(),
                 })?;
-            let meta_temp = temp.with_extension("meta");
+            // The content's temporary name and `.meta`: unique per put
+            // (two puts of one name in one process, or in two whose pids
+            // are equal — pods, each its own PID namespace — never share
+            // a temporary info file).
+            let meta_temp = {
+                let mut n = temp.clone().into_os_string();
+                n.push(".meta");
+                PathBuf::from(n)
+            };
             let meta_result = async {
                 let mut m = create_private(&meta_temp)
                     .await
@@ -398,14 +429,19 @@ impl ObjectStore for DirStore {
                     .await
                     .map_err(io(format!("syncing {}", meta_temp.display())))?;
                 drop(m);
-                // Content first, info last: the info file is the commit point.
-                tokio::fs::rename(&temp, &path)
-                    .await
-                    .map_err(io(format!("publishing {}", path.display())))?;
-                tokio::fs::rename(&meta_temp, self.meta_path(name))
-                    .await
-                    .map_err(io(format!("publishing the info of {name}")))?;
-                sync_dir(&dir).map_err(io(format!("syncing {}", dir.display())))
+                let (content, info, final_info, folder) = (
+                    temp.clone(),
+                    meta_temp.clone(),
+                    self.meta_path(name),
+                    dir.clone(),
+                );
+                let published = path.clone();
+                let what = name.to_string();
+                tokio::task::spawn_blocking(move || {
+                    publish(&folder, &content, &published, &info, &final_info, &what)
+                })
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("publishing {name}: {e}")))?
             }
             .await;
             if meta_result.is_err() {
@@ -596,6 +632,47 @@ mod tests {
             std::sync::Arc::new(DirStore::with_page_size(page.path().into(), 3)),
         )
         .await;
+    }
+
+    #[tokio::test]
+    async fn concurrent_puts_of_one_name_leave_one_puts_content_and_info() {
+        let d = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(DirStore::new(d.path().into()));
+        let mut tasks = Vec::new();
+        for n in 0..24u32 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                // Each put its own content and length.
+                let content = format!("put {n} {}", "x".repeat(n as usize * 97));
+                let metadata = BTreeMap::from([("n".to_string(), n.to_string())]);
+                store
+                    .put(
+                        "c/incarnations/0000000001.voters",
+                        &mut content.as_bytes(),
+                        metadata,
+                    )
+                    .await
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        let (info, mut reader) = store.get("c/incarnations/0000000001.voters").await.unwrap();
+        let mut content = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut reader, &mut content)
+            .await
+            .unwrap();
+        use sha2::Digest;
+        assert_eq!(hex::encode(sha2::Sha256::digest(&content)), info.sha256);
+        let n = &info.metadata["n"];
+        assert!(String::from_utf8_lossy(&content).starts_with(&format!("put {n} ")));
+        let leftovers: Vec<_> = std::fs::read_dir(d.path().join("c/incarnations"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|f| f.starts_with(TEMP_PREFIX))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 
     #[tokio::test]

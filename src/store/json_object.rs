@@ -100,16 +100,10 @@ pub async fn read<T: DeserializeOwned>(
     let value: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
     if let Some(format) = value.get("format") {
-        let known = format
-            .as_u64()
-            .and_then(|f| u16::try_from(f).ok())
-            .is_some_and(recovery::cluster_version::reads);
-        if !known {
-            return Err(unreadable(format!(
-                "it is written in format {format}, which this eco does not read (it reads {} to {}): a newer eco wrote it",
-                recovery::cluster_version::OLDEST,
-                recovery::cluster_version::NEWEST
-            )));
+        if let Some(why) =
+            recovery::cluster_version::unreadable(format.as_u64(), &format.to_string())
+        {
+            return Err(unreadable(why));
         }
     }
     serde_json::from_value(value)

@@ -86,8 +86,7 @@ fn parse<T: for<'de> Deserialize<'de>>(name: &str, bytes: &[u8]) -> Result<T, Re
                 name: name.into(),
                 message: format!("its format is {format}, not a number"),
             })?;
-            let known = u16::try_from(format).is_ok_and(cluster_version::reads);
-            if !known {
+            if !cluster_version::reads_number(format) {
                 return Err(RecordError::TooNew {
                     name: name.into(),
                     format,

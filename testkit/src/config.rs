@@ -258,6 +258,12 @@ impl ConfigBuilder {
         self
     }
 
+    /// The change archive on or off (`archive.enabled`).
+    pub fn archive(mut self, enabled: bool) -> Self {
+        self.config.archive.enabled = enabled;
+        self
+    }
+
     pub fn snapshot_interval(mut self, every: Duration) -> Self {
         self.config.snapshot.interval = d(every);
         self
