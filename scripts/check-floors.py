@@ -57,9 +57,9 @@ FLOORS = [
     ("local", {"local"}),
     # The world outside: the group, the store, etcd, the CA, auth.
     ("outside", {"provider", "store", "etcd", "pki", "auth"}),
-    # What eco does with them: snapshots, metrics, the HTTP API, the
-    # quorum-loss driver.
-    ("work", {"snapshot", "metrics", "api", "quorum_loss"}),
+    # What eco does with them: snapshots, the change archive, metrics, the
+    # HTTP API, the quorum-loss driver.
+    ("work", {"snapshot", "archive", "metrics", "api", "quorum_loss"}),
     # The daemon and the commands.
     ("top", {"daemon", "commands", "main", "lib"}),
 ]

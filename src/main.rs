@@ -94,17 +94,9 @@ enum Command {
         /// `eco snapshot list`).
         #[arg(long, value_name = "NAME|FILE")]
         from: Option<String>,
-        /// The newest point the change archive reaches (needs --config):
-        /// its chain's snapshot and segments replayed.
-        #[arg(long)]
-        latest: bool,
-        /// Exactly this revision of the archived cluster (needs --config).
-        #[arg(long, value_name = "REVISION")]
-        at_revision: Option<i64>,
-        /// The last revision archived at or before this time, RFC 3339
-        /// (e.g. 2026-11-27T14:05:00Z; needs --config).
-        #[arg(long, value_name = "TIME")]
-        at_time: Option<String>,
+        /// A point of the change archive instead (needs --config).
+        #[command(flatten)]
+        point: PointArgs,
         /// The data directory to create.
         #[arg(long, value_name = "DIR")]
         data_dir: PathBuf,
@@ -197,6 +189,23 @@ enum SnapshotCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write a point of the change archive to an etcd snapshot file: the
+    /// chain's snapshot and segments replayed into a throwaway etcd, its
+    /// snapshot saved (etcd's checksum checked). With `eco snapshot import`
+    /// into another cluster's store, the way to clone a cluster at a point.
+    /// An existing file is refused; the store is only read.
+    #[command(group(clap::ArgGroup::new("point").required(true).args(["latest", "at_revision", "at_time"])))]
+    Export {
+        /// The file to write (refused if it exists).
+        #[arg(value_name = "SNAPSHOT_FILE")]
+        file: PathBuf,
+        /// Configuration file naming the cluster and the store (and the
+        /// etcd binaries the replay runs).
+        #[arg(long, short, value_name = "FILE")]
+        config: PathBuf,
+        #[command(flatten)]
+        point: PointArgs,
+    },
     /// Put an etcd snapshot file made by any tool (etcdctl snapshot save,
     /// another cluster) into the store as a snapshot of this cluster, for a
     /// new cluster to start from (recovery.bootstrap_from). The file is
@@ -213,6 +222,23 @@ enum SnapshotCommand {
         #[arg(long, value_name = "WHO")]
         by: Option<String>,
     },
+}
+
+/// A point of the change archive: exactly one of these (clap's group on
+/// the command says so).
+#[derive(clap::Args)]
+struct PointArgs {
+    /// The newest point the change archive reaches: its chain's snapshot
+    /// and segments replayed.
+    #[arg(long)]
+    latest: bool,
+    /// Exactly this revision of the archived cluster.
+    #[arg(long, value_name = "REVISION")]
+    at_revision: Option<i64>,
+    /// The last revision archived at or before this time, RFC 3339 (e.g.
+    /// 2026-11-27T14:05:00Z).
+    #[arg(long, value_name = "TIME")]
+    at_time: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -374,6 +400,30 @@ fn main() -> ExitCode {
             Err(code) => code,
         },
         Command::Snapshot {
+            command:
+                SnapshotCommand::Export {
+                    file,
+                    config,
+                    point,
+                },
+        } => match load_or_exit(&config) {
+            Ok(c) => {
+                let point = match commands::restore::point_from_args(
+                    point.latest,
+                    point.at_revision,
+                    point.at_time,
+                ) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        eprintln!("eco snapshot export: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+                one_shot(async move { commands::snapshot::export(&c, point, &file).await })
+            }
+            Err(code) => code,
+        },
+        Command::Snapshot {
             command: SnapshotCommand::Import { file, config, by },
         } => match load_or_exit(&config) {
             Ok(c) => {
@@ -384,9 +434,7 @@ fn main() -> ExitCode {
         },
         Command::Restore {
             from,
-            latest,
-            at_revision,
-            at_time,
+            point,
             data_dir,
             name,
             peer_url,
@@ -394,14 +442,18 @@ fn main() -> ExitCode {
             config,
             etcd_bin_dir,
         } => {
-            let source =
-                match commands::restore::Source::from_args(from, latest, at_revision, at_time) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        eprintln!("eco restore: {e}");
-                        return ExitCode::from(2);
-                    }
-                };
+            let source = match commands::restore::Source::from_args(
+                from,
+                point.latest,
+                point.at_revision,
+                point.at_time,
+            ) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("eco restore: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             commands::restore::from_cli(
                 source,
                 data_dir,

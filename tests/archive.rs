@@ -278,3 +278,101 @@ fn a_restore_to_any_revision_equals_the_source_read_at_it_and_survives_a_restart
     );
     assert!(!target.exists(), "nothing restored");
 }
+
+/// A clone: a point of one cluster's archive exported to a snapshot file,
+/// imported into a new cluster's own store, and the new cluster started
+/// from it — equal key for key to the source read at that point; the
+/// source's store is only read.
+#[test]
+fn a_new_cluster_is_cloned_from_a_point_of_another() {
+    let mut a = Instance::new(eco_bin!(), "127.0.124.30").with_dir_store();
+    a.start();
+    wait_serving(&a.endpoint(), Duration::from_secs(20)).expect("serving");
+    wait_archiving(&a, 1);
+    load(&a.endpoint(), 1);
+    let (point, _) = read_at(&a.endpoint(), 0);
+    load(&a.endpoint(), 2);
+    let (end, _) = read_at(&a.endpoint(), 0);
+    wait_archived(&a, end);
+    let (_, reference) = read_at(&a.endpoint(), point);
+    let source_store = |a: &Instance| {
+        let mut files: Vec<(String, u64)> = testkit::files_under(&a.store_dir())
+            .into_iter()
+            .filter_map(|p| {
+                let len = p.metadata().ok()?.len();
+                Some((p.to_string_lossy().to_string(), len))
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    // The source stopped: a clone needs only its store.
+    a.signal(libc::SIGTERM);
+    assert!(
+        a.wait_exit(Duration::from_secs(30)).is_some(),
+        "the source stops"
+    );
+    let before = source_store(&a);
+
+    let file = a.dir.path().join("exports/point.db");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let cfg = a.config.to_str().unwrap().to_string();
+    let at = point.to_string();
+    let export = |file: &Path| {
+        a.eco(&[
+            "snapshot",
+            "export",
+            file.to_str().unwrap(),
+            "--config",
+            &cfg,
+            "--at-revision",
+            &at,
+        ])
+    };
+    let (code, out, err) = export(&file);
+    assert_eq!(code, 0, "{out}{err}");
+    eprintln!("archive: {}", out.trim());
+    assert!(
+        out.contains(&format!("revision {point} of cluster it")),
+        "{out}"
+    );
+    // An existing file is never overwritten.
+    let (code, _, err) = export(&file);
+    assert_eq!(code, 1);
+    assert!(err.contains("exists"), "{err}");
+
+    // The new cluster, its own name and its own store.
+    let mut b = Instance::new(eco_bin!(), "127.0.124.31").with_dir_store();
+    b.configure(|c| c.cluster_name("clone"));
+    let bcfg = b.config.to_str().unwrap().to_string();
+    let (code, out, err) = b.eco(&[
+        "snapshot",
+        "import",
+        file.to_str().unwrap(),
+        "--config",
+        &bcfg,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let name = out
+        .lines()
+        .find_map(|l| l.strip_prefix("bootstrap_from = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .unwrap_or_else(|| panic!("no bootstrap_from line in {out}"))
+        .to_string();
+    assert!(name.starts_with("clone/snapshots/"), "{name}");
+    b.configure(|c| c.bootstrap_from(&name));
+    b.start();
+    wait_serving(&b.endpoint(), Duration::from_secs(30)).expect("the clone serves");
+    let (_, cloned) = read_at(&b.endpoint(), 0);
+    let keys = |s: &Seen| -> BTreeMap<String, String> {
+        s.iter()
+            .map(|(k, (v, ..))| (k.clone(), v.clone()))
+            .collect()
+    };
+    assert_eq!(
+        keys(&cloned),
+        keys(&reference),
+        "the clone holds the source at revision {point}"
+    );
+    assert_eq!(source_store(&a), before, "the source's store is only read");
+}

@@ -33,20 +33,6 @@ fn snapshot_objects(store: &std::path::Path) -> Vec<std::path::PathBuf> {
     v
 }
 
-/// Every file under `dir`, recursively.
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
-
 #[test]
 fn snapshot_now_list_and_restore_gives_equal_data() {
     let mut i = Instance::new(eco_bin!(), "127.0.5.1").with_dir_store();
@@ -83,7 +69,7 @@ fn snapshot_now_list_and_restore_gives_equal_data() {
     // A snapshot is the whole database: every file of the store is eco's
     // user's alone (as `etcdctl snapshot save` writes it).
     let mut files = 0;
-    for entry in walk(&i.store_dir()) {
+    for entry in testkit::files_under(&i.store_dir()) {
         let mode =
             std::os::unix::fs::PermissionsExt::mode(&entry.metadata().unwrap().permissions());
         assert_eq!(

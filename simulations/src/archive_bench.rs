@@ -22,9 +22,8 @@ use sha2::Digest;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use testkit::cluster::{Cluster, Options as ClusterOptions, Stopping};
 
 pub struct Options {
     pub eco: PathBuf,
@@ -190,32 +189,10 @@ fn upload_p99(api: &str) -> Option<f64> {
 }
 
 fn one(opts: &Options, archive: bool, net: u8, rng: &mut u64) -> anyhow::Result<Run> {
-    let mut c = Cluster::new(ClusterOptions {
-        eco: opts.eco.clone(),
-        root: None,
-        network: testkit::cluster::Network::Loopback,
-        net,
-        config: Cluster::node_config("bench", &opts.etcd_bin_dir)
-            .snapshot_interval(Duration::from_secs(600))
-            .archive(archive),
-        gossip_key: testkit::cluster::key_pattern(43, 3),
-        die_with_harness: true,
-        stopping: Stopping {
-            wait: Duration::from_secs(20),
-            force: true,
-        },
-        aws: None,
-        tls: false,
-        generated_tls: false,
-        loopback_source_name: true,
-    })?;
-    let group = c.launch(3)?;
-    for id in &group {
-        c.start(id)?;
-    }
-    let names: Vec<&str> = group.iter().map(String::as_str).collect();
-    c.wait_voters(&names, Duration::from_secs(120))
-        .context("the cluster did not form")?;
+    let (c, group) =
+        crate::bench_cluster::form(&opts.eco, &opts.etcd_bin_dir, net, 43, false, |c| {
+            c.archive(archive)
+        })?;
     // The archive follows etcd before the load starts.
     if archive {
         let following = testkit::wait_until(Duration::from_secs(30), || {
@@ -227,8 +204,7 @@ fn one(opts: &Options, archive: bool, net: u8, rng: &mut u64) -> anyhow::Result<
         following.context("the archive did not start")?;
     }
     let endpoints = c.endpoints(&group);
-    let ops = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(AtomicU64::new(0));
+    let counts = crate::bench_cluster::Counts::default();
     let done = Arc::new(AtomicBool::new(false));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -237,32 +213,16 @@ fn one(opts: &Options, archive: bool, net: u8, rng: &mut u64) -> anyhow::Result<
     let until = Instant::now() + Duration::from_secs(opts.seconds);
     let started = Instant::now();
     let samples: BTreeMap<i64, (String, usize)> = runtime.block_on(async {
-        let mut tasks = Vec::new();
-        for w in 0..opts.clients {
-            let endpoint = vec![endpoints[w % endpoints.len()].clone()];
-            let (ops, failed) = (ops.clone(), failed.clone());
-            tasks.push(tokio::spawn(async move {
-                let options = testkit::etcd::options(
-                    &endpoint,
-                    Duration::from_secs(2),
-                    Duration::from_secs(2),
-                );
-                let Ok(mut client) = etcd_client::Client::connect(endpoint, Some(options)).await
-                else {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                    return;
-                };
-                let mut n = 0u64;
-                while Instant::now() < until {
-                    n += 1;
-                    if operate(&mut client, w, n).await {
-                        ops.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        failed.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }));
-        }
+        let tasks = crate::bench_cluster::write_for(
+            &endpoints,
+            opts.clients,
+            until,
+            &counts,
+            |mut client: etcd_client::Client, w, n| async move {
+                let ok = operate(&mut client, w, n).await;
+                (client, ok)
+            },
+        );
         // The reader: a sample of the whole key space every second.
         let reader_endpoint = vec![endpoints[0].clone()];
         let sampling = archive;
@@ -296,11 +256,11 @@ fn one(opts: &Options, archive: bool, net: u8, rng: &mut u64) -> anyhow::Result<
         reader.await.unwrap_or_default()
     });
     let elapsed = started.elapsed().as_secs_f64();
-    let ops = ops.load(Ordering::Relaxed);
+    let ops = counts.ok.load(Ordering::Relaxed);
     let mut run = Run {
         archive,
         ops,
-        failed: failed.load(Ordering::Relaxed),
+        failed: counts.failed.load(Ordering::Relaxed),
         ops_per_s: ops as f64 / elapsed,
         archive_bytes: 0,
         segments: 0,

@@ -1,6 +1,7 @@
 //! `simulations`: deterministic simulations and benchmarks of eco's crates.
 
 mod archive_bench;
+mod bench_cluster;
 mod chaos;
 mod snapshot_bench;
 mod tls_bench;

@@ -10,10 +10,8 @@
 
 use serde::Serialize;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use testkit::cluster::{Cluster, Options as ClusterOptions, Stopping};
 
 pub struct Options {
     pub eco: PathBuf,
@@ -52,34 +50,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn one(opts: &Options, tls: bool, net: u8) -> anyhow::Result<Run> {
-    let mut c = Cluster::new(ClusterOptions {
-        eco: opts.eco.clone(),
-        root: None,
-        network: testkit::cluster::Network::Loopback,
-        net,
-        config: Cluster::node_config("bench", &opts.etcd_bin_dir)
-            .snapshot_interval(Duration::from_secs(600)),
-        gossip_key: testkit::cluster::key_pattern(41, 3),
-        die_with_harness: true,
-        stopping: Stopping {
-            wait: Duration::from_secs(20),
-            force: true,
-        },
-        aws: None,
-        tls: false,
-        generated_tls: tls,
-        loopback_source_name: true,
-    })?;
-    let group = c.launch(3)?;
-    for id in &group {
-        c.start(id)?;
-    }
-    let names: Vec<&str> = group.iter().map(String::as_str).collect();
-    c.wait_voters(&names, Duration::from_secs(120))
-        .ok_or_else(|| anyhow::anyhow!("the cluster did not form (tls: {tls})"))?;
+    let (c, group) = crate::bench_cluster::form(&opts.eco, &opts.etcd_bin_dir, net, 41, tls, |c| c)
+        .map_err(|e| anyhow::anyhow!("{e} (tls: {tls})"))?;
     let endpoints = c.endpoints(&group);
-    let writes = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(AtomicU64::new(0));
+    let counts = crate::bench_cluster::Counts::default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -87,44 +61,30 @@ fn one(opts: &Options, tls: bool, net: u8) -> anyhow::Result<Run> {
     let until = Instant::now() + Duration::from_secs(opts.seconds);
     let started = Instant::now();
     runtime.block_on(async {
-        let mut tasks = Vec::new();
-        for w in 0..opts.clients {
-            let endpoint = vec![endpoints[w % endpoints.len()].clone()];
-            let (writes, failed) = (writes.clone(), failed.clone());
-            tasks.push(tokio::spawn(async move {
-                let options = testkit::etcd::options(
-                    &endpoint,
-                    Duration::from_secs(2),
-                    Duration::from_secs(2),
-                );
-                let Ok(mut client) = etcd_client::Client::connect(endpoint, Some(options)).await
-                else {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                    return;
-                };
-                let mut n = 0u64;
-                while Instant::now() < until {
-                    n += 1;
-                    match client
-                        .put(format!("bench/{w}/{n}"), "x".repeat(64), None)
-                        .await
-                    {
-                        Ok(_) => writes.fetch_add(1, Ordering::Relaxed),
-                        Err(_) => failed.fetch_add(1, Ordering::Relaxed),
-                    };
-                }
-            }));
-        }
+        let tasks = crate::bench_cluster::write_for(
+            &endpoints,
+            opts.clients,
+            until,
+            &counts,
+            |mut client: etcd_client::Client, w, n| async move {
+                let ok = client
+                    .put(format!("bench/{w}/{n}"), "x".repeat(64), None)
+                    .await
+                    .is_ok();
+                (client, ok)
+            },
+        );
         for t in tasks {
             let _ = t.await;
         }
     });
     let elapsed = started.elapsed().as_secs_f64();
-    let writes = writes.load(Ordering::Relaxed);
+    let writes = counts.ok.load(Ordering::Relaxed);
+    drop(c);
     Ok(Run {
         tls,
         writes,
-        failed: failed.load(Ordering::Relaxed),
+        failed: counts.failed.load(Ordering::Relaxed),
         writes_per_s: writes as f64 / elapsed,
     })
 }

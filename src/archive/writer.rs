@@ -20,7 +20,7 @@ use crate::base::events::Event;
 use crate::base::wall_clock::unix_ms;
 use crate::etcd::access::EtcdAccess;
 use crate::metrics::archive::{ArchiveFailure, ArchiveMetrics};
-use crate::snapshot::writer::WriterInput;
+use crate::snapshot::writer::{ChainSnapshot, WriterInput};
 use crate::store::ObjectStore;
 use etcd_client::{EventType, WatchOptions};
 use recovery::archive::{self, Resume};
@@ -45,13 +45,6 @@ pub struct ArchiveWriter {
     /// Where the full snapshot a new chain starts with is asked for (the
     /// snapshot writer takes it: one instance, one taker).
     pub chain_snapshots: mpsc::Sender<ChainSnapshot>,
-}
-
-/// A full snapshot asked of the snapshot writer to start a chain; the
-/// answer is its name and revision, or why it failed.
-pub struct ChainSnapshot {
-    pub reason: String,
-    pub reply: oneshot::Sender<Result<(String, i64), String>>,
 }
 
 /// How long a writer with no snapshot of its incarnation waits for the
@@ -298,10 +291,7 @@ impl ArchiveWriter {
         status: &watch::Sender<InstanceStatus>,
     ) -> Ended {
         let format = input.borrow().format;
-        let from = match self
-            .start_point(incarnation, forced, stop, s)
-            .await
-        {
+        let from = match self.start_point(incarnation, forced, stop, s).await {
             Ok(r) => r,
             Err(ended) => return ended,
         };

@@ -3,6 +3,7 @@
 use crate::base::events::Event;
 use crate::config::Config;
 use crate::snapshot::restore::{self, RestoreRequest};
+use anyhow::Context;
 use recovery::archive::Point;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,17 +25,32 @@ impl Source {
         at_revision: Option<i64>,
         at_time: Option<String>,
     ) -> anyhow::Result<Self> {
-        Ok(match (from, latest, at_revision, at_time) {
-            (Some(f), false, None, None) => Source::Snapshot(f),
-            (None, true, None, None) => Source::Archive(Point::Latest),
-            (None, false, Some(r), None) if r > 0 => Source::Archive(Point::Revision(r)),
-            (None, false, Some(r), None) => {
-                anyhow::bail!("--at-revision {r}: a revision is at least 1")
+        match from {
+            Some(f) if !latest && at_revision.is_none() && at_time.is_none() => {
+                Ok(Source::Snapshot(f))
             }
-            (None, false, None, Some(t)) => Source::Archive(Point::Time(parse_time(&t)?)),
-            _ => anyhow::bail!("give exactly one of --from, --latest, --at-revision, --at-time"),
-        })
+            Some(_) => {
+                anyhow::bail!("give exactly one of --from, --latest, --at-revision, --at-time")
+            }
+            None => point_from_args(latest, at_revision, at_time).map(Source::Archive),
+        }
     }
+}
+
+/// A point of the change archive from `--latest`, `--at-revision` or
+/// `--at-time` (exactly one).
+pub fn point_from_args(
+    latest: bool,
+    at_revision: Option<i64>,
+    at_time: Option<String>,
+) -> anyhow::Result<Point> {
+    Ok(match (latest, at_revision, at_time) {
+        (true, None, None) => Point::Latest,
+        (false, Some(r), None) if r > 0 => Point::Revision(r),
+        (false, Some(r), None) => anyhow::bail!("--at-revision {r}: a revision is at least 1"),
+        (false, None, Some(t)) => Point::Time(parse_time(&t)?),
+        _ => anyhow::bail!("give exactly one of --latest, --at-revision, --at-time"),
+    })
 }
 
 /// An RFC 3339 time as Unix ms.
@@ -63,34 +79,63 @@ pub async fn run_point(
     config: &Config,
     req: &RestoreRequest,
 ) -> anyhow::Result<String> {
-    let store = super::store(config).await?;
-    let binaries = crate::etcd::binaries::find(&config.etcd).await?;
+    let parent = beside_target(req)?;
+    let started = std::time::Instant::now();
+    let replayed = replay_point(point, config, &parent).await?;
+    let restored = restore::restore_file(&replayed.file, req).await;
+    let _ = std::fs::remove_file(&replayed.file);
+    restored?;
+    Ok(format!(
+        "restored revision {} of cluster {} into {} in {:.1}s: {}",
+        replayed.revision,
+        config.cluster.name,
+        req.data_dir.display(),
+        started.elapsed().as_secs_f64(),
+        replayed_summary(&replayed),
+    ))
+}
+
+/// The directory the target data directory goes in (made if missing):
+/// where a download or a replay's file is written, on the same disk.
+fn beside_target(req: &RestoreRequest) -> anyhow::Result<PathBuf> {
     let parent = req
         .data_dir
         .parent()
+        .filter(|p| !p.as_os_str().is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&parent)?;
+    std::fs::create_dir_all(&parent).with_context(|| format!("making {}", parent.display()))?;
+    Ok(parent)
+}
+
+/// A point of `config`'s change archive replayed into a snapshot file in
+/// `work_in` (the caller moves or removes it); the `archive.restored`
+/// event says what it used.
+pub async fn replay_point(
+    point: Point,
+    config: &Config,
+    work_in: &std::path::Path,
+) -> anyhow::Result<crate::archive::replay::Replayed> {
+    let store = super::store(config).await?;
+    let binaries = crate::etcd::binaries::find(&config.etcd).await?;
+    // The throwaway member is plain text on 127.0.0.1; the credentials of
+    // [auth] for a snapshot that holds etcd's authentication.
     let access = crate::etcd::access::EtcdAccess::new(config.etcd.call_timeout.get())
         .with_credentials(crate::etcd::credentials::Credentials::from_config(
             &config.auth,
         ));
-    let started = std::time::Instant::now();
     let replayed = crate::archive::replay::replay(
         &crate::archive::replay::ReplayRequest {
             store: &*store,
             cluster: &config.cluster.name,
             binaries: &binaries,
             access: &access,
-            work_in: &parent,
+            work_in,
             timeout: REPLAY_TIMEOUT,
         },
         point,
     )
     .await?;
-    let restored = restore::restore_file(&replayed.file, req).await;
-    let _ = std::fs::remove_file(&replayed.file);
-    restored?;
     crate::event!(
         info,
         Event::ArchiveRestored,
@@ -101,16 +146,15 @@ pub async fn run_point(
         leases_dropped = replayed.leases_dropped,
         "restored a point of the change archive"
     );
-    Ok(format!(
-        "restored revision {} of cluster {} into {} in {:.1}s: {}; {} revision(s) replayed\n{} key(s) restored without their lease (a segment does not carry lease grants); users, roles and membership are the snapshot's",
-        replayed.revision,
-        config.cluster.name,
-        req.data_dir.display(),
-        started.elapsed().as_secs_f64(),
-        replayed.plan.reason,
-        replayed.revisions,
-        replayed.leases_dropped,
-    ))
+    Ok(replayed)
+}
+
+/// What a replay used and what it could not carry, for a person.
+pub fn replayed_summary(r: &crate::archive::replay::Replayed) -> String {
+    format!(
+        "{}; {} revision(s) replayed\n{} key(s) restored without their lease (a segment does not carry lease grants); users, roles and membership are the snapshot's",
+        r.plan.reason, r.revisions, r.leases_dropped
+    )
 }
 
 /// Restores `from` (a file, or a snapshot name in the configured store) per
@@ -136,12 +180,7 @@ pub async fn run(
         )
     })?;
     let store = super::store(config).await?;
-    let parent = req
-        .data_dir
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&parent)?;
+    let parent = beside_target(req)?;
     let download = parent.join(format!(".eco-restore-{:08x}.db", rand::random::<u32>()));
     let fetched = restore::fetch_verified(&*store, from, &download).await;
     let result = match fetched {

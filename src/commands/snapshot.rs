@@ -206,3 +206,36 @@ pub async fn import(config: &Config, file: &std::path::Path, by: &str) -> anyhow
         imported.name
     ))
 }
+
+/// Writes a point of `config`'s change archive to `out` (refused if it
+/// exists: written beside it, then linked into place); what `eco snapshot
+/// export` prints.
+pub async fn export(
+    config: &Config,
+    point: recovery::archive::Point,
+    out: &std::path::Path,
+) -> anyhow::Result<String> {
+    if out.symlink_metadata().is_ok() {
+        anyhow::bail!("{} exists; refusing to overwrite it", out.display());
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let started = std::time::Instant::now();
+    let replayed = super::restore::replay_point(point, config, &parent).await?;
+    // A hard link does not replace an existing name: nothing is lost if
+    // the file appeared meanwhile.
+    let linked = std::fs::hard_link(&replayed.file, out);
+    let _ = std::fs::remove_file(&replayed.file);
+    linked.with_context(|| format!("writing {}", out.display()))?;
+    Ok(format!(
+        "wrote {} in {:.1}s: revision {} of cluster {}: {}\nto clone the cluster at this point: eco snapshot import {} --config <the new cluster's config>, then its recovery.bootstrap_from",
+        out.display(),
+        started.elapsed().as_secs_f64(),
+        replayed.revision,
+        config.cluster.name,
+        super::restore::replayed_summary(&replayed),
+        out.display()
+    ))
+}

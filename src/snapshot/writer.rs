@@ -69,6 +69,14 @@ pub struct SnapshotWriter {
     pub verify_timeout: Duration,
 }
 
+/// A full snapshot the change archive asks for to start a chain
+/// (`crate::archive::writer`): this writer takes it, so one instance has
+/// one taker; the answer is its name and revision, or why it failed.
+pub struct ChainSnapshot {
+    pub reason: String,
+    pub reply: tokio::sync::oneshot::Sender<Result<(String, i64), String>>,
+}
+
 /// How long the store's verification record is trusted before it is read
 /// again (the writer re-reads it before deciding; it changes about daily).
 const VERIFICATION_RECORD_FRESH: Duration = Duration::from_secs(60);
@@ -420,7 +428,7 @@ impl SnapshotWriter {
         input: watch::Receiver<WriterInput>,
         status: watch::Sender<InstanceStatus>,
         mut stop: watch::Receiver<bool>,
-        mut chain_snapshots: tokio::sync::mpsc::Receiver<crate::archive::writer::ChainSnapshot>,
+        mut chain_snapshots: tokio::sync::mpsc::Receiver<ChainSnapshot>,
     ) {
         let mut s = WriterState::default();
         let mut last = Known::default();

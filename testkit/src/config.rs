@@ -310,6 +310,12 @@ impl ConfigBuilder {
     }
 
     /// Seed a brand-new cluster from this snapshot of the store.
+    /// Another cluster name (`cluster.name`).
+    pub fn cluster_name(mut self, name: &str) -> Self {
+        self.config.cluster.name = name.into();
+        self
+    }
+
     pub fn bootstrap_from(mut self, snapshot: &str) -> Self {
         self.config.recovery.bootstrap_from = Some(snapshot.into());
         self
