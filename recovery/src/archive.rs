@@ -368,14 +368,24 @@ fn plan_of(c: &Chain, until: Until, reaches: i64, what: String) -> RestorePlan {
     }
 }
 
-/// Segments retention may delete once `kept` are the snapshots left: a
-/// segment goes when no kept snapshot of its incarnation precedes its last
-/// revision (nothing kept can replay it). Nothing is deleted when no
-/// snapshot is kept (a listing that lost them is no reason to lose the
-/// archive too).
+/// Segments retention may delete once `kept` are the snapshots left:
+///
+/// - a segment no kept snapshot of its incarnation precedes (nothing kept
+///   can replay it);
+/// - a segment superseded long ago: a kept snapshot of its incarnation at
+///   or past its last revision was taken more than `keep_for_ms` before
+///   `now_unix_ms`, so every point it serves is older than that (points
+///   in time are kept for `archive.keep_for`; older ones are the kept
+///   snapshots themselves). What the newest point needs is never
+///   superseded, whatever the clocks say.
+///
+/// Nothing is deleted when no snapshot is kept (a listing that lost them
+/// is no reason to lose the archive too).
 pub fn segments_to_delete(
     kept: &[SnapshotPoint],
     segments: &[SegmentEntry],
+    now_unix_ms: u64,
+    keep_for_ms: u64,
 ) -> Vec<(String, String)> {
     if kept.is_empty() {
         return Vec::new();
@@ -383,24 +393,36 @@ pub fn segments_to_delete(
     segments
         .iter()
         .filter_map(|s| {
-            let oldest = kept
-                .iter()
-                .filter(|k| k.incarnation == s.incarnation)
+            let mine = || kept.iter().filter(|k| k.incarnation == s.incarnation);
+            let oldest = mine().map(|k| k.revision).min();
+            let superseded = mine()
+                .filter(|k| {
+                    k.revision >= s.last
+                        && k.taken_unix_ms > 0
+                        && now_unix_ms.saturating_sub(k.taken_unix_ms) > keep_for_ms
+                })
                 .map(|k| k.revision)
                 .min();
-            match oldest {
-                None => Some((
+            match (oldest, superseded) {
+                (None, _) => Some((
                     s.name.clone(),
                     format!("no snapshot of incarnation {} is kept", s.incarnation),
                 )),
-                Some(o) if s.last <= o => Some((
+                (Some(o), _) if s.last <= o => Some((
                     s.name.clone(),
                     format!(
                         "ends at revision {}, at or before the oldest kept snapshot of incarnation {} (revision {o})",
                         s.last, s.incarnation
                     ),
                 )),
-                Some(_) => None,
+                (_, Some(r)) => Some((
+                    s.name.clone(),
+                    format!(
+                        "superseded by the snapshot at revision {r}, taken more than {} s ago (archive.keep_for)",
+                        keep_for_ms / 1000
+                    ),
+                )),
+                _ => None,
             }
         })
         .collect()
@@ -605,13 +627,37 @@ mod tests {
             seg(1, 201, 250),
             seg(2, 1, 5),
         ];
-        let gone = segments_to_delete(&[snap(1, 150, 0), snap(1, 220, 0)], &segs);
+        let day = 86_400_000;
+        let gone = segments_to_delete(&[snap(1, 150, 0), snap(1, 220, 0)], &segs, 10 * day, day);
         let gone: Vec<&str> = gone.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(gone, ["g-i1-r101-r150", "g-i2-r1-r5"]);
         assert!(
-            segments_to_delete(&[], &segs).is_empty(),
+            segments_to_delete(&[], &segs, 10 * day, day).is_empty(),
             "no snapshot kept: nothing deleted"
         );
+    }
+
+    #[test]
+    fn points_older_than_keep_for_go_and_the_newest_point_never_does() {
+        let day = 86_400_000;
+        let now = 10 * day;
+        let segs = [seg(1, 101, 150), seg(1, 151, 200), seg(1, 201, 250)];
+        // Snapshots at 100 (9 days old), 200 (2 days old), 230 (an hour old).
+        let kept = [
+            snap(1, 100, now - 9 * day),
+            snap(1, 200, now - 2 * day),
+            snap(1, 230, now - 3_600_000),
+        ];
+        let gone = segments_to_delete(&kept, &segs, now, day);
+        let gone: Vec<&str> = gone.iter().map(|(n, _)| n.as_str()).collect();
+        // 101–150 and 151–200 are superseded by the snapshot at 200, two
+        // days old; 201–250 carries the newest point past 230.
+        assert_eq!(gone, ["g-i1-r101-r150", "g-i1-r151-r200"]);
+        // Kept for a week: nothing goes.
+        assert!(segments_to_delete(&kept, &segs, now, 7 * day + 1).is_empty());
+        // A snapshot with no time never supersedes.
+        let untimed = [snap(1, 100, now - 9 * day), snap(1, 200, 0)];
+        assert!(segments_to_delete(&untimed, &segs, now, day).is_empty());
     }
 
     proptest::proptest! {

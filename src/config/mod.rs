@@ -85,6 +85,10 @@ pub struct ArchiveConfig {
     /// zstd's compression level of segments (1 to 19).
     #[serde(default = "defaults::archive_compression_level")]
     pub compression_level: i32,
+    /// Points in time are kept this long: a segment goes once a kept
+    /// snapshot taken longer ago supersedes it.
+    #[serde(default = "defaults::archive_keep_for")]
+    pub keep_for: ConfigDuration,
 }
 
 impl Default for ArchiveConfig {
@@ -94,6 +98,7 @@ impl Default for ArchiveConfig {
             interval: defaults::archive_interval(),
             max_segment_bytes: defaults::archive_max_segment_bytes(),
             compression_level: defaults::archive_compression_level(),
+            keep_for: defaults::archive_keep_for(),
         }
     }
 }
@@ -657,6 +662,9 @@ pub mod defaults {
     }
     pub fn archive_compression_level() -> i32 {
         3
+    }
+    pub fn archive_keep_for() -> ConfigDuration {
+        ConfigDuration::from_secs(24 * 3600)
     }
     pub fn auto_compaction_mode() -> AutoCompactionMode {
         AutoCompactionMode::Periodic

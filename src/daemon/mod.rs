@@ -515,6 +515,7 @@ impl Daemon {
                         .unwrap_or_else(|| PathBuf::from(".")),
                     verify_interval: c.snapshot.verify_interval.get(),
                     verify_timeout: VERIFY_TIMEOUT,
+                    archive_keep_for: c.archive.keep_for.get(),
                 }
                 .run(
                     writer_input,

@@ -67,6 +67,9 @@ pub struct SnapshotWriter {
     pub verify_interval: Duration,
     /// Bounds a verification's restore and its throwaway etcd's start.
     pub verify_timeout: Duration,
+    /// How long the change archive's points in time are kept
+    /// (`archive.keep_for`).
+    pub archive_keep_for: Duration,
 }
 
 /// A full snapshot the change archive asks for to start a chain
@@ -403,8 +406,13 @@ impl SnapshotWriter {
                 return;
             }
         };
-        for (name, why) in recovery::archive::segments_to_delete(&found.snapshots, &found.segments)
-        {
+        let keep_for = u64::try_from(self.archive_keep_for.as_millis()).unwrap_or(u64::MAX);
+        for (name, why) in recovery::archive::segments_to_delete(
+            &found.snapshots,
+            &found.segments,
+            unix_ms(),
+            keep_for,
+        ) {
             match self.store.delete(&name).await {
                 Ok(()) => crate::event!(
                     info,
