@@ -364,11 +364,23 @@ fn an_api_outage_in_steady_state_removes_nothing_and_reseeds_nothing() {
     let aws = c.aws.as_ref().expect("aws");
     aws.emulator
         .outage(&["autoscaling", "ec2"], Duration::from_secs(15));
-    let stale = wait_until(Duration::from_secs(10), || {
-        let s = status_json(&c, &ids[0])?;
-        s["group_problem"].as_str().map(str::to_string)
+    // Any time during the outage (15 s); what /status said last is in the
+    // failure.
+    let last_seen = std::cell::RefCell::new(None);
+    let stale = wait_until(Duration::from_secs(14), || {
+        let s = status_json(&c, &ids[0]);
+        let problem = s
+            .as_ref()
+            .and_then(|s| s["group_problem"].as_str().map(str::to_string));
+        *last_seen.borrow_mut() = Some(s.map(|s| s["group_problem"].clone()));
+        problem
     })
-    .expect("/status says the group view is stale during the outage");
+    .unwrap_or_else(|| {
+        panic!(
+            "/status says the group view is stale during the outage; its group_problem was last {:?} (None: no answer)",
+            last_seen.borrow()
+        )
+    });
     assert!(stale.contains("last complete view"), "{stale}");
     std::thread::sleep(Duration::from_secs(15));
     wait_until(Duration::from_secs(20), || {

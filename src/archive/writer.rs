@@ -126,6 +126,10 @@ impl State {
     }
 }
 
+/// How often a following writer refreshes its part of `/status` and its
+/// lag metrics (a stored segment refreshes them at once).
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+
 /// The longest wait between two attempts after a failure.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -334,6 +338,8 @@ impl ArchiveWriter {
         let mut tick = tokio::time::interval(tick_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let ident = (incarnation, token.to_string());
+        let mut last_published = Instant::now();
+        let mut published_segments = s.segments;
         loop {
             tokio::select! {
                 _ = async { stop.wait_for(|v| *v).await.is_ok() } => {
@@ -389,8 +395,14 @@ impl ArchiveWriter {
                     crate::event!(warn, Event::ArchiveFailed, failure = ArchiveFailure::Store.as_str(), error = %e, "a segment could not be stored; retrying");
                 }
             }
-            let known = input.borrow().facts.revision();
-            self.publish(s, status, known);
+            // `/status` and the metrics once a second, or when a segment
+            // was stored (not at every check).
+            if last_published.elapsed() >= PUBLISH_EVERY || s.segments != published_segments {
+                let known = input.borrow().facts.revision();
+                self.publish(s, status, known);
+                last_published = Instant::now();
+                published_segments = s.segments;
+            }
         }
     }
 
