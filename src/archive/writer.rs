@@ -154,7 +154,12 @@ impl ArchiveWriter {
             let Some((incarnation, token)) = current.naming.clone().filter(|_| s.writing) else {
                 tokio::select! {
                     _ = stop.wait_for(|v| *v) => return,
-                    _ = input.changed() => {}
+                    changed = input.changed() => {
+                        // The daemon dropped its side: it is stopping.
+                        if changed.is_err() {
+                            return;
+                        }
+                    }
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 }
                 continue;
