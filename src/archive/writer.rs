@@ -80,7 +80,6 @@ struct State {
     held_since: Option<Instant>,
     /// Since when the archive is behind the revision the pass reported.
     behind_since: Option<Instant>,
-    known_revision: i64,
     /// How long the last segment took to store.
     last_upload: Duration,
     /// The next chain must start with a new snapshot (the watch was
@@ -90,7 +89,6 @@ struct State {
 
 impl State {
     fn lag(&mut self, known_revision: i64) -> (Duration, i64) {
-        self.known_revision = known_revision.max(self.known_revision);
         let archived = self.archived.unwrap_or(0);
         let behind = self.writing && known_revision > archived;
         match (behind, self.behind_since) {
@@ -242,13 +240,31 @@ impl ArchiveWriter {
             None => list().await?,
         };
         if matches!(resume, Resume::NewChain { .. }) && !s.forced {
+            // Only the snapshots are listed while waiting (the segments,
+            // an info read each on S3, once one is there).
             let until = Instant::now() + FIRST_SNAPSHOT_GRACE;
-            while Instant::now() < until && matches!(resume, Resume::NewChain { .. }) {
+            while Instant::now() < until {
                 tokio::select! {
                     _ = async { stop.wait_for(|v| *v).await.is_ok() } => return Err(Ended::Stopped),
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 }
-                resume = list().await?;
+                let snapshots = crate::snapshot::listing::list(&*self.store, &self.cluster)
+                    .await
+                    .map_err(|e| {
+                        Ended::Failed(
+                            ArchiveFailure::Listing,
+                            format!("listing the snapshots: {e}"),
+                        )
+                    })?;
+                let arrived = snapshots
+                    .snapshots
+                    .iter()
+                    .filter_map(listing::snapshot_point)
+                    .any(|p| p.incarnation == incarnation);
+                if arrived {
+                    resume = list().await?;
+                    break;
+                }
             }
         }
         s.forced = false;
