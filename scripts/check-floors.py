@@ -56,7 +56,7 @@ FLOORS = [
     # This machine: the state file, the data directory, the lock, logging.
     ("local", {"local"}),
     # The world outside: the group, the store, etcd, the CA, auth.
-    ("outside", {"provider", "store", "etcd", "pki", "auth"}),
+    ("outside", {"provider", "store", "codec", "etcd", "pki", "auth"}),
     # What eco does with them: snapshots, the change archive, metrics, the
     # HTTP API, the quorum-loss driver.
     ("work", {"snapshot", "archive", "metrics", "api", "quorum_loss"}),

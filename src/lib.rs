@@ -22,7 +22,7 @@
 //! - the world outside, each port dyn-safe and built by one factory from
 //!   the config: [`provider`] (identity, the group, the instances
 //!   certified gone) and [`store`] (snapshots, the record of truth, the
-//!   pause); [`etcd`]: the one way to build an etcd client
+//!   pause), [`codec`] (the compression and encryption of what is stored); [`etcd`]: the one way to build an etcd client
 //!   ([`etcd::access`]), every etcd command line ([`etcd::flags`]), the
 //!   supervisor, probes, membership calls, the WAL reader; [`auth`]
 //!   (authentication inside etcd) and [`pki`] (the generated CA);
@@ -42,6 +42,7 @@ pub mod api;
 pub mod archive;
 pub mod auth;
 pub mod base;
+pub mod codec;
 pub mod commands;
 pub mod config;
 pub mod daemon;

@@ -222,6 +222,17 @@ enum SnapshotCommand {
         #[arg(long, value_name = "WHO")]
         by: Option<String>,
     },
+    /// Make an age X25519 key pair for `[snapshot.encryption]`: the
+    /// identity is written to a new file (mode 0600; refused if it exists),
+    /// its recipient (public key) printed for `recipients`. Keep the
+    /// identity off the instances that only write snapshots, and a copy
+    /// of it away from the store: without it, no encrypted snapshot can be
+    /// restored.
+    Keygen {
+        /// The identity file to write.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
 }
 
 /// A point of the change archive: exactly one of these (clap's group on
@@ -423,6 +434,9 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
+        Command::Snapshot {
+            command: SnapshotCommand::Keygen { out },
+        } => one_shot(async move { commands::snapshot::keygen(&out) }),
         Command::Snapshot {
             command: SnapshotCommand::Import { file, config, by },
         } => match load_or_exit(&config) {

@@ -376,3 +376,118 @@ fn a_new_cluster_is_cloned_from_a_point_of_another() {
     );
     assert_eq!(source_store(&a), before, "the source's store is only read");
 }
+
+/// Compressed and encrypted end to end on a real instance: a key pair made
+/// by `eco snapshot keygen`, the cluster finalized at format 3; no stored
+/// byte of a snapshot or segment shows a key; the writer's verified
+/// restore passes with the identity; `eco restore --latest` gives back
+/// every key, and without the identity it is refused, naming the key to
+/// set, with nothing written.
+#[test]
+fn compressed_and_encrypted_snapshots_and_segments_restore_only_with_the_identity() {
+    let mut i = Instance::new(eco_bin!(), "127.0.124.40").with_dir_store();
+    let identity = i.dir.path().join("identity.txt");
+    let (code, out, err) = i.eco(&["snapshot", "keygen", "--out", identity.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let recipient = out
+        .lines()
+        .find_map(|l| l.strip_prefix("recipients = [\""))
+        .and_then(|l| l.strip_suffix("\"]"))
+        .unwrap_or_else(|| panic!("a recipient in: {out}"))
+        .to_string();
+    let (code, _, err) = i.eco(&["snapshot", "keygen", "--out", identity.to_str().unwrap()]);
+    assert_ne!(code, 0, "an existing identity file is never overwritten");
+    assert!(err.contains("identity.txt"), "{err}");
+    i.configure(|c| {
+        c.snapshot_encryption(std::slice::from_ref(&recipient), Some(&identity))
+            .snapshot_verify_interval(Duration::from_secs(10))
+    });
+    i.start();
+    wait_serving(&i.endpoint(), Duration::from_secs(20)).expect("serving");
+    wait_archiving(&i, 1);
+    let cfg = i.config.to_str().unwrap().to_string();
+    // A new cluster of this build is finalized at its newest format at
+    // once (nothing older ever ran it): snapshots are compressed from the
+    // start.
+    let record = i
+        .store_dir()
+        .join("it/incarnations/cluster-version-0000000003");
+    let finalized = testkit::wait_until(Duration::from_secs(30), || {
+        std::fs::read_to_string(&record).ok()
+    });
+    assert!(
+        finalized
+            .as_deref()
+            .is_some_and(|r| r.contains("a new cluster")),
+        "{finalized:?}; log:\n{}",
+        i.log()
+    );
+    load(&i.endpoint(), 1);
+    let (code, out, err) = i.eco(&["snapshot", "now", "--config", &cfg, "--instance-id", &i.id]);
+    assert_eq!(code, 0, "{out}{err}");
+    load(&i.endpoint(), 2);
+    let (last, at_last) = read_at(&i.endpoint(), 0);
+    wait_archived(&i, last);
+
+    let stored: Vec<_> = testkit::files_under(&i.store_dir().join("it"))
+        .into_iter()
+        .filter(|p| {
+            let n = p.to_string_lossy();
+            (n.ends_with(".db") || n.ends_with(".seg")) && !n.contains("/.")
+        })
+        .collect();
+    assert!(stored.len() >= 3, "snapshots and segments: {stored:?}");
+    for path in &stored {
+        let bytes = std::fs::read(path).expect("stored object");
+        assert!(
+            !bytes.windows(5).any(|w| w == b"r1/k0" || w == b"r2/k0"),
+            "{} shows a key in the clear",
+            path.display()
+        );
+    }
+    let infos: Vec<String> = testkit::files_under(&i.store_dir().join("it/snapshots"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".meta.json"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect();
+    assert!(
+        infos.iter().any(|m| m.contains("\"compression\": \"zstd\"")
+            && m.contains("\"encryption\": \"age\"")
+            && m.contains("\"format\": \"3\"")),
+        "a compressed, encrypted format-3 snapshot: {infos:?}"
+    );
+
+    let (code, table, err) = i.eco(&["snapshot", "list", "--config", &cfg]);
+    assert_eq!(code, 0, "{err}");
+    assert!(table.contains(" zstd+age\n"), "{table}");
+
+    // The writer's verified restore opens them with the identity.
+    let verified = testkit::wait_until(Duration::from_secs(60), || {
+        let record = std::fs::read_to_string(i.store_dir().join("it/verification.json")).ok()?;
+        record.contains("\"ok\": true").then_some(record)
+    });
+    assert!(verified.is_some(), "a verified restore; log:\n{}", i.log());
+
+    let (out, restored) = restore_and_read(&i, &["--latest"], "sealed", "127.0.124.41");
+    assert!(out.contains(&format!("restored revision {last} ")), "{out}");
+    assert_same(&restored, &at_last, "the latest point, encrypted");
+
+    // Without the identity: refused by name, nothing written.
+    i.configure(|c| c.snapshot_encryption(std::slice::from_ref(&recipient), None));
+    let target = i.dir.path().join("restored-none/etcd");
+    let (code, out, err) = i.eco(&[
+        "restore",
+        "--latest",
+        "--config",
+        &cfg,
+        "--data-dir",
+        target.to_str().unwrap(),
+        "--name",
+        "none",
+        "--peer-url",
+        "http://127.0.124.42:2380",
+    ]);
+    assert_ne!(code, 0, "restored without the identity: {out}");
+    assert!(err.contains("snapshot.encryption.identity_file"), "{err}");
+    assert!(!target.exists(), "nothing written without the identity");
+}

@@ -23,6 +23,7 @@
 //! integration timings). 127.0.120.x (rolling), 127.0.121.x and
 //! 127.0.122.x (quorum loss).
 
+use recovery::cluster_version::NEWEST;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -183,9 +184,9 @@ fn a_rolling_replacement_to_this_build_and_back_keeps_serving_and_loses_nothing(
                 });
                 assert_eq!(cv["writing"], 1, "{cv}");
                 assert!(
-                    cv["reason"]
-                        .as_str()
-                        .is_some_and(|r| r.contains("eco-1 (reads format 1)")),
+                    cv["reason"].as_str().is_some_and(
+                        |r| r.contains(&format!("eco-1 (reads format {})", previous.format))
+                    ),
                     "{cv}"
                 );
             }
@@ -199,9 +200,9 @@ fn a_rolling_replacement_to_this_build_and_back_keeps_serving_and_loses_nothing(
                 });
                 assert_eq!(cv["writing"], 1, "{id}: {cv}");
                 assert!(
-                    cv["next"]
-                        .as_str()
-                        .is_some_and(|n| n.starts_with("finalizes to format 2 in ")),
+                    cv["next"].as_str().is_some_and(
+                        |n| n.starts_with(&format!("finalizes to format {NEWEST} in "))
+                    ),
                     "{id}: {cv}"
                 );
             }
@@ -340,13 +341,13 @@ fn a_quorum_loss_with_the_survivor_on_this_build_recovers_every_acknowledged_wri
 /// The cluster version on real processes (127.0.123.x): with one instance
 /// on the previous release, `eco upgrade finalize` waits and says for whom;
 /// once every instance runs this build it finalizes (one record), every
-/// instance writes format 2 (the voters record written after a removal
+/// instance writes the newest format (the voters record written after a removal
 /// carries it) and says so; an instance of this build started against a
 /// cluster finalized at a later format (as a release two ahead would
 /// leave it) refuses to start its etcd and says why.
 #[test]
 fn finalizing_waits_for_every_instance_then_writes_the_new_format_and_a_build_behind_refuses() {
-    let (_, old) = testkit::releases::previous_binary();
+    let (previous, old) = testkit::releases::previous_binary();
     let new = eco_bin!();
     let mut c = Cluster::integration(new.clone()).expect("cluster");
     for (i, id) in ids().iter().enumerate() {
@@ -373,7 +374,7 @@ fn finalizing_waits_for_every_instance_then_writes_the_new_format_and_a_build_be
     assert!(
         cv["reason"]
             .as_str()
-            .is_some_and(|r| r.contains("eco-1 (reads format 1)")),
+            .is_some_and(|r| r.contains(&format!("eco-1 (reads format {})", previous.format))),
         "{cv}"
     );
     assert_eq!(cv["writing"], 1, "{cv}");
@@ -381,22 +382,25 @@ fn finalizing_waits_for_every_instance_then_writes_the_new_format_and_a_build_be
     replace(&mut c, &all, "eco-1", &new);
     let (ok, said) = finalize(&c, "eco-2", "60s");
     assert!(ok, "{said}");
-    assert!(said.contains("finalized at format 2"), "{said}");
+    assert!(
+        said.contains(&format!("finalized at format {NEWEST}")),
+        "{said}"
+    );
     eprintln!("compat: eco upgrade finalize: {}", said.trim());
     let record = c
         .store()
         .join(c.name())
-        .join("incarnations/cluster-version-0000000002");
+        .join(format!("incarnations/cluster-version-{NEWEST:010}"));
     assert!(record.exists(), "{} missing", record.display());
     for id in &all {
-        let cv = cluster_version_when(&c, id, |cv| cv["writing"] == 2);
-        assert_eq!(cv["finalized"], 2, "{id}: {cv}");
+        let cv = cluster_version_when(&c, id, |cv| cv["writing"] == NEWEST);
+        assert_eq!(cv["finalized"], NEWEST, "{id}: {cv}");
         assert_eq!(cv["next"], "current", "{id}: {cv}");
     }
     let (ok, said) = finalize(&c, "eco-2", "1s");
     assert!(ok && said.contains("already finalized"), "{said}");
 
-    // A removal rewrites the voters record: in format 2 now.
+    // A removal rewrites the voters record: in the new format now.
     c.set_group(&["eco-1", "eco-2"]).expect("group of two");
     let voters = c
         .store()
@@ -412,19 +416,22 @@ fn finalizing_waits_for_every_instance_then_writes_the_new_format_and_a_build_be
             c.log_tail("eco-1", 40)
         )
     });
-    assert!(written.contains("\"format\": 2"), "{written}");
+    assert!(
+        written.contains(&format!("\"format\": {NEWEST}")),
+        "{written}"
+    );
     let _ = c.stop("eco-3", libc::SIGTERM);
 
     // A cluster finalized past this build: it refuses, etcd not started.
     let later = c
         .store()
         .join(c.name())
-        .join("incarnations/cluster-version-0000000003");
+        .join(format!("incarnations/cluster-version-{:010}", NEWEST + 1));
     std::fs::write(
         &later,
         serde_json::json!({
             "cluster": c.name(),
-            "format": 3,
+            "format": NEWEST + 1,
             "by": "a later release",
             "reason": "test",
             "at_unix_ms": 1
@@ -440,10 +447,9 @@ fn finalizing_waits_for_every_instance_then_writes_the_new_format_and_a_build_be
     })
     .unwrap_or_else(|| panic!("eco-2 did not refuse\n{}", c.log_tail("eco-2", 30)));
     assert!(
-        s["next"]["reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("finalized at format 3")
-                && r.contains("more than one release behind")),
+        s["next"]["reason"].as_str().is_some_and(|r| r
+            .contains(&format!("finalized at format {}", NEWEST + 1))
+            && r.contains("more than one release behind")),
         "{s}"
     );
     assert_eq!(s["process"]["running"], false, "{s}");

@@ -345,7 +345,10 @@ fn bootstrap_from_seeds_a_new_cluster_from_the_named_snapshot() {
 /// stalled for good after a store outage).
 #[test]
 fn a_store_failing_mid_upload_fails_the_snapshot_and_never_hangs() {
+    use eco::codec::{Identities, Recipients};
     use eco::etcd::access::EtcdAccess;
+    use eco::snapshot::codec_choice::SnapshotCodec;
+    use eco::snapshot::restore;
     use eco::snapshot::take::{self, SnapshotRequest};
     use eco::store::memory::MemoryStore;
 
@@ -367,6 +370,7 @@ fn a_store_failing_mid_upload_fails_the_snapshot_and_never_hangs() {
         token: "it-1-00000000".into(),
         instance: "s".into(),
         format: 1,
+        codec: Default::default(),
     };
     let access = EtcdAccess::new(Duration::from_secs(2));
     let taken = rt().block_on(async {
@@ -386,6 +390,61 @@ fn a_store_failing_mid_upload_fails_the_snapshot_and_never_hangs() {
         .block_on(take::take(&store, &access, &req))
         .expect("a snapshot once the store is back");
     assert!(taken.object.size > 40 * 64 * 1024);
+    let plain_size = taken.object.size;
+
+    // Compressed and encrypted (format 3): the same, through the encoding
+    // thread — a failing store fails it promptly, then it is stored,
+    // smaller, opaque, and opens only with the identity.
+    let key = age::x25519::Identity::generate();
+    let codec = SnapshotCodec {
+        level: Some(3),
+        recipients: Recipients::parse(&[key.to_public().to_string()]).expect("recipient"),
+        identity_file: None,
+    };
+    let req = SnapshotRequest {
+        format: 3,
+        codec,
+        token: "it-1-00000001".into(),
+        ..req
+    };
+    store.set_failing(true);
+    let taken = rt().block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), take::take(&store, &access, &req)).await
+    });
+    let Ok(result) = taken else {
+        panic!("the encoded snapshot hung on a failed store");
+    };
+    let err = result.expect_err("a failed store fails the encoded snapshot");
+    assert!(err.to_string().contains("set to fail"), "{err}");
+    store.set_failing(false);
+    let taken = rt()
+        .block_on(take::take(&store, &access, &req))
+        .expect("an encoded snapshot");
+    assert!(
+        taken.object.size < plain_size / 4,
+        "compressed: {} of {plain_size} bytes",
+        taken.object.size
+    );
+    let md = &taken.object.metadata;
+    assert_eq!(md.get("compression").map(String::as_str), Some("zstd"));
+    assert_eq!(md.get("encryption").map(String::as_str), Some("age"));
+    assert_eq!(md.get("format").map(String::as_str), Some("3"));
+    let name = taken.name.to_string();
+    let out = dir.path().join("fetched.db");
+    let e = rt()
+        .block_on(restore::fetch_verified(&store, &name, &out, None))
+        .expect_err("no identity");
+    assert!(e.to_string().contains("identity_file"), "{e}");
+    assert!(!out.exists(), "nothing is written without the identity");
+    let ids = Identities::from_keys(vec![key], "test".into());
+    rt().block_on(restore::fetch_verified(&store, &name, &out, Some(&ids)))
+        .expect("opens with the identity");
+    assert!(
+        std::fs::metadata(&out).expect("fetched").len() > 40 * 64 * 1024,
+        "the decoded snapshot is etcd's, whole"
+    );
+    rt().block_on(restore::verify_file(&out))
+        .expect("etcd's trailing checksum holds after decoding");
 }
 
 /// Another instance's clock is a day ahead: the snapshot it took is dated

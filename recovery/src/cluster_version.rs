@@ -6,8 +6,12 @@
 //! A *format* is one number for every format another eco reads (gossip
 //! states, the quorum-loss protocol's envelopes, the store's records):
 //! format 1 is eco 0.1.0's (no tag anywhere: an untagged message or record
-//! is format 1), format 2 is 0.2.0's, and each release reads its own
-//! format and the previous one ([`OLDEST`]..=[`NEWEST`]). Each instance
+//! is format 1), format 2 is 0.2.0's (tags), format 3 is 0.3.0's
+//! (snapshots compressed and encrypted as configured). Formats are only
+//! ever added, and each release reads every format back to [`OLDEST`]
+//! (stored data outlives releases: a snapshot or record written years ago
+//! is read as it was written); two releases run side by side (the
+//! policy below). Each instance
 //! gossips the newest format it reads; every instance writes the
 //! *finalized* format, the newest one recorded in the store's
 //! cluster-version records, which starts at 1 (no record). Finalizing to
@@ -29,9 +33,10 @@ use std::collections::BTreeMap;
 pub type Format = u16;
 
 /// The newest format this build reads and writes once finalized.
-pub const NEWEST: Format = 2;
-/// The oldest format this build reads: the previous release's.
-pub const OLDEST: Format = NEWEST - 1;
+pub const NEWEST: Format = 3;
+/// The oldest format this build reads: the first (nothing eco ever wrote
+/// stops being readable; the objects of a store outlive releases).
+pub const OLDEST: Format = 1;
 /// The format of a message or record that carries no tag (eco 0.1.0's).
 pub const UNTAGGED: Format = 1;
 
@@ -84,6 +89,12 @@ pub struct Facts {
     /// Since when every instance has read [`NEWEST`] (the previous
     /// assessment's answer; `None` at start).
     pub all_newest_since_ms: Option<u64>,
+    /// This instance formed the cluster (it created incarnation 1) and,
+    /// since, every instance of the group has read [`NEWEST`]: no earlier
+    /// release ever ran it, so there is nothing to go back to and it is
+    /// finalized at once (a new cluster's snapshots are compressed from
+    /// the start).
+    pub new_cluster: bool,
     pub now_ms: u64,
 }
 
@@ -167,6 +178,13 @@ pub fn assess(f: &Facts) -> Assessment {
         (
             Next::Finalize { to: NEWEST },
             format!("every instance reads format {NEWEST} and an operator asked to finalize"),
+        )
+    } else if f.new_cluster {
+        (
+            Next::Finalize { to: NEWEST },
+            format!(
+                "a new cluster whose every instance reads format {NEWEST}: no earlier release ever ran it"
+            ),
         )
     } else {
         match (f.finalize_after_ms, since) {
@@ -259,8 +277,31 @@ mod tests {
             requested: None,
             finalize_after_ms: Some(1000),
             all_newest_since_ms: None,
+            new_cluster: false,
             now_ms: 10_000,
         }
+    }
+
+    #[test]
+    fn a_new_cluster_is_finalized_at_once_when_every_instance_reads_the_newest_format() {
+        let f = Facts {
+            new_cluster: true,
+            ..facts(&ALL_NEW)
+        };
+        let a = assess(&f);
+        assert_eq!(a.next, Next::Finalize { to: NEWEST });
+        assert!(a.reason.contains("a new cluster"), "{}", a.reason);
+        // Not while an instance is behind or unheard.
+        let mixed = Facts {
+            new_cluster: true,
+            ..facts(&[("a", NEWEST), ("b", NEWEST)])
+        };
+        assert_eq!(assess(&mixed).next, Next::WaitsForInstances { to: NEWEST });
+        // Without it: the usual wait.
+        assert!(matches!(
+            assess(&facts(&ALL_NEW)).next,
+            Next::FinalizesAt { .. }
+        ));
     }
 
     const ALL_NEW: [(&str, Format); 3] = [("a", NEWEST), ("b", NEWEST), ("c", NEWEST)];

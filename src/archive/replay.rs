@@ -48,6 +48,9 @@ pub struct ReplayRequest<'a> {
     pub work_in: &'a Path,
     /// Bounds the snapshot's restore and the throwaway member's start.
     pub timeout: Duration,
+    /// What opens encrypted snapshots and segments
+    /// (`snapshot.encryption.identity_file`).
+    pub identities: Option<&'a crate::codec::Identities>,
 }
 
 /// A point restored into a snapshot file.
@@ -99,7 +102,7 @@ pub async fn replay_plan(
         ))
     })?;
     let base = dir.path().join("base.db");
-    crate::snapshot::restore::fetch_verified(req.store, &plan.snapshot.name, &base)
+    crate::snapshot::restore::fetch_verified(req.store, &plan.snapshot.name, &base, req.identities)
         .await
         .map_err(|e| ReplayError::Throwaway(e.to_string()))?;
     let t = Throwaway {
@@ -159,7 +162,7 @@ async fn replay_segments(
     let mut replayed = 0u64;
     let mut leased: HashSet<Vec<u8>> = HashSet::new();
     'segments: for entry in &plan.segments {
-        let body = read_segment(req.store, &entry.name).await?;
+        let body = read_segment(req.store, &entry.name, req.identities).await?;
         let bad = |why: String| ReplayError::Segment {
             name: entry.name.clone(),
             why,
@@ -250,6 +253,7 @@ async fn replay_segments(
 async fn read_segment(
     store: &dyn ObjectStore,
     name: &str,
+    identities: Option<&crate::codec::Identities>,
 ) -> Result<segment::SegmentBody, ReplayError> {
     let bad = |why: String| ReplayError::Segment {
         name: name.to_string(),
@@ -275,10 +279,37 @@ async fn read_segment(
             info.sha256
         )));
     }
-    tokio::task::spawn_blocking(move || segment::decode(&bytes))
-        .await
+    // Encrypted (age) when its metadata says so: opened first, then
+    // decoded (a segment compresses its own content).
+    let layers = crate::codec::Layers::of(name, &info.metadata).map_err(|e| bad(e.to_string()))?;
+    let identities = layers
+        .identities(name, identities)
         .map_err(|e| bad(e.to_string()))?
-        .map_err(|e| bad(e.to_string()))
+        .cloned();
+    let name = name.to_string();
+    tokio::task::spawn_blocking(move || {
+        let plain = if layers.age {
+            // `compression = zstd` names the content's own compression.
+            let sealed = crate::codec::Layers {
+                zstd: false,
+                age: true,
+            };
+            crate::codec::decode_bytes(
+                &name,
+                &bytes,
+                sealed,
+                identities.as_ref(),
+                MAX_SEGMENT_OBJECT,
+            )
+            .map_err(|e| e.to_string())?
+        } else {
+            bytes
+        };
+        segment::decode(&plain).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| bad(e.to_string()))?
+    .map_err(bad)
 }
 
 /// Streams a snapshot of the throwaway member into `file`, etcd's trailing

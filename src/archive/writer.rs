@@ -41,6 +41,9 @@ pub struct ArchiveWriter {
     pub max_segment_bytes: u64,
     /// zstd's level.
     pub level: i32,
+    /// Encryption of segments (`crate::snapshot::codec_choice`: never
+    /// compression, a segment compresses its content).
+    pub encoding: crate::codec::Encoding,
     pub metrics: ArchiveMetrics,
     /// Where the full snapshot a new chain starts with is asked for (the
     /// snapshot writer takes it: one instance, one taker).
@@ -470,6 +473,13 @@ impl ArchiveWriter {
                 format.max(recovery::cluster_version::UNTAGGED).to_string(),
             ),
         ]);
+        let mut metadata = metadata;
+        if self.encoding.encryption.is_some() {
+            metadata.insert(
+                crate::codec::meta::ENCRYPTION.into(),
+                crate::codec::meta::AGE.into(),
+            );
+        }
         let last_seen = last.seen_unix_ms;
         let body = SegmentBody {
             cluster: self.cluster.clone(),
@@ -480,10 +490,19 @@ impl ArchiveWriter {
             revisions: std::mem::take(&mut s.held),
         };
         let level = self.level;
-        let encoded =
-            tokio::task::spawn_blocking(move || segment::encode(&body, level).map(|b| (b, body)))
-                .await
-                .map_err(|e| format!("encoding segment {name}: {e}"))?;
+        let sealing = self.encoding.clone();
+        let encoded = tokio::task::spawn_blocking(move || {
+            let bytes = segment::encode(&body, level).map_err(|e| e.to_string())?;
+            let bytes = match sealing.encryption {
+                Some(_) => {
+                    crate::codec::encode_bytes(&bytes, &sealing).map_err(|e| e.to_string())?
+                }
+                None => bytes,
+            };
+            Ok::<_, String>((bytes, body))
+        })
+        .await
+        .map_err(|e| format!("encoding segment {name}: {e}"))?;
         let (bytes, body) = match encoded {
             Ok(pair) => pair,
             Err(e) => return Err(format!("encoding segment {name}: {e}")),

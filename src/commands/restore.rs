@@ -124,9 +124,13 @@ pub async fn replay_point(
         .with_credentials(crate::etcd::credentials::Credentials::from_config(
             &config.auth,
         ));
+    let identities = crate::snapshot::codec_choice::SnapshotCodec::from_config(&config.snapshot)
+        .and_then(|c| c.identities())
+        .context("[snapshot.encryption]")?;
     let replayed = crate::archive::replay::replay(
         &crate::archive::replay::ReplayRequest {
             store: &*store,
+            identities: identities.as_ref(),
             cluster: &config.cluster.name,
             binaries: &binaries,
             access: &access,
@@ -167,10 +171,25 @@ pub async fn run(
 ) -> anyhow::Result<String> {
     let file = PathBuf::from(from);
     if file.is_file() {
-        restore::restore_file(&file, req).await?;
+        // A copy of a stored object may be compressed or encrypted: undone
+        // into a file beside the target first (an encrypted one needs the
+        // identity file of --config's [snapshot.encryption]).
+        let identities = match config {
+            Some(c) => crate::snapshot::codec_choice::SnapshotCodec::from_config(&c.snapshot)
+                .and_then(|c| c.identities())
+                .context("[snapshot.encryption]")?,
+            None => None,
+        };
+        let decoded = decode_copy(&file, &beside_target(req)?, identities.as_ref()).await?;
+        let result = restore::restore_file(decoded.as_ref().map_or(&file, |(p, _)| p), req).await;
+        if let Some((p, _)) = &decoded {
+            let _ = std::fs::remove_file(p);
+        }
+        result?;
         return Ok(format!(
-            "restored {} into {}",
+            "restored {}{} into {}",
             file.display(),
+            decoded.map_or(String::new(), |(_, how)| format!(" ({how})")),
             req.data_dir.display()
         ));
     }
@@ -182,7 +201,10 @@ pub async fn run(
     let store = super::store(config).await?;
     let parent = beside_target(req)?;
     let download = parent.join(format!(".eco-restore-{:08x}.db", rand::random::<u32>()));
-    let fetched = restore::fetch_verified(&*store, from, &download).await;
+    let identities = crate::snapshot::codec_choice::SnapshotCodec::from_config(&config.snapshot)
+        .and_then(|c| c.identities())
+        .context("[snapshot.encryption]")?;
+    let fetched = restore::fetch_verified(&*store, from, &download, identities.as_ref()).await;
     let result = match fetched {
         Ok(_) => restore::restore_file(&download, req)
             .await
@@ -251,4 +273,57 @@ pub fn from_cli(
             }
         }
     })
+}
+
+/// Undoes the layers a copy of a stored snapshot carries (told by their
+/// magic, outermost first: age, then zstd) into a `0600` file in `dir`:
+/// the file and what was undone, `None` for a plain snapshot.
+async fn decode_copy(
+    file: &std::path::Path,
+    dir: &std::path::Path,
+    identities: Option<&crate::codec::Identities>,
+) -> anyhow::Result<Option<(PathBuf, String)>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use tokio::io::AsyncReadExt;
+    let what = file.display().to_string();
+    let mut current: Option<PathBuf> = None;
+    let mut undone = Vec::new();
+    // At most the two layers eco writes.
+    for _ in 0..2 {
+        let source = current.clone().unwrap_or_else(|| file.to_path_buf());
+        let mut head = [0u8; 32];
+        let mut f = tokio::fs::File::open(&source)
+            .await
+            .with_context(|| format!("reading {}", source.display()))?;
+        let n = f.read(&mut head).await.unwrap_or(0);
+        let layer = crate::codec::Layers::outermost(&head[..n]);
+        if layer == crate::codec::Layers::default() {
+            break;
+        }
+        let out_path = dir.join(format!(".eco-restore-{:08x}.db", rand::random::<u32>()));
+        let out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&out_path)
+            .with_context(|| format!("creating {}", out_path.display()))?;
+        let reader = tokio::fs::File::open(&source)
+            .await
+            .with_context(|| format!("reading {}", source.display()))?;
+        let decoded = crate::codec::decode_to_file(&what, reader, layer, identities, out).await;
+        if let Some(previous) = current.take() {
+            let _ = std::fs::remove_file(previous);
+        }
+        if let Err(e) = decoded {
+            let _ = std::fs::remove_file(&out_path);
+            return Err(e.into());
+        }
+        undone.push(if layer.age {
+            "decrypted"
+        } else {
+            "decompressed"
+        });
+        current = Some(out_path);
+    }
+    Ok(current.map(|p| (p, undone.join(", "))))
 }

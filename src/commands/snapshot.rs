@@ -35,6 +35,8 @@ pub async fn now(config: &Config, instance_id: Option<&str>) -> anyhow::Result<S
             token: state.cluster_token,
             instance: instance_id.to_string(),
             format,
+            codec: crate::snapshot::codec_choice::SnapshotCodec::from_config(&config.snapshot)
+                .context("[snapshot.encryption]")?,
         },
     )
     .await?;
@@ -59,17 +61,22 @@ pub async fn list(config: &Config) -> anyhow::Result<Listing> {
 pub fn render(listing: &Listing) -> String {
     let objects = &listing.snapshots;
     let mut out = format!(
-        "{:<80} {:>12} {:>12} {:>10}\n",
-        "NAME", "REVISION", "SIZE", "INSTANCE"
+        "{:<80} {:>12} {:>12} {:>10} {:>9}\n",
+        "NAME", "REVISION", "SIZE", "INSTANCE", "ENCODING"
     );
     for o in objects {
         let get = |k: &str| o.metadata.get(k).cloned().unwrap_or_else(|| "-".into());
+        // What the stored bytes carry (zstd, age, both, none); a value this
+        // build does not know shows as such.
+        let encoding =
+            crate::codec::Layers::of(&o.name, &o.metadata).map_or("unknown", |l| l.describe());
         out.push_str(&format!(
-            "{:<80} {:>12} {:>12} {:>10}\n",
+            "{:<80} {:>12} {:>12} {:>10} {:>9}\n",
             o.name,
             get(meta::REVISION),
             o.size,
-            get(meta::INSTANCE)
+            get(meta::INSTANCE),
+            encoding
         ));
     }
     out.push_str(&format!("{} snapshot(s)\n", objects.len()));
@@ -190,6 +197,8 @@ pub async fn import(config: &Config, file: &std::path::Path, by: &str) -> anyhow
         timeout: IMPORT_CHECK_TIMEOUT,
         by,
         format,
+        codec: &crate::snapshot::codec_choice::SnapshotCodec::from_config(&config.snapshot)
+            .context("[snapshot.encryption]")?,
     })
     .await?;
     Ok(format!(
@@ -236,6 +245,34 @@ pub async fn export(
         replayed.revision,
         config.cluster.name,
         super::restore::replayed_summary(&replayed),
+        out.display()
+    ))
+}
+
+/// Writes a new age X25519 identity to `out` (mode 0600, a new file) and
+/// says its recipient; what `eco snapshot keygen` prints.
+pub fn keygen(out: &std::path::Path) -> anyhow::Result<String> {
+    use age::secrecy::ExposeSecret;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let key = age::x25519::Identity::generate();
+    let recipient = key.to_public().to_string();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(out)
+        .with_context(|| format!("creating the identity file {}", out.display()))?;
+    let text = format!(
+        "# created by eco snapshot keygen\n# public key: {recipient}\n{}\n",
+        key.to_string().expose_secret()
+    );
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing the identity file {}", out.display()))?;
+    Ok(format!(
+        "wrote the identity to {} (keep a copy away from the store: without it no encrypted snapshot can be restored)\nits recipient, for every instance's config:\n[snapshot.encryption]\nrecipients = [\"{recipient}\"]\nidentity_file = \"{}\"  # on the instances that verify and restore",
+        out.display(),
         out.display()
     ))
 }

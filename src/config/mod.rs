@@ -474,6 +474,54 @@ pub struct SnapshotConfig {
     /// Beyond that, keep one snapshot per day for this many days.
     #[serde(default = "defaults::keep_daily")]
     pub keep_daily: u32,
+    /// How snapshots are compressed (once the cluster writes format 3; see
+    /// `recovery::cluster_version`). Not written out at its default:
+    /// earlier releases refuse the key.
+    #[serde(
+        default = "defaults::snapshot_compression",
+        skip_serializing_if = "SnapshotCompression::is_default"
+    )]
+    pub compression: SnapshotCompression,
+    /// zstd's level (1 to 19).
+    #[serde(
+        default = "defaults::snapshot_compression_level",
+        skip_serializing_if = "defaults::is_snapshot_compression_level"
+    )]
+    pub compression_level: i32,
+    /// `[snapshot.encryption]`: client-side encryption of snapshots and
+    /// the change archive's segments (off when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<SnapshotEncryptionConfig>,
+}
+
+/// `snapshot.compression`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SnapshotCompression {
+    Zstd,
+    None,
+}
+
+impl SnapshotCompression {
+    pub fn is_default(&self) -> bool {
+        *self == defaults::snapshot_compression()
+    }
+}
+
+/// `[snapshot.encryption]`: age (age-encryption.org/v1) to X25519
+/// recipients.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotEncryptionConfig {
+    /// The public keys (`age1…`) snapshots and segments are encrypted to;
+    /// any one's identity opens them.
+    pub recipients: Vec<String>,
+    /// A file of identities (`AGE-SECRET-KEY-1…`, as `age-keygen` writes
+    /// it): on the instances that verify snapshots, seed a cluster from
+    /// the store and run `eco restore`. Without it an instance writes but
+    /// cannot read what it wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_file: Option<PathBuf>,
 }
 
 /// `[snapshot.dir]`
@@ -749,6 +797,15 @@ pub mod defaults {
     }
     pub fn keep_daily() -> u32 {
         7
+    }
+    pub fn snapshot_compression() -> SnapshotCompression {
+        SnapshotCompression::Zstd
+    }
+    pub fn snapshot_compression_level() -> i32 {
+        3
+    }
+    pub fn is_snapshot_compression_level(level: &i32) -> bool {
+        *level == snapshot_compression_level()
     }
     pub fn quorum_loss_timeout() -> ConfigDuration {
         ConfigDuration::from_millis(recovery::fenced::DEFAULT_QUORUM_LOSS_TIMEOUT)

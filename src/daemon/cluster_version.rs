@@ -35,6 +35,9 @@ pub(super) struct ClusterVersionView {
     since_ms: Option<u64>,
     assessment: Option<Assessment>,
     problem: Option<String>,
+    /// This instance created incarnation 1 in this process and no
+    /// instance has been seen behind since (`Facts::new_cluster`).
+    pub formed_here: bool,
 }
 
 impl ClusterVersionView {
@@ -149,9 +152,15 @@ impl Daemon {
                 .auto_finalize
                 .then(|| upgrade.finalize_after.millis()),
             all_newest_since_ms: self.cluster_version.since_ms,
+            new_cluster: self.cluster_version.formed_here,
             now_ms: crate::base::wall_clock::unix_ms(),
         };
         let mut a = cv::assess(&facts);
+        if !a.behind.is_empty() {
+            // An instance that reads an older format was in the group:
+            // the cluster is an upgrade's, finalized the usual way.
+            self.cluster_version.formed_here = false;
+        }
         if let Next::Finalize { to } = a.next {
             let f = Finalized {
                 cluster: cluster.clone(),

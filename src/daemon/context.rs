@@ -30,6 +30,9 @@ pub(super) struct Ctx {
     /// The instance's metrics: what is counted where it happens
     /// (decisions, snapshots, store calls) is counted through it.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Compression and encryption of snapshots and segments (the config's
+    /// `[snapshot]`, resolved).
+    pub codec: crate::snapshot::codec_choice::SnapshotCodec,
 }
 
 impl Ctx {

@@ -156,7 +156,7 @@ impl Daemon {
 
     /// A bootstrap's record: allowed only over no record or its own retry.
     async fn create_first_record(
-        &self,
+        &mut self,
         token: &str,
         source: &InitialSource,
     ) -> anyhow::Result<Result<(), String>> {
@@ -176,7 +176,12 @@ impl Daemon {
         let ours = self.first_record(token, source);
         let holds = record::create(store, &ours, self.cluster_version.writing()).await?;
         match formation::first_record(&holds.seeder, &holds.token, &ours.seeder, &ours.token) {
-            FirstRecord::Ours => Ok(Ok(())),
+            FirstRecord::Ours => {
+                // A cluster this instance formed: finalized at once if every
+                // instance reads this build's format (cluster_version).
+                self.cluster_version.formed_here = true;
+                Ok(Ok(()))
+            }
             FirstRecord::Theirs { seeder } => Ok(Err(format!(
                 "incarnation 1 was created concurrently by {seeder} with another token: that record wins"
             ))),
@@ -265,6 +270,9 @@ impl Daemon {
         {
             anyhow::bail!("incarnation 1 was created by {seeder} first; that record wins");
         }
+        // A cluster this instance formed: finalized at once if every
+        // instance reads this build's format (cluster_version).
+        self.cluster_version.formed_here = true;
         self.seed_first(&token, &source).await
     }
 }

@@ -266,7 +266,14 @@ async fn run_as(
         config.recovery.quorum_loss_timeout.millis(),
         config.recovery.accept_loss_after.map(|d| d.millis()),
     );
+    // Compression and encryption of what this instance stores; an identity
+    // file that cannot be read stops the start here, not at the first
+    // verification or quorum loss.
+    let codec = crate::snapshot::codec_choice::SnapshotCodec::from_config(&config.snapshot)
+        .context("[snapshot.encryption]")?;
+    codec.identities().context("[snapshot.encryption]")?;
     let ctx = Ctx {
+        codec,
         client_url: crate::etcd::local_endpoint::LocalEndpoint::new(flags::client_url(
             &config.etcd,
             &me.host,
@@ -475,6 +482,7 @@ impl Daemon {
                         interval: c.archive.interval.get(),
                         max_segment_bytes: c.archive.max_segment_bytes,
                         level: c.archive.compression_level,
+                        encoding: self.ctx.codec.for_segment(),
                         metrics: self.ctx.metrics.archive.clone(),
                         chain_snapshots,
                     }
@@ -516,6 +524,7 @@ impl Daemon {
                     verify_interval: c.snapshot.verify_interval.get(),
                     verify_timeout: VERIFY_TIMEOUT,
                     archive_keep_for: c.archive.keep_for.get(),
+                    codec: self.ctx.codec.clone(),
                 }
                 .run(
                     writer_input,

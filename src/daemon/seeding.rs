@@ -250,7 +250,8 @@ impl Seeding<'_> {
             Some(point) => point,
             None => {
                 let file = self.beside(format!("seed-{}.db", t.incarnation));
-                restore::fetch_verified(store, name, &file).await?;
+                let identities = self.ctx.codec.identities()?;
+                restore::fetch_verified(store, name, &file, identities.as_ref()).await?;
                 file
             }
         };
@@ -299,9 +300,17 @@ impl Seeding<'_> {
         let plan = recovery::archive::plan_chain_end(&found.snapshots, &found.segments, snapshot)?;
         let binaries = self.ctx.binaries.get();
         let work_in = self.etcd.data_dir().parent()?.to_path_buf();
+        let identities = match self.ctx.codec.identities() {
+            Ok(i) => i,
+            Err(e) => {
+                crate::event!(warn, Event::ArchiveFailed, failure = "replay", error = %e, "cannot read the identity file: seeding from the snapshot alone");
+                return None;
+            }
+        };
         let replayed = crate::archive::replay::replay_plan(
             &crate::archive::replay::ReplayRequest {
                 store,
+                identities: identities.as_ref(),
                 cluster: self.ctx.cluster(),
                 binaries: &binaries,
                 access: &self.ctx.access,
@@ -354,6 +363,7 @@ impl Seeding<'_> {
                 token,
                 instance: self.ctx.id().to_string(),
                 format: self.format,
+                codec: self.ctx.codec.clone(),
             },
         )
         .await?;

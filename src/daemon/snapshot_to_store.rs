@@ -31,6 +31,7 @@ impl Daemon {
             token: state.cluster_token.clone(),
             instance: self.ctx.id().to_string(),
             format: self.cluster_version.writing(),
+            codec: self.ctx.codec.clone(),
         };
         take_recorded(
             store,

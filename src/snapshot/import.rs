@@ -59,6 +59,8 @@ pub struct ImportRequest<'a> {
     pub by: &'a str,
     /// The format it is written in (the cluster's).
     pub format: recovery::cluster_version::Format,
+    /// Its compression and encryption, per the format.
+    pub codec: &'a super::codec_choice::SnapshotCodec,
 }
 
 /// The snapshot stored.
@@ -95,6 +97,7 @@ pub async fn import(req: &ImportRequest<'_>) -> Result<Imported, ImportError> {
         }
         None => None,
     };
+    let (encoding, format) = req.codec.for_snapshot(req.format);
     let token = format!("{}-0-{:08x}", req.cluster, rand::random::<u32>());
     let name = SnapshotName {
         cluster: req.cluster.to_string(),
@@ -116,8 +119,9 @@ pub async fn import(req: &ImportRequest<'_>) -> Result<Imported, ImportError> {
             meta::CREATED_UNIX_MS.to_string(),
             crate::base::wall_clock::unix_ms().to_string(),
         ),
-        (meta::FORMAT.to_string(), req.format.to_string()),
+        (meta::FORMAT.to_string(), format.to_string()),
     ]);
+    metadata.extend(encoding.metadata());
     if let Some(h) = &hash {
         metadata.insert(meta::HASH_KV.into(), h.hash.to_string());
         metadata.insert(meta::HASH_REVISION.into(), h.revision.to_string());
@@ -126,20 +130,31 @@ pub async fn import(req: &ImportRequest<'_>) -> Result<Imported, ImportError> {
             h.compact_revision.to_string(),
         );
     }
-    let mut reader = tokio::fs::File::open(req.file)
+    let reader = tokio::fs::File::open(req.file)
         .await
         .map_err(|source| ImportError::Io {
             file: file.clone(),
             source,
         })?;
-    let object = req
+    let (mut encoded, thread) =
+        crate::codec::encode_stream(reader, &encoding, &format!("snapshot {name}"));
+    let stored = req
         .store
-        .put(&name.to_string(), &mut reader, metadata)
-        .await
-        .map_err(|source| ImportError::Store {
-            name: name.to_string(),
-            source,
-        })?;
+        .put(&name.to_string(), &mut encoded, metadata)
+        .await;
+    drop(encoded);
+    let encoded = thread.await.map_err(|e| ImportError::Io {
+        file: file.clone(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    let object = stored.map_err(|source| ImportError::Store {
+        name: name.to_string(),
+        source,
+    })?;
+    encoded.map_err(|e| ImportError::Io {
+        file: file.clone(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
     Ok(Imported {
         name,
         object,

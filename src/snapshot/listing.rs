@@ -158,7 +158,8 @@ mod tests {
         assert_eq!(unreadable_format(&metadata(&[])), None, "format 1");
         assert_eq!(unreadable_format(&metadata(&[(meta::FORMAT, "1")])), None);
         assert_eq!(unreadable_format(&metadata(&[(meta::FORMAT, "2")])), None);
-        for later in ["3", "x", "-1"] {
+        assert_eq!(unreadable_format(&metadata(&[(meta::FORMAT, "3")])), None);
+        for later in ["4", "x", "-1"] {
             let why = unreadable_format(&metadata(&[(meta::FORMAT, later)])).unwrap();
             assert!(why.contains("does not read"), "{why}");
         }

@@ -16,9 +16,13 @@
 //!   listed.
 //! - [`restore`] verifies the sha256 first, then restores into a fresh data
 //!   directory with `etcdutl` (or `etcdctl` on etcd 3.4).
+//! - [`codec_choice`] says which layers (`crate::codec`: zstd, age) a
+//!   snapshot or segment is written with, from the config and the
+//!   cluster's format; [`restore::fetch_verified`] undoes them.
 //! - [`import`] puts a snapshot file made by any tool into the store as
 //!   this cluster's, checked first by a restore into a throwaway member.
 
+pub mod codec_choice;
 pub mod import;
 pub mod listing;
 pub mod name;

@@ -8,11 +8,12 @@
 //! refused: eco never restores over data.
 
 use super::trailing_hash::TrailingHash;
+use crate::codec::{CodecError, Identities, Layers};
 use crate::store::{ObjectInfo, ObjectStore, StoreError};
-use sha2::{Digest, Sha256};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
@@ -36,6 +37,8 @@ pub enum RestoreError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Codec(#[from] CodecError),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RestoreError {
@@ -94,49 +97,51 @@ pub async fn verify_file(file: &Path) -> Result<u64, RestoreError> {
 }
 
 /// Downloads a stored snapshot to `dest`, checking the sha256 recorded at
-/// upload on the way. A mismatch deletes the partial download.
+/// upload on the way (over the stored bytes) and undoing its compression
+/// and encryption (`crate::codec`, as its metadata records; an encrypted
+/// one needs `identities`). A mismatch or a failure deletes the partial
+/// download; the file is etcd's snapshot as taken (its trailing checksum
+/// is checked by the restore).
 pub async fn fetch_verified(
     store: &dyn ObjectStore,
     name: &str,
     dest: &Path,
+    identities: Option<&Identities>,
 ) -> Result<ObjectInfo, RestoreError> {
-    let (info, mut reader) = store.get(name).await?;
+    let (info, reader) = store.get(name).await?;
     if let Some(why) = super::listing::unreadable_format(&info.metadata) {
         return Err(RestoreError::Corrupt {
             what: name.into(),
             why,
         });
     }
+    let layers = Layers::of(name, &info.metadata)?;
+    // Refused before anything is downloaded.
+    layers.identities(name, identities)?;
     // The whole database, secrets included: eco's user only.
-    let mut out = tokio::fs::OpenOptions::new()
+    let out = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
         .open(dest)
-        .await
         .map_err(io(dest.display().to_string()))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = reader.read(&mut buf).await.map_err(io(name))?;
-        if n == 0 {
-            break;
+    let decoded = crate::codec::decode_to_file(name, reader, layers, identities, out).await;
+    let decoded = match decoded {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = tokio::fs::remove_file(dest).await;
+            return Err(e.into());
         }
-        hasher.update(&buf[..n]);
-        out.write_all(&buf[..n])
-            .await
-            .map_err(io(dest.display().to_string()))?;
-    }
-    out.sync_all()
-        .await
-        .map_err(io(dest.display().to_string()))?;
-    let got = hex::encode(hasher.finalize());
-    if got != info.sha256 {
+    };
+    if decoded.stored_sha256 != info.sha256 {
         let _ = tokio::fs::remove_file(dest).await;
         return Err(RestoreError::Corrupt {
             what: name.into(),
-            why: format!("its sha256 is {got}, the store recorded {}", info.sha256),
+            why: format!(
+                "its sha256 is {}, the store recorded {}",
+                decoded.stored_sha256, info.sha256
+            ),
         });
     }
     Ok(info)

@@ -24,6 +24,9 @@ pub struct SnapshotRequest {
     /// The format it is written in (the cluster version's; recorded in
     /// metadata).
     pub format: recovery::cluster_version::Format,
+    /// Compression and encryption, per the format
+    /// (`super::codec_choice`; recorded in metadata).
+    pub codec: super::codec_choice::SnapshotCodec,
 }
 
 /// A snapshot safely stored.
@@ -99,6 +102,7 @@ pub async fn take(
         message,
     };
     let timeout = access.call_timeout();
+    let (encoding, format) = req.codec.for_snapshot(req.format);
     let mut client = access.connect(&req.endpoint).await?;
     let status = probe::status(&mut client, &req.endpoint, timeout).await?;
     let position = recorded_position(status.raft_index, status.raft_applied_index);
@@ -144,9 +148,10 @@ pub async fn take(
         (meta::ETCD_VERSION.to_string(), status.version.clone()),
         (meta::INSTANCE.to_string(), req.instance.clone()),
         (meta::CREATED_UNIX_MS.to_string(), created.to_string()),
-        (meta::FORMAT.to_string(), req.format.to_string()),
+        (meta::FORMAT.to_string(), format.to_string()),
     ]);
     let mut metadata = metadata;
+    metadata.extend(encoding.metadata());
     if let Some(h) = &hash {
         metadata.insert(meta::HASH_KV.into(), h.hash().to_string());
         metadata.insert(meta::HASH_REVISION.into(), status.revision.to_string());
@@ -221,16 +226,35 @@ pub async fn take(
         }
         Ok(())
     });
-    let mut reader = StreamReader::new(ReceiverStream::new(rx));
-    let stored = store.put(&name.to_string(), &mut reader, metadata).await;
-    // The store is done reading, whether it committed or failed: close the
-    // channel, so the producer's next send fails instead of waiting forever
-    // on a full channel nobody reads (a store that failed before reading
-    // everything once stalled the writer for good).
-    drop(reader);
+    let reader = StreamReader::new(ReceiverStream::new(rx));
+    let (stored, encoded) = if encoding.layers() == Default::default() {
+        let mut reader = reader;
+        let stored = store.put(&name.to_string(), &mut reader, metadata).await;
+        (stored, None)
+    } else {
+        // Compressed and/or encrypted on a blocking thread between two
+        // bounded channels; a failure on either side fails the other.
+        let (mut encoded, thread) =
+            crate::codec::encode_stream(reader, &encoding, &format!("snapshot {name}"));
+        let stored = store.put(&name.to_string(), &mut encoded, metadata).await;
+        drop(encoded);
+        (stored, Some(thread))
+    };
+    // The store is done reading, whether it committed or failed: the
+    // channel is closed (the reader dropped), so the producer's next send
+    // fails instead of waiting forever on a full channel nobody reads (a
+    // store that failed before reading everything once stalled the writer
+    // for good).
     let produced = producer.await.map_err(|e| stream_err(e.to_string()))?;
+    let encoded = match encoded {
+        Some(thread) => Some(thread.await.map_err(|e| stream_err(e.to_string()))?),
+        None => None,
+    };
     let object = stored?;
     produced.map_err(stream_err)?;
+    if let Some(Err(e)) = encoded {
+        return Err(stream_err(e.to_string()));
+    }
     Ok(TakenSnapshot {
         name,
         object,

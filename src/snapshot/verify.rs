@@ -92,6 +92,8 @@ pub struct VerifyRequest<'a> {
     pub work_in: &'a Path,
     /// Bounds the restore, and the throwaway member's start.
     pub timeout: Duration,
+    /// What opens an encrypted snapshot (`snapshot.encryption.identity_file`).
+    pub identities: Option<&'a crate::codec::Identities>,
 }
 
 fn number<T: std::str::FromStr>(m: &BTreeMap<String, String>, key: &str) -> Option<T> {
@@ -176,7 +178,7 @@ async fn restore_and_ask(
     dir: &Path,
 ) -> Result<(Recorded, Restored), String> {
     let file = dir.join("snapshot.db");
-    let info = restore::fetch_verified(req.store, req.snapshot, &file)
+    let info = restore::fetch_verified(req.store, req.snapshot, &file, req.identities)
         .await
         .map_err(|e| e.to_string())?;
     let record = recorded(&info.metadata, req.snapshot);

@@ -58,6 +58,9 @@ pub struct SnapshotWriter {
     pub check_every: Duration,
     /// Size, duration and failures of the snapshots it takes.
     pub metrics: SnapshotMetrics,
+    /// Compression and encryption of what it writes; the identities that
+    /// open it for verification.
+    pub codec: super::codec_choice::SnapshotCodec,
     /// The binaries a verification restores and runs the throwaway etcd
     /// with (the ones the local member runs).
     pub binaries: RunningBinaries,
@@ -252,6 +255,7 @@ impl SnapshotWriter {
             token: token.clone(),
             instance: self.instance.clone(),
             format: input.format.max(recovery::cluster_version::UNTAGGED),
+            codec: self.codec.clone(),
         };
         match take_recorded(&*self.store, &self.access, &req, &self.metrics, reason).await {
             Ok(taken) => {
@@ -313,15 +317,21 @@ impl SnapshotWriter {
         };
         let started = std::time::Instant::now();
         let binaries = self.binaries.get();
-        let verdict = verify::verify(&VerifyRequest {
-            store: &*self.store,
-            snapshot: &snapshot,
-            binaries: &binaries,
-            access: &self.access,
-            work_in: &self.verify_in,
-            timeout: self.verify_timeout,
-        })
-        .await;
+        let verdict = match self.codec.identities() {
+            Ok(identities) => {
+                verify::verify(&VerifyRequest {
+                    store: &*self.store,
+                    snapshot: &snapshot,
+                    binaries: &binaries,
+                    access: &self.access,
+                    work_in: &self.verify_in,
+                    timeout: self.verify_timeout,
+                    identities: identities.as_ref(),
+                })
+                .await
+            }
+            Err(e) => Verdict::Failed { why: e.to_string() },
+        };
         let duration_ms = started.elapsed().as_millis() as u64;
         let now = unix_ms();
         let (ok, detail) = match verdict {

@@ -269,7 +269,8 @@ mod tests {
             (r#"{"by": "a"}"#, true),
             (r#"{"by": "a", "format": 1}"#, true),
             (r#"{"by": "a", "format": 2}"#, true),
-            (r#"{"by": "a", "format": 3}"#, false),
+            (r#"{"by": "a", "format": 3}"#, true),
+            (r#"{"by": "a", "format": 4}"#, false),
             (r#"{"by": "a", "format": "x"}"#, false),
         ] {
             store

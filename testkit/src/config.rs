@@ -258,6 +258,20 @@ impl ConfigBuilder {
         self
     }
 
+    /// `[snapshot.encryption]`: age to `recipients`; `identity_file` where
+    /// snapshots are read.
+    pub fn snapshot_encryption(
+        mut self,
+        recipients: &[String],
+        identity_file: Option<&std::path::Path>,
+    ) -> Self {
+        self.config.snapshot.encryption = Some(eco::config::SnapshotEncryptionConfig {
+            recipients: recipients.to_vec(),
+            identity_file: identity_file.map(std::path::Path::to_path_buf),
+        });
+        self
+    }
+
     /// The change archive on or off (`archive.enabled`).
     pub fn archive(mut self, enabled: bool) -> Self {
         self.config.archive.enabled = enabled;

@@ -11,6 +11,9 @@ pub struct Release {
     pub version: String,
     /// The full commit id it was cut from.
     pub commit: String,
+    /// The newest format it reads (`recovery::cluster_version::NEWEST` of
+    /// that release).
+    pub format: u16,
 }
 
 impl Release {
@@ -32,9 +35,15 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<Release>> {
             continue;
         }
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let [version, commit] = fields[..] else {
+        let [version, commit, format] = fields[..] else {
             anyhow::bail!(
-                "scripts/releases line {}: expected `version commit`: {line:?}",
+                "scripts/releases line {}: expected `version commit format`: {line:?}",
+                n + 1
+            );
+        };
+        let Ok(format) = format.parse::<u16>() else {
+            anyhow::bail!(
+                "scripts/releases line {}: format {format:?} is not a number",
                 n + 1
             );
         };
@@ -47,6 +56,7 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<Release>> {
         releases.push(Release {
             version: version.to_string(),
             commit: commit.to_string(),
+            format,
         });
     }
     Ok(releases)
@@ -101,6 +111,7 @@ mod tests {
         let r = |v: &str| Release {
             version: v.into(),
             commit: "0".repeat(40),
+            format: 1,
         };
         let all = [r("0.1.0"), r("0.2.0"), r("0.9.0"), r("0.10.0")];
         assert_eq!(previous_of(&all, "0.2.0"), Some(r("0.1.0")));
@@ -111,12 +122,14 @@ mod tests {
 
     #[test]
     fn the_file_lists_releases_oldest_first_and_refuses_a_short_commit() {
-        let text = "# c\n0.1.0  0123456789abcdef0123456789abcdef01234567\n\n0.2.0 fedcba9876543210fedcba9876543210fedcba98 # x\n";
+        let text = "# c\n0.1.0  0123456789abcdef0123456789abcdef01234567 1\n\n0.2.0 fedcba9876543210fedcba9876543210fedcba98 2 # x\n";
         let r = parse(text).unwrap();
         assert_eq!(r.len(), 2);
         assert_eq!(r[1].version, "0.2.0");
+        assert_eq!(r[1].format, 2);
+        assert!(parse("0.1.0 0123456789abcdef0123456789abcdef01234567 x\n").is_err());
         assert!(
-            parse("0.1.0 abc\n")
+            parse("0.1.0 abc 1\n")
                 .unwrap_err()
                 .to_string()
                 .contains("full commit")

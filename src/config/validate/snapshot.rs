@@ -41,6 +41,34 @@ impl SnapshotConfig {
                 ),
             );
         }
+        if !(1..=19).contains(&s.compression_level) {
+            ck.fail(
+                "snapshot.compression_level",
+                format!("{} is outside zstd's levels 1 to 19", s.compression_level),
+            );
+        }
+        if let Some(enc) = &s.encryption {
+            if enc.recipients.is_empty() {
+                ck.fail(
+                    "snapshot.encryption.recipients",
+                    "is empty; name at least one age X25519 recipient (age1…), or remove [snapshot.encryption]",
+                );
+            }
+            for (i, r) in enc.recipients.iter().enumerate() {
+                if let Err(why) = r.trim().parse::<age::x25519::Recipient>() {
+                    ck.fail(
+                        "snapshot.encryption.recipients",
+                        format!("[{i}] {r:?} is not an age X25519 recipient (age1…): {why}"),
+                    );
+                }
+            }
+            if enc.identity_file.as_ref().is_some_and(|p| p.is_relative()) {
+                ck.fail(
+                    "snapshot.encryption.identity_file",
+                    "must be an absolute path",
+                );
+            }
+        }
         if s.keep_last == 0 {
             ck.fail(
                 "snapshot.keep_last",
