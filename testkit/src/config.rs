@@ -258,6 +258,22 @@ impl ConfigBuilder {
         self
     }
 
+    /// An Azure Blob store (`[snapshot.azure]`) on an emulator's
+    /// account endpoint, with the access key in `key_file`.
+    pub fn azure_store(mut self, endpoint: &str, container: &str, key_file: &Path) -> Self {
+        let azure: eco::config::AzureStoreConfig = toml::from_str(&format!(
+            "account = \"devstoreaccount1\"\ncontainer = {container:?}\nendpoint = {endpoint:?}\nmax_attempts = 2\n"
+        ))
+        .expect("an Azure table");
+        self.config.snapshot.store = SnapshotStoreKind::Azure;
+        self.config.snapshot.dir = None;
+        self.config.snapshot.azure = Some(eco::config::AzureStoreConfig {
+            access_key_file: Some(key_file.to_path_buf()),
+            ..azure
+        });
+        self
+    }
+
     /// The change archive on or off (`archive.enabled`).
     pub fn archive(mut self, enabled: bool) -> Self {
         self.config.archive.enabled = enabled;

@@ -61,9 +61,12 @@
 pub mod address_claim;
 pub mod auth;
 pub mod aws;
+pub mod azurite_server;
 pub mod cluster;
 pub mod config;
+pub mod emulator;
 pub mod etcd;
+pub mod gcs_server;
 pub mod instance;
 pub mod ledger;
 pub mod machine;
