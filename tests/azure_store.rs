@@ -500,3 +500,25 @@ fn config_check_names_an_unreadable_access_key_file() {
         "{err}"
     );
 }
+
+/// An endpoint that accepts connections and never answers: the start
+/// check fails within its bound (one attempt: the 10 s call timeout),
+/// naming the call.
+#[tokio::test]
+async fn an_endpoint_that_never_answers_fails_within_the_timeout() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let key = KeyFile::new(KEY);
+    let mut c = config(
+        &format!("http://127.0.0.1:{port}/{ACCOUNT}"),
+        CONTAINER,
+        "eco",
+        &key,
+    );
+    c.max_attempts = 1;
+    let (e, took) = start_error(azure::connect(&c, CLUSTER).unwrap()).await;
+    assert!(e.contains("listing eco/c"), "{e}");
+    assert!(took < Duration::from_secs(30), "{took:?}: {e}");
+    eprintln!("{took:?}: {e}");
+    drop(silent);
+}

@@ -178,3 +178,19 @@ async fn the_factory_builds_the_gcs_store_of_the_config() {
     let store = eco::store::from_config(&c).await.unwrap().unwrap();
     assert_eq!(store.describe(), "gs://eco-test/eco/c");
 }
+
+/// A service-account key file that is not there is an error naming it,
+/// before any call.
+#[test]
+fn a_missing_credentials_file_is_named() {
+    let gone = tempfile::tempdir().unwrap().path().join("key.json");
+    let c: GcsStoreConfig = toml::from_str(&format!(
+        "bucket = {BUCKET:?}\ncredentials_file = {gone:?}\n"
+    ))
+    .unwrap();
+    let e = gcs::connect(&c, CLUSTER).err().unwrap().to_string();
+    assert!(
+        e.contains("snapshot.gcs.credentials_file") && e.contains(&gone.display().to_string()),
+        "{e}"
+    );
+}
