@@ -522,3 +522,33 @@ async fn an_endpoint_that_never_answers_fails_within_the_timeout() {
     eprintln!("{took:?}: {e}");
     drop(silent);
 }
+
+/// `eco config check --probe-store` on azurite: the start check and ten
+/// bursts of concurrent creates hold (exit 0, said in the output); the
+/// probe keys are gone afterwards.
+#[test]
+fn the_store_probe_passes_azurite() {
+    let server = AzuriteServer::start();
+    server.create_container(CONTAINER);
+    let key = KeyFile::new(KEY);
+    let mut eco = testkit::instance::Instance::new(testkit::eco_bin!(), "127.0.41.3");
+    let (endpoint, key_path) = (server.endpoint(), key.path());
+    eco.configure(|c| c.azure_store(&endpoint, CONTAINER, &key_path));
+    let (code, out, err) = eco.eco(&[
+        "config",
+        "check",
+        "--probe-store",
+        eco.config.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "# store probed: the store is reachable and writable, and its conditional create held"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        testkit::etcd::rt().block_on(raw_keys(&server, "eco")),
+        Vec::<String>::new()
+    );
+}
