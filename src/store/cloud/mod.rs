@@ -18,7 +18,12 @@
 //!   and read only while its info names its content; deletes remove the
 //!   info first. A content without its info (an interrupted put, or
 //!   written by something else) is skipped by listings and never deleted;
-//!   [`ObjectStore::uncommitted`] says why it is not an object.
+//!   [`ObjectStore::uncommitted`] says why it is not an object. A put
+//!   that replaces an object leaves it invisible between its two writes
+//!   (the new content no longer matches the old info): a reader racing
+//!   the re-put of a small object (the pause, the verification record)
+//!   finds it uncommitted for the time of one small request, where the S3
+//!   store's one `PutObject` has no such window.
 //! - **streaming, flat memory**: a content smaller than `part_size` is one
 //!   request; a larger one a multipart upload (GCS's XML multipart upload,
 //!   Azure's blocks and block list) fed `part_size` at a time through
