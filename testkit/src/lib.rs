@@ -67,6 +67,7 @@ pub mod config;
 pub mod emulator;
 pub mod etcd;
 pub mod gcs_server;
+pub mod gcs_upload_shim;
 pub mod instance;
 pub mod ledger;
 pub mod machine;
