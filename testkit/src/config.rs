@@ -274,6 +274,19 @@ impl ConfigBuilder {
         self
     }
 
+    /// The GCS store on an emulator's `endpoint` (no credentials): in
+    /// tests, fake-gcs-server behind [`crate::gcs_upload_shim`].
+    pub fn gcs_store(mut self, endpoint: &str, bucket: &str) -> Self {
+        let gcs: eco::config::GcsStoreConfig = toml::from_str(&format!(
+            "bucket = {bucket:?}\nendpoint = {endpoint:?}\nunsigned = true\nmax_attempts = 2\n"
+        ))
+        .expect("a GCS table");
+        self.config.snapshot.store = SnapshotStoreKind::Gcs;
+        self.config.snapshot.dir = None;
+        self.config.snapshot.gcs = Some(gcs);
+        self
+    }
+
     /// The change archive on or off (`archive.enabled`).
     pub fn archive(mut self, enabled: bool) -> Self {
         self.config.archive.enabled = enabled;
