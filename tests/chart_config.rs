@@ -54,3 +54,45 @@ fn every_rendered_config_is_one_eco_accepts() {
         );
     }
 }
+
+/// The cloud stores' value sets: GCS with workload identity names no key
+/// file and mounts no Secret; Azure with a key Secret names the mounted
+/// file, and the Secret is a volume of the pod, never a ConfigMap value.
+#[test]
+fn the_cloud_stores_render_their_tables_and_credentials_as_files() {
+    let files = rendered();
+    let set = |name: &str| {
+        files
+            .iter()
+            .find(|f| f.parent().is_some_and(|d| d.ends_with(name)))
+            .unwrap_or_else(|| panic!("{name} rendered: {files:?}"))
+            .clone()
+    };
+    let gcs = eco::config::load_file(&set("gcs-workload-identity")).unwrap();
+    assert_eq!(gcs.snapshot.store, eco::config::SnapshotStoreKind::Gcs);
+    let table = gcs.snapshot.gcs.expect("[snapshot.gcs]");
+    assert_eq!(table.bucket, "acme-etcd-snapshots");
+    assert_eq!(table.credentials_file, None, "workload identity");
+
+    let azure_toml = set("azure-key-secret");
+    let azure = eco::config::load_file(&azure_toml).unwrap();
+    assert_eq!(azure.snapshot.store, eco::config::SnapshotStoreKind::Azure);
+    let table = azure.snapshot.azure.expect("[snapshot.azure]");
+    assert_eq!(
+        (table.account.as_str(), table.container.as_str()),
+        ("acmeetcd", "etcd-snapshots")
+    );
+    assert_eq!(
+        table.access_key_file.as_deref(),
+        Some(std::path::Path::new(
+            "/etc/eco/store-credentials/access-key"
+        ))
+    );
+    let manifests =
+        std::fs::read_to_string(azure_toml.parent().unwrap().join("manifests.yaml")).unwrap();
+    assert!(
+        manifests.contains("secretName: eco-azure-key")
+            && manifests.contains("mountPath: /etc/eco/store-credentials"),
+        "the key Secret is mounted as a file"
+    );
+}

@@ -104,6 +104,33 @@ encryption = {{ $s3.encryption | include "eco.toml" }}
 {{- with $s3.kmsKeyId }}
 kms_key_id = {{ include "eco.toml" . }}
 {{- end }}
+{{- else if eq $v.store.kind "gcs" }}
+{{- $gcs := $v.store.gcs }}
+
+[snapshot.gcs]
+bucket = {{ $gcs.bucket | include "eco.toml" }}
+prefix = {{ $gcs.prefix | include "eco.toml" }}
+{{- with $gcs.endpoint }}
+endpoint = {{ include "eco.toml" . }}
+{{- end }}
+{{- if $gcs.credentials.existingSecret }}
+# The key of the Secret {{ $gcs.credentials.existingSecret }}, mounted as a file.
+credentials_file = {{ printf "%s/%s" $p.storeCredentialsDir $gcs.credentials.key | include "eco.toml" }}
+{{- end }}
+{{- else if eq $v.store.kind "azure" }}
+{{- $azure := $v.store.azure }}
+
+[snapshot.azure]
+account = {{ $azure.account | include "eco.toml" }}
+container = {{ $azure.container | include "eco.toml" }}
+prefix = {{ $azure.prefix | include "eco.toml" }}
+{{- with $azure.endpoint }}
+endpoint = {{ include "eco.toml" . }}
+{{- end }}
+{{- if $azure.credentials.existingSecret }}
+# The key of the Secret {{ $azure.credentials.existingSecret }}, mounted as a file.
+access_key_file = {{ printf "%s/%s" $p.storeCredentialsDir $azure.credentials.key | include "eco.toml" }}
+{{- end }}
 {{- else if eq $v.store.kind "dir" }}
 
 # The ReadWriteMany claim {{ $v.store.dir.existingClaim }}, mounted in every pod.

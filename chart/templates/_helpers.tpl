@@ -83,6 +83,7 @@ dataRoot: /var/lib/eco
 dataDir: /var/lib/eco/etcd
 generatedTlsDir: /var/lib/eco/tls
 snapshotsDir: /var/lib/eco-snapshots
+storeCredentialsDir: /etc/eco/store-credentials
 {{- end }}
 
 {{/* The API's scheme, for probes and scraping. */}}
@@ -120,4 +121,20 @@ replicas (such a cluster survives no disruption; NOTES says so).
 {{- fail (printf "desiredReplicas (%d) is above replicas (%d): eco would wait for pods that do not exist" (int .Values.desiredReplicas) $n) }}
 {{- else }}{{ int .Values.desiredReplicas }}
 {{- end }}
+{{- end }}
+
+{{/*
+The Secret and key of the GCS or Azure store's credentials file, as YAML
+(secret, key); empty when the store is another kind or uses the
+environment's identity.
+*/}}
+{{- define "eco.storeCredentials" -}}
+{{- $kind := .Values.store.kind -}}
+{{- if or (eq $kind "gcs") (eq $kind "azure") -}}
+{{- $c := (index .Values.store $kind).credentials -}}
+{{- if $c.existingSecret -}}
+secret: {{ $c.existingSecret }}
+key: {{ $c.key }}
+{{- end -}}
+{{- end -}}
 {{- end }}

@@ -131,6 +131,25 @@ pub fn referenced_files(config: &Config) -> FilesChecked {
     if config.snapshot.store == SnapshotStoreKind::S3 {
         problems.extend(s3_credential_files(|var| std::env::var_os(var)));
     }
+    // The cloud stores' credential files (eco run reads them at start).
+    let cloud_file = match config.snapshot.store {
+        SnapshotStoreKind::Gcs => config.snapshot.gcs.as_ref().and_then(|g| {
+            g.credentials_file
+                .as_ref()
+                .map(|f| ("snapshot.gcs.credentials_file", f))
+        }),
+        SnapshotStoreKind::Azure => config.snapshot.azure.as_ref().and_then(|a| {
+            a.access_key_file
+                .as_ref()
+                .map(|f| ("snapshot.azure.access_key_file", f))
+        }),
+        _ => None,
+    };
+    if let Some((key, file)) = cloud_file {
+        if let Err(e) = std::fs::File::open(file) {
+            problems.push(format!("{key}: {} cannot be read: {e}", file.display()));
+        }
+    }
     FilesChecked {
         problems,
         warnings,

@@ -26,7 +26,7 @@ use std::sync::Arc;
 pub async fn store(config: &Config) -> anyhow::Result<Arc<dyn ObjectStore>> {
     crate::store::from_config(config).await?.ok_or_else(|| {
         anyhow::anyhow!(
-            "no snapshot store is configured: set snapshot.store = \"dir\" with [snapshot.dir] path, or \"s3\" with [snapshot.s3] bucket"
+            "no snapshot store is configured: set snapshot.store = \"dir\" with [snapshot.dir] path, \"s3\" with [snapshot.s3] bucket, \"gcs\" with [snapshot.gcs] bucket, or \"azure\" with [snapshot.azure] account and container"
         )
     })
 }

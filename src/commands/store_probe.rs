@@ -1,7 +1,7 @@
 //! `eco config check --probe-store`: the one check of `eco config check`
 //! that contacts something. It runs the start check `eco run` runs on the
 //! configured store (reachable, writable, a second create of one name
-//! refused, leftovers swept) and, for an S3 store, [`S3_BURSTS`] bursts of
+//! refused, leftovers swept) and, for an S3, GCS or Azure store, [`S3_BURSTS`] bursts of
 //! concurrent conditional creates of one probe key, of which exactly one
 //! must win: an S3-compatible endpoint that checks `If-None-Match` and
 //! then writes without atomicity lets several win, and two instances could
@@ -50,10 +50,35 @@ pub async fn probe(config: &Config) -> Result<String, String> {
                 .await
                 .map_err(|e| format!("snapshot.s3: {e}"))?
         }
+        SnapshotStoreKind::Gcs => {
+            let gcs = config
+                .snapshot
+                .gcs
+                .as_ref()
+                .ok_or("snapshot.gcs: the table is required for snapshot.store = \"gcs\"")?;
+            crate::store::cloud::gcs::connect(gcs, &config.cluster.name)
+                .map_err(|e| format!("snapshot.gcs: {e}"))?
+                .with_concurrent_probes(S3_BURSTS)
+                .check_at_start()
+                .await
+                .map_err(|e| format!("snapshot.gcs: {e}"))?
+        }
+        SnapshotStoreKind::Azure => {
+            let azure =
+                config.snapshot.azure.as_ref().ok_or(
+                    "snapshot.azure: the table is required for snapshot.store = \"azure\"",
+                )?;
+            crate::store::cloud::azure::connect(azure, &config.cluster.name)
+                .map_err(|e| format!("snapshot.azure: {e}"))?
+                .with_concurrent_probes(S3_BURSTS)
+                .check_at_start()
+                .await
+                .map_err(|e| format!("snapshot.azure: {e}"))?
+        }
     };
     match verdict {
         ConditionalCreate::Honoured => Ok(match config.snapshot.store {
-            SnapshotStoreKind::S3 => format!(
+            SnapshotStoreKind::S3 | SnapshotStoreKind::Gcs | SnapshotStoreKind::Azure => format!(
                 "the store is reachable and writable, and its conditional create held: a second create refused, one winner in each of {S3_BURSTS} bursts of 8 concurrent creators"
             ),
             _ => "the store is reachable and writable, and a second create of one name is refused".into(),

@@ -119,6 +119,22 @@ fn resolve_paths(config: &mut Config, base: &Path) {
     for p in config.api.tls.paths_mut() {
         resolve(p);
     }
+    if let Some(p) = config
+        .snapshot
+        .gcs
+        .as_mut()
+        .and_then(|g| g.credentials_file.as_mut())
+    {
+        resolve(p);
+    }
+    if let Some(p) = config
+        .snapshot
+        .azure
+        .as_mut()
+        .and_then(|a| a.access_key_file.as_mut())
+    {
+        resolve(p);
+    }
     if let Some(d) = config.snapshot.dir.as_mut() {
         resolve(&mut d.path);
     }

@@ -11,6 +11,7 @@
 
 pub(crate) mod api_tls;
 mod auth;
+mod cloud_stores;
 mod duration;
 mod load;
 mod removed_keys;
@@ -22,6 +23,7 @@ pub use auth::{
     AuthConfig, KeyFamily, PermissionAccess, PermissionConfig, RoleConfig, SignMethod, TokenConfig,
     TokenKind, UserConfig, auth_token_flag, certificate_identity_possible, permission_range,
 };
+pub use cloud_stores::{AzureStoreConfig, CloudTransfers, GcsStoreConfig};
 pub use duration::ConfigDuration;
 pub use load::{ConfigError, load_file, parse_str};
 pub use removed_keys::{REMOVED_KEYS, RemovedKey};
@@ -441,6 +443,10 @@ pub enum SnapshotStoreKind {
     /// An S3 bucket (or an S3-compatible store that honours
     /// `If-None-Match: *`).
     S3,
+    /// A Google Cloud Storage bucket.
+    Gcs,
+    /// An Azure Blob Storage container.
+    Azure,
 }
 
 /// `[snapshot]`
@@ -455,6 +461,12 @@ pub struct SnapshotConfig {
     /// `[snapshot.s3]`, required when `store = "s3"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub s3: Option<S3StoreConfig>,
+    /// `[snapshot.gcs]`, required when `store = "gcs"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gcs: Option<GcsStoreConfig>,
+    /// `[snapshot.azure]`, required when `store = "azure"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub azure: Option<AzureStoreConfig>,
     /// Take a snapshot this often when the revision advanced.
     #[serde(default = "defaults::snapshot_interval")]
     pub interval: ConfigDuration,

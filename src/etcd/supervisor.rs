@@ -456,13 +456,28 @@ fn spawn_child(spec: &ProcessSpec) -> Result<Child, SupervisorError> {
 
 /// Whether the environment variable `name` is eco's alone: every
 /// `ECO_*` variable (`ECO_GOSSIP_KEYS` is a secret; the others mean
-/// nothing to etcd) and the AWS credentials the snapshot store's SDK
-/// reads. etcd reads its own `ETCD_*` variables, which stay.
+/// nothing to etcd) and the credentials the snapshot store's clients read
+/// (the AWS SDK's; object_store's for Azure and GCS). etcd reads its own
+/// `ETCD_*` variables, which stay.
 pub fn withheld_from_etcd(name: &str) -> bool {
     name.starts_with("ECO_")
         || matches!(
             name,
-            "AWS_ACCESS_KEY_ID" | "AWS_SECRET_ACCESS_KEY" | "AWS_SESSION_TOKEN"
+            "AWS_ACCESS_KEY_ID"
+                | "AWS_SECRET_ACCESS_KEY"
+                | "AWS_SESSION_TOKEN"
+                | "AZURE_STORAGE_ACCOUNT_KEY"
+                | "AZURE_STORAGE_ACCESS_KEY"
+                | "AZURE_STORAGE_MASTER_KEY"
+                | "AZURE_STORAGE_CLIENT_SECRET"
+                | "AZURE_CLIENT_SECRET"
+                | "AZURE_STORAGE_SAS_KEY"
+                | "AZURE_STORAGE_SAS_TOKEN"
+                | "AZURE_STORAGE_TOKEN"
+                | "AZURE_STORAGE_ENCRYPTION_KEY"
+                | "AZURE_FABRIC_SESSION_TOKEN"
+                | "GOOGLE_SERVICE_ACCOUNT_KEY"
+                | "GOOGLE_BEARER_TOKEN"
         )
 }
 
@@ -620,10 +635,20 @@ mod tests {
             "AWS_SECRET_ACCESS_KEY",
             "AWS_SESSION_TOKEN",
             "AWS_ACCESS_KEY_ID",
+            "AZURE_STORAGE_ACCOUNT_KEY",
+            "AZURE_CLIENT_SECRET",
+            "AZURE_STORAGE_SAS_TOKEN",
+            "GOOGLE_SERVICE_ACCOUNT_KEY",
         ] {
             assert!(withheld_from_etcd(name), "{name}");
         }
-        for name in ["ETCD_UNSUPPORTED_ARCH", "PATH", "HOME", "GOMAXPROCS"] {
+        for name in [
+            "ETCD_UNSUPPORTED_ARCH",
+            "PATH",
+            "HOME",
+            "GOMAXPROCS",
+            "AZURE_CLIENT_ID",
+        ] {
             assert!(!withheld_from_etcd(name), "{name}");
         }
     }

@@ -1,7 +1,8 @@
 //! Object stores: where snapshots and the record of truth
 //! (`incarnations/<n>`) live. One dyn-safe trait ([`ObjectStore`], held as
 //! `Arc<dyn ObjectStore>`), built by one factory ([`from_config`]); the
-//! directory store ([`dir`]), the S3 store ([`s3`]) and an in-memory store
+//! directory store ([`dir`]), the S3 store ([`s3`]), the Google Cloud
+//! Storage and Azure Blob stores ([`cloud`]) and an in-memory store
 //! for tests ([`memory`]) implement it, and one contract suite
 //! ([`contract`]) runs over each. Nothing outside this module names a
 //! concrete store.
@@ -20,6 +21,7 @@
 //!   where the store can prove it ([`ObjectStore::check_at_start`]; an S3
 //!   endpoint may ignore `If-None-Match`).
 
+pub mod cloud;
 #[doc(hidden)]
 pub mod cluster_version;
 pub mod contract;
@@ -152,7 +154,8 @@ pub trait ObjectStore: Send + Sync {
 
     /// Why `name` is not an object although something of that name is in
     /// the store, uncommitted (the directory store: a file without its
-    /// info file; S3: an object without eco's sha256 or its marker);
+    /// info file; S3: an object without eco's sha256 or its marker; GCS,
+    /// Azure: a content without its info object);
     /// `None` when nothing is there or the object is committed. Such a
     /// thing is never read or listed (a crash leftover, or put there by
     /// something else); a caller that expects an object there asks, to
@@ -166,7 +169,8 @@ pub trait ObjectStore: Send + Sync {
     /// (directory, memory) answer `Honoured` (the directory store after
     /// its sweep of `.tmp-*` files); the S3 store proves the bucket
     /// reachable and writable, writes a probe object twice, makes bursts
-    /// of concurrent creates and sweeps (see [`s3`]). An error means the store is unusable (missing bucket,
+    /// of concurrent creates and sweeps (see [`s3`]; the cloud stores alike,
+    /// [`cloud`]). An error means the store is unusable (missing bucket,
     /// access denied, unreachable endpoint), with the cause in its message.
     async fn check_at_start(&self) -> Result<ConditionalCreate, StoreError> {
         Ok(ConditionalCreate::Honoured)
@@ -193,6 +197,24 @@ pub async fn from_config(config: &Config) -> Result<Option<Arc<dyn ObjectStore>>
             ))),
             None => Err(StoreError::Unavailable(
                 "snapshot.store = \"s3\" needs [snapshot.s3] bucket".into(),
+            )),
+        },
+        SnapshotStoreKind::Gcs => match &config.snapshot.gcs {
+            Some(gcs) => Ok(Some(Arc::new(cloud::gcs::connect(
+                gcs,
+                &config.cluster.name,
+            )?))),
+            None => Err(StoreError::Unavailable(
+                "snapshot.store = \"gcs\" needs [snapshot.gcs] bucket".into(),
+            )),
+        },
+        SnapshotStoreKind::Azure => match &config.snapshot.azure {
+            Some(azure) => Ok(Some(Arc::new(cloud::azure::connect(
+                azure,
+                &config.cluster.name,
+            )?))),
+            None => Err(StoreError::Unavailable(
+                "snapshot.store = \"azure\" needs [snapshot.azure] account and container".into(),
             )),
         },
     }

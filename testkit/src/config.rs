@@ -272,6 +272,35 @@ impl ConfigBuilder {
         self
     }
 
+    /// An Azure Blob store (`[snapshot.azure]`) on an emulator's
+    /// account endpoint, with the access key in `key_file`.
+    pub fn azure_store(mut self, endpoint: &str, container: &str, key_file: &Path) -> Self {
+        let azure: eco::config::AzureStoreConfig = toml::from_str(&format!(
+            "account = \"devstoreaccount1\"\ncontainer = {container:?}\nendpoint = {endpoint:?}\nmax_attempts = 2\n"
+        ))
+        .expect("an Azure table");
+        self.config.snapshot.store = SnapshotStoreKind::Azure;
+        self.config.snapshot.dir = None;
+        self.config.snapshot.azure = Some(eco::config::AzureStoreConfig {
+            access_key_file: Some(key_file.to_path_buf()),
+            ..azure
+        });
+        self
+    }
+
+    /// The GCS store on an emulator's `endpoint` (no credentials): in
+    /// tests, fake-gcs-server behind [`crate::gcs_upload_shim`].
+    pub fn gcs_store(mut self, endpoint: &str, bucket: &str) -> Self {
+        let gcs: eco::config::GcsStoreConfig = toml::from_str(&format!(
+            "bucket = {bucket:?}\nendpoint = {endpoint:?}\nunsigned = true\nmax_attempts = 2\n"
+        ))
+        .expect("a GCS table");
+        self.config.snapshot.store = SnapshotStoreKind::Gcs;
+        self.config.snapshot.dir = None;
+        self.config.snapshot.gcs = Some(gcs);
+        self
+    }
+
     /// The change archive on or off (`archive.enabled`).
     pub fn archive(mut self, enabled: bool) -> Self {
         self.config.archive.enabled = enabled;

@@ -61,9 +61,13 @@
 pub mod address_claim;
 pub mod auth;
 pub mod aws;
+pub mod azurite_server;
 pub mod cluster;
 pub mod config;
+pub mod emulator;
 pub mod etcd;
+pub mod gcs_server;
+pub mod gcs_upload_shim;
 pub mod instance;
 pub mod ledger;
 pub mod machine;

@@ -11,6 +11,7 @@
 
 mod api;
 mod archive;
+mod cloud_stores;
 mod etcd;
 mod gossip;
 mod log;

@@ -31,6 +31,7 @@ impl SnapshotConfig {
             ),
             (_, None) => {}
         }
+        super::cloud_stores::check(&mut ck, s);
         ck.at_least("snapshot.interval", s.interval, Duration::from_secs(10));
         if s.max_age < s.interval {
             ck.fail(
