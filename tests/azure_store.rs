@@ -336,20 +336,12 @@ async fn a_missing_container_a_wrong_key_and_no_server_are_clear_errors() {
     );
 }
 
-fn hash_of(kvs: &[(String, String)]) -> Vec<(String, String)> {
-    kvs.iter()
-        .filter(|(k, _)| k.starts_with("key/"))
-        .cloned()
-        .collect()
-}
-
 /// eco end to end on azurite: the daemon runs with the Azure store (its
 /// start check passes), `eco snapshot now` stores a snapshot there, `eco
 /// snapshot list` lists it and `eco restore` restores it into an etcd
 /// that serves the same keys.
 #[test]
 fn eco_snapshots_into_azurite_and_restores_from_it() {
-    use testkit::etcd::{RawEtcd, dump, wait_serving, write};
     let server = AzuriteServer::start();
     server.create_container(CONTAINER);
     let key = KeyFile::new(KEY);
@@ -357,61 +349,7 @@ fn eco_snapshots_into_azurite_and_restores_from_it() {
     let endpoint = server.endpoint();
     let key_path = key.path();
     i.configure(|c| c.azure_store(&endpoint, CONTAINER, &key_path));
-    i.start();
-    wait_serving(&i.endpoint(), Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("serving:\n{}", i.log()));
-    for n in 0..50 {
-        assert!(write(
-            &i.endpoint(),
-            &format!("key/{n:03}"),
-            &format!("v{n}")
-        ));
-    }
-    let (_, before) = dump(&i.endpoint()).expect("dump");
-    let cfg = i.config.to_str().unwrap().to_string();
-    let (code, out, err) = i.eco(&[
-        "snapshot",
-        "now",
-        "--config",
-        &cfg,
-        "--instance-id",
-        "eco-1",
-    ]);
-    assert_eq!(code, 0, "{err}\n{}", i.log());
-    let name = out
-        .split_whitespace()
-        .skip_while(|w| *w != "stored")
-        .nth(1)
-        .unwrap_or_else(|| panic!("the stored snapshot's name: {out}"))
-        .to_string();
-    let (code, listed, err) = i.eco(&["snapshot", "list", "--config", &cfg]);
-    assert_eq!(code, 0, "{err}");
-    assert!(listed.contains(&name), "{listed}");
-    let target = i.dir.path().join("restored/etcd");
-    let (code, out, err) = i.eco(&[
-        "restore",
-        "--from",
-        &name,
-        "--config",
-        &cfg,
-        "--data-dir",
-        target.to_str().unwrap(),
-        "--name",
-        "restored",
-        "--peer-url",
-        "http://127.0.41.2:2380",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("sha256 verified"), "{out}");
-    let _etcd = RawEtcd::start(&target, "restored", "127.0.41.2");
-    wait_serving("http://127.0.41.2:2379", Duration::from_secs(20)).expect("restored serving");
-    let (_, after) = dump("http://127.0.41.2:2379").expect("dump restored");
-    assert_eq!(hash_of(&after), hash_of(&before));
-    assert!(
-        !i.log().contains("quorum-loss recovery is OFF"),
-        "azurite's conditional create is honoured:\n{}",
-        i.log()
-    );
+    testkit::store_round_trip::snapshot_list_restore(&mut i, "127.0.41.2", "azurite");
 }
 
 /// Memory stays flat: a 128 MiB put in 5 MiB parts, 2 in flight, grows

@@ -57,7 +57,8 @@ fn every_rendered_config_is_one_eco_accepts() {
 
 /// The cloud stores' value sets: GCS with workload identity names no key
 /// file and mounts no Secret; Azure with a key Secret names the mounted
-/// file, and the Secret is a volume of the pod, never a ConfigMap value.
+/// file, and the Secret is a volume of the pod, never a ConfigMap value;
+/// its snapshots are encrypted, the identity another mounted Secret.
 #[test]
 fn the_cloud_stores_render_their_tables_and_credentials_as_files() {
     let files = rendered();
@@ -94,5 +95,20 @@ fn the_cloud_stores_render_their_tables_and_credentials_as_files() {
         manifests.contains("secretName: eco-azure-key")
             && manifests.contains("mountPath: /etc/eco/store-credentials"),
         "the key Secret is mounted as a file"
+    );
+    // Snapshots encrypted: the recipients in the config, the identity a
+    // mounted Secret named by identity_file.
+    let enc = azure.snapshot.encryption.expect("[snapshot.encryption]");
+    assert_eq!(enc.recipients.len(), 1);
+    assert_eq!(
+        enc.identity_file.as_deref(),
+        Some(std::path::Path::new(
+            "/etc/eco/snapshot-identity/identity.txt"
+        ))
+    );
+    assert!(
+        manifests.contains("secretName: eco-snapshot-identity")
+            && manifests.contains("mountPath: /etc/eco/snapshot-identity"),
+        "the identity Secret is mounted as a file"
     );
 }

@@ -476,77 +476,15 @@ fn a_missing_credentials_file_is_named() {
     );
 }
 
-fn hash_of(kvs: &[(String, String)]) -> Vec<(String, String)> {
-    kvs.iter()
-        .filter(|(k, _)| k.starts_with("key/"))
-        .cloned()
-        .collect()
-}
-
 /// eco end to end on fake-gcs-server behind the shim: the daemon runs
 /// with the GCS store (its start check passes), `eco snapshot now` stores
 /// a snapshot there, `eco snapshot list` lists it and `eco restore`
 /// restores it into an etcd that serves the same keys.
 #[test]
 fn eco_snapshots_into_fake_gcs_server_and_restores_from_it() {
-    use testkit::etcd::{RawEtcd, dump, wait_serving, write};
     let e = emulated();
     let mut i = testkit::instance::Instance::new(testkit::eco_bin!(), "127.0.42.1");
     let endpoint = e.shim.endpoint();
     i.configure(|c| c.gcs_store(&endpoint, BUCKET));
-    i.start();
-    wait_serving(&i.endpoint(), Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("serving:\n{}", i.log()));
-    for n in 0..50 {
-        assert!(write(
-            &i.endpoint(),
-            &format!("key/{n:03}"),
-            &format!("v{n}")
-        ));
-    }
-    let (_, before) = dump(&i.endpoint()).expect("dump");
-    let cfg = i.config.to_str().unwrap().to_string();
-    let (code, out, err) = i.eco(&[
-        "snapshot",
-        "now",
-        "--config",
-        &cfg,
-        "--instance-id",
-        "eco-1",
-    ]);
-    assert_eq!(code, 0, "{err}\n{}", i.log());
-    let name = out
-        .split_whitespace()
-        .skip_while(|w| *w != "stored")
-        .nth(1)
-        .unwrap_or_else(|| panic!("the stored snapshot's name: {out}"))
-        .to_string();
-    let (code, listed, err) = i.eco(&["snapshot", "list", "--config", &cfg]);
-    assert_eq!(code, 0, "{err}");
-    assert!(listed.contains(&name), "{listed}");
-    let target = i.dir.path().join("restored/etcd");
-    let (code, out, err) = i.eco(&[
-        "restore",
-        "--from",
-        &name,
-        "--config",
-        &cfg,
-        "--data-dir",
-        target.to_str().unwrap(),
-        "--name",
-        "restored",
-        "--peer-url",
-        "http://127.0.42.2:2380",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("sha256 verified"), "{out}");
-    let _etcd = RawEtcd::start(&target, "restored", "127.0.42.2");
-    wait_serving("http://127.0.42.2:2379", Duration::from_secs(20)).expect("restored serving");
-    let (_, after) = dump("http://127.0.42.2:2379").expect("dump restored");
-    assert_eq!(hash_of(&after), hash_of(&before));
-    assert!(
-        !i.log().contains("quorum-loss recovery is OFF"),
-        "fake-gcs-server's conditional create is honoured:\n{}",
-        i.log()
-    );
+    testkit::store_round_trip::snapshot_list_restore(&mut i, "127.0.42.2", "fake-gcs-server");
 }

@@ -137,6 +137,17 @@ access_key_file = {{ printf "%s/%s" $p.storeCredentialsDir $azure.credentials.ke
 [snapshot.dir]
 path = {{ $p.snapshotsDir | include "eco.toml" }}
 {{- end }}
+{{- $enc := $v.snapshot.encryption }}
+{{- if and $enc $enc.recipients }}
+
+# Snapshots and segments encrypted to these recipients (age).
+[snapshot.encryption]
+recipients = {{ $enc.recipients | include "eco.tomlList" }}
+{{- if $enc.identity.existingSecret }}
+# The key of the Secret {{ $enc.identity.existingSecret }}, mounted as a file.
+identity_file = {{ printf "%s/%s" $p.snapshotIdentityDir $enc.identity.key | include "eco.toml" }}
+{{- end }}
+{{- end }}
 
 [recovery]
 quorum_loss_timeout = {{ $v.recovery.quorumLossTimeout | include "eco.toml" }}

@@ -84,6 +84,7 @@ dataDir: /var/lib/eco/etcd
 generatedTlsDir: /var/lib/eco/tls
 snapshotsDir: /var/lib/eco-snapshots
 storeCredentialsDir: /etc/eco/store-credentials
+snapshotIdentityDir: /etc/eco/snapshot-identity
 {{- end }}
 
 {{/* The API's scheme, for probes and scraping. */}}

@@ -76,6 +76,7 @@ pub mod pods;
 pub mod process;
 pub mod releases;
 pub mod s3_server;
+pub mod store_round_trip;
 pub mod timed_load;
 pub mod tls_probe;
 
