@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-tls bench-archive chart-check terraform-check deb compat
+.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-snapshot-codec bench-tls bench-archive bench-pitr bench-rpo chart-check terraform-check deb compat
 
 deps:
 	bash scripts/install-deps.sh
@@ -126,6 +126,33 @@ bench-tls: deps
 bench-archive: deps
 	$(CARGO) build --release -p eco -p simulations
 	./target/release/simulations archive-bench --seconds 60 --clients 16 --runs 3 --points 20
+
+# The change archive's points in time over a 10-minute run: 4 writers,
+# a snapshot (a new chain) every 2 minutes, 20 sampled revisions restored
+# with eco restore --at-revision and compared key for key (release
+# build); see docs/benchmarks.md.
+bench-pitr: deps
+	$(CARGO) build --release -p eco -p simulations
+	./target/release/simulations archive-bench --archive-only --seconds 600 --runs 1 --points 20 --snapshot-interval-s 120 --clients 4 --seed 7
+
+# What a total loss costs: wipe-all (every disk lost at once) under 600
+# writes/s from 8 writers, 10 runs at 3 and at 5 instances (release
+# build); each run's loss window and load are in the JSON and the
+# report under target/chaos-rpo/; see docs/benchmarks.md.
+bench-rpo: deps
+	$(CARGO) build --release -p eco -p simulations
+	./target/release/simulations chaos --scenario wipe-all --instances 3 --runs 10 --rate 600 --writers 8 --out target/chaos-rpo
+	./target/release/simulations chaos --scenario wipe-all --instances 5 --runs 10 --rate 600 --writers 8 --out target/chaos-rpo
+
+# Snapshot time, size and memory of a 1 GiB etcd of Kubernetes-like
+# objects with eco's snapshots plain, then compressed and encrypted
+# (zstd+age), against etcdctl snapshot save (release build); see
+# docs/benchmarks.md.
+bench-snapshot-codec: deps
+	$(CARGO) build --release -p eco -p simulations
+	./target/release/simulations snapshot-bench --fill mixed --size-mib 1024 --runs 3 --encoding none
+	./target/release/simulations snapshot-bench --fill mixed --size-mib 1024 --runs 3 --encoding zstd
+	./target/release/simulations snapshot-bench --fill mixed --size-mib 1024 --runs 3 --encoding zstd+age
 
 clean-run:
 	rm -rf .run

@@ -456,6 +456,20 @@ fn compressed_and_encrypted_snapshots_and_segments_restore_only_with_the_identit
             && m.contains("\"format\": \"3\"")),
         "a compressed, encrypted format-3 snapshot: {infos:?}"
     );
+    // A segment's metadata records its one outer layer, age; its own zstd
+    // is its format's, not a `compression` layer to undo.
+    let segment_infos: Vec<String> = testkit::files_under(&i.store_dir().join("it/archive"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".meta.json"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect();
+    assert!(!segment_infos.is_empty(), "segments' metadata");
+    for m in &segment_infos {
+        assert!(
+            m.contains("\"encryption\": \"age\"") && !m.contains("\"compression\""),
+            "a sealed segment's metadata: {m}"
+        );
+    }
 
     let (code, table, err) = i.eco(&["snapshot", "list", "--config", &cfg]);
     assert_eq!(code, 0, "{err}");

@@ -3,18 +3,19 @@
 //! a directory store.
 //!
 //! Each run forms a fresh cluster, with the archive on or off
-//! (alternating, ABAB…), and puts a mixed load on it for `--seconds`:
-//! `--clients` writers doing puts of new keys, overwrites, deletes and
-//! transactions over several keys. Acknowledged operations per second are
-//! compared by their medians (the archive's overhead). With the archive
-//! on, a reader samples the key space (`Range` at a revision, before any
-//! compaction) every second during the load; afterwards `--points` of the
-//! sampled revisions, chosen at random, are restored with `eco restore
-//! --at-revision` into a plain etcd each and compared key for key (value,
-//! create and mod revision, version) with the sample. It reports the
-//! archive's bytes in the store per acknowledged operation and the
-//! segment upload times (the writer's `eco_archive_segment_upload_seconds`
-//! histogram: its p99 bucket).
+//! (alternating, ABAB…, or on only with `--archive-only`), and puts a
+//! mixed load on it for `--seconds`: `--clients` writers doing puts,
+//! overwrites, deletes and transactions over several keys, each over its
+//! own 2,000 keys. Acknowledged operations per second are compared by
+//! their medians (the archive's overhead). A reader samples the key space
+//! (`Range` at a revision, paged, before any compaction) every second
+//! during the load, in both modes; with the archive on, afterwards
+//! `--points` of the sampled revisions, chosen at random, are restored
+//! with `eco restore --at-revision` into a plain etcd each and compared
+//! key for key (value, create and mod revision, version) with the sample.
+//! It reports the archive's bytes in the store per acknowledged operation
+//! and the segment upload times (the writer's
+//! `eco_archive_segment_upload_seconds` histogram: its p99 bucket).
 
 use anyhow::Context;
 use serde::Serialize;
@@ -33,6 +34,10 @@ pub struct Options {
     pub runs: usize,
     pub points: usize,
     pub seed: u64,
+    /// Only runs with the archive on.
+    pub archive_only: bool,
+    /// `snapshot.interval` of the instances.
+    pub snapshot_interval: Duration,
 }
 
 #[derive(Debug, Serialize)]
@@ -92,22 +97,54 @@ fn digest(kvs: &[etcd_client::KeyValue]) -> String {
     hex::encode(h.finalize())
 }
 
+/// Keys per page of a whole read (a gRPC answer has a size limit).
+const PAGE: i64 = 2_000;
+
+/// The whole key space at one revision (the current one when `revision`
+/// is 0), read in pages at that revision: its revision, digest and keys.
 async fn read_all(client: &mut etcd_client::Client, revision: i64) -> Option<(i64, String, usize)> {
-    let mut opts = etcd_client::GetOptions::new().with_prefix();
-    if revision > 0 {
-        opts = opts.with_revision(revision);
-    }
-    let r = tokio::time::timeout(Duration::from_secs(10), client.get("bench/", Some(opts)))
+    let end = "bench0".to_string(); // just past "bench/"
+    let mut from = b"bench/".to_vec();
+    let mut at = revision;
+    let mut kvs: Vec<etcd_client::KeyValue> = Vec::new();
+    for _ in 0..10_000 {
+        let mut opts = etcd_client::GetOptions::new()
+            .with_range(end.clone())
+            .with_limit(PAGE);
+        if at > 0 {
+            opts = opts.with_revision(at);
+        }
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.get(from.clone(), Some(opts)),
+        )
         .await
         .ok()?
         .ok()?;
-    Some((r.header()?.revision(), digest(r.kvs()), r.kvs().len()))
+        if at == 0 {
+            at = r.header()?.revision();
+        }
+        kvs.extend_from_slice(r.kvs());
+        match r.kvs().last() {
+            Some(last) if r.more() => {
+                from = last.key().to_vec();
+                from.push(0);
+            }
+            _ => return Some((at, digest(&kvs), kvs.len())),
+        }
+    }
+    None
 }
 
-/// One writer's operation `n`: mostly puts (a third overwrite old keys),
-/// every tenth a delete, every twentieth a transaction over three keys.
+/// Keys each writer cycles through (a bounded key space, as a
+/// Kubernetes cluster's objects are: mostly overwrites once it is full).
+const KEYS_PER_WRITER: u64 = 2_000;
+
+/// One writer's operation `n`: mostly puts (a third overwrite older
+/// keys), every tenth a delete, every twentieth a transaction over three
+/// keys, over [`KEYS_PER_WRITER`] keys.
 async fn operate(client: &mut etcd_client::Client, w: usize, n: u64) -> bool {
-    let key = |k: u64| format!("bench/{w}/{k:08}");
+    let key = |k: u64| format!("bench/{w}/{:08}", k % KEYS_PER_WRITER);
     let result = if n % 20 == 0 {
         let txn = etcd_client::Txn::new().and_then(vec![
             etcd_client::TxnOp::put(key(n), "t".repeat(100), None),
@@ -191,7 +228,7 @@ fn upload_p99(api: &str) -> Option<f64> {
 fn one(opts: &Options, archive: bool, net: u8, rng: &mut u64) -> anyhow::Result<Run> {
     let (c, group) =
         crate::bench_cluster::form(&opts.eco, &opts.etcd_bin_dir, net, 43, false, |c| {
-            c.archive(archive)
+            c.archive(archive).snapshot_interval(opts.snapshot_interval)
         })?;
     // The archive follows etcd before the load starts.
     if archive {
@@ -223,15 +260,13 @@ fn one(opts: &Options, archive: bool, net: u8, rng: &mut u64) -> anyhow::Result<
                 (client, ok)
             },
         );
-        // The reader: a sample of the whole key space every second.
+        // The reader: a sample of the whole key space every second, in
+        // both modes (the same load on the cluster; the samples of a run
+        // without the archive are not used).
         let reader_endpoint = vec![endpoints[0].clone()];
-        let sampling = archive;
         let reader_done = done.clone();
         let reader = tokio::spawn(async move {
             let mut samples = BTreeMap::new();
-            if !sampling {
-                return samples;
-            }
             let options = testkit::etcd::options(
                 &reader_endpoint,
                 Duration::from_secs(2),
@@ -347,12 +382,12 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
     let mut runs = Vec::new();
     let mut rng = opts.seed.max(1);
     for i in 0..opts.runs {
-        let order = if i % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
+        let order: &[bool] = match (opts.archive_only, i % 2) {
+            (true, _) => &[true],
+            (false, 0) => &[false, true],
+            (false, _) => &[true, false],
         };
-        for (j, archive) in order.into_iter().enumerate() {
+        for (j, &archive) in order.iter().enumerate() {
             let net = 120 + (2 * i + j) as u8 % 60;
             let r = one(opts, archive, net, &mut rng)?;
             eprintln!(

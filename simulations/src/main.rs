@@ -123,6 +123,18 @@ enum Command {
         /// [default: eco's].
         #[arg(long)]
         parts_in_flight: Option<u32>,
+        /// With --store dir: what eco's snapshots carry — `none` (the
+        /// bytes as etcd sent them), `zstd` (a new cluster's default:
+        /// the store records format 3) or `zstd+age` (and encrypted to a
+        /// key made by `eco snapshot keygen`).
+        #[arg(long, default_value = "none", value_parser = ["none", "zstd", "zstd+age"])]
+        encoding: String,
+        /// What fills etcd: `random` (incompressible values of 512 KiB to
+        /// 1 MiB) or `mixed` (objects as Kubernetes stores them — 1 to 8
+        /// KiB of structured text with random names and ids — and one
+        /// random 100 KiB value every 25 keys).
+        #[arg(long, default_value = "random", value_parser = ["random", "mixed"])]
+        fill: String,
         /// Keep the temporary directory (the logs of the last runs, etcd's
         /// data) instead of removing it.
         #[arg(long)]
@@ -155,6 +167,15 @@ enum Command {
         /// Seed of the choice of points.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Only runs with the archive on (the points in time, without the
+        /// throughput comparison).
+        #[arg(long)]
+        archive_only: bool,
+        /// `snapshot.interval` of the instances, in seconds (each
+        /// snapshot starts a new chain: a point is replayed from the
+        /// newest snapshot at or before it).
+        #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(10..))]
+        snapshot_interval_s: u64,
         #[command(flatten)]
         binaries: Binaries,
         /// Print JSON.
@@ -233,6 +254,10 @@ struct ChaosArgs {
     /// Writes per second of the load.
     #[arg(long, default_value_t = 200)]
     rate: u32,
+    /// Concurrent writers sharing --rate (one write in flight each; one
+    /// writer reaches about 1 / the commit latency: more for ≥ 500/s).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    writers: u32,
     /// Runs of each scenario; the report adds their medians.
     #[arg(long, default_value_t = 1)]
     runs: usize,
@@ -283,6 +308,8 @@ fn main() {
             runs,
             points,
             seed,
+            archive_only,
+            snapshot_interval_s,
             binaries,
             json,
         } => {
@@ -294,6 +321,8 @@ fn main() {
                 runs,
                 points,
                 seed,
+                archive_only,
+                snapshot_interval: std::time::Duration::from_secs(snapshot_interval_s),
             };
             match archive_bench::run(&opts) {
                 Ok(r) if json => {
@@ -350,6 +379,8 @@ fn main() {
             store,
             part_size_mib,
             parts_in_flight,
+            encoding,
+            fill,
             keep,
             json,
         } => {
@@ -366,6 +397,17 @@ fn main() {
                 eprintln!("snapshot-bench: --part-size-mib and --parts-in-flight need --store s3");
                 std::process::exit(2);
             }
+            let (Ok(encoding), Ok(fill)) = (
+                encoding.parse::<snapshot_bench::Encoding>(),
+                fill.parse::<snapshot_bench::Fill>(),
+            ) else {
+                eprintln!("snapshot-bench: unknown --encoding or --fill");
+                std::process::exit(2);
+            };
+            if store != snapshot_bench::Store::Dir && encoding != snapshot_bench::Encoding::None {
+                eprintln!("snapshot-bench: --encoding needs --store dir");
+                std::process::exit(2);
+            }
             let opts = snapshot_bench::Options {
                 size_mib,
                 runs,
@@ -375,6 +417,8 @@ fn main() {
                 store,
                 part_size_mib,
                 parts_in_flight,
+                encoding,
+                fill,
                 keep,
             };
             match snapshot_bench::run(&opts) {
@@ -556,6 +600,7 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         out,
         quorum_loss_timeout_s,
         rate,
+        writers,
         runs,
         keep,
         etcd_bin_dir,
@@ -607,6 +652,7 @@ fn chaos_command(args: ChaosArgs) -> i32 {
         etcd_bin_dir,
         quorum_loss_timeout_s,
         rate,
+        writers,
         work,
         runs,
         keep,

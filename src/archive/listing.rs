@@ -21,7 +21,6 @@ pub mod meta {
     pub const LAST_SEEN_UNIX_MS: &str = "last_seen_unix_ms";
     pub const CHANGES: &str = "changes";
     pub const INSTANCE: &str = "instance";
-    pub const COMPRESSION: &str = "compression";
     pub const FORMAT: &str = "format";
 }
 

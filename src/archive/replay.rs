@@ -279,8 +279,9 @@ async fn read_segment(
             info.sha256
         )));
     }
-    // Encrypted (age) when its metadata says so: opened first, then
-    // decoded (a segment compresses its own content).
+    // The object's layers as its metadata records them (age when the
+    // cluster encrypts; never an outer compression: a segment compresses
+    // its own content, as its magic says), undone first.
     let layers = crate::codec::Layers::of(name, &info.metadata).map_err(|e| bad(e.to_string()))?;
     let identities = layers
         .identities(name, identities)
@@ -288,23 +289,14 @@ async fn read_segment(
         .cloned();
     let name = name.to_string();
     tokio::task::spawn_blocking(move || {
-        let plain = if layers.age {
-            // `compression = zstd` names the content's own compression.
-            let sealed = crate::codec::Layers {
-                zstd: false,
-                age: true,
-            };
-            crate::codec::decode_bytes(
-                &name,
-                &bytes,
-                sealed,
-                identities.as_ref(),
-                MAX_SEGMENT_OBJECT,
-            )
-            .map_err(|e| e.to_string())?
-        } else {
-            bytes
-        };
+        let plain = crate::codec::decode_bytes(
+            &name,
+            &bytes,
+            layers,
+            identities.as_ref(),
+            MAX_SEGMENT_OBJECT,
+        )
+        .map_err(|e| e.to_string())?;
         segment::decode(&plain).map_err(|e| e.to_string())
     })
     .await

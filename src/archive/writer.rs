@@ -406,13 +406,21 @@ impl ArchiveWriter {
                 ms(tick_every).saturating_add(ms(s.last_upload)),
             );
             if due {
-                if let Err(e) = self.store_held(&ident, format, s).await {
+                if let Err(failed) = self.store_held(&ident, format, s).await {
                     // Held changes stay held and are tried again at the next
-                    // tick; past four segments' worth the watch restarts
-                    // from the archive's newest point (etcd still has them).
-                    if s.held_bytes > self.max_segment_bytes.saturating_mul(4) {
-                        return Ended::Failed(ArchiveFailure::Store, e);
-                    }
+                    // tick; past four segments' worth, or when they were
+                    // lost, the watch restarts from the archive's newest
+                    // point (etcd still has them).
+                    let e = match failed {
+                        HeldNotStored::Retry(e)
+                            if s.held_bytes <= self.max_segment_bytes.saturating_mul(4) =>
+                        {
+                            e
+                        }
+                        HeldNotStored::Retry(e) | HeldNotStored::Lost(e) => {
+                            return Ended::Failed(ArchiveFailure::Store, e);
+                        }
+                    };
                     s.failures += 1;
                     s.last_error = Some(e.clone());
                     self.metrics.failed(ArchiveFailure::Store);
@@ -436,7 +444,7 @@ impl ArchiveWriter {
         (incarnation, token): &(u64, String),
         format: recovery::cluster_version::Format,
         s: &mut State,
-    ) -> Result<(), String> {
+    ) -> Result<(), HeldNotStored> {
         let (Some(first), Some(last)) = (s.held.first(), s.held.last()) else {
             return Ok(());
         };
@@ -467,7 +475,6 @@ impl ArchiveWriter {
             ),
             (listing::meta::CHANGES.to_string(), changes.to_string()),
             (listing::meta::INSTANCE.to_string(), self.instance.clone()),
-            (listing::meta::COMPRESSION.to_string(), "zstd".to_string()),
             (
                 listing::meta::FORMAT.to_string(),
                 format.max(recovery::cluster_version::UNTAGGED).to_string(),
@@ -491,21 +498,33 @@ impl ArchiveWriter {
         };
         let level = self.level;
         let sealing = self.encoding.clone();
+        // The body comes back whatever the encoding's outcome: its changes
+        // stay held for the next attempt.
         let encoded = tokio::task::spawn_blocking(move || {
-            let bytes = segment::encode(&body, level).map_err(|e| e.to_string())?;
-            let bytes = match sealing.encryption {
-                Some(_) => {
-                    crate::codec::encode_bytes(&bytes, &sealing).map_err(|e| e.to_string())?
-                }
-                None => bytes,
-            };
-            Ok::<_, String>((bytes, body))
+            let bytes = segment::encode(&body, level)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| match sealing.encryption {
+                    Some(_) => {
+                        crate::codec::encode_bytes(&bytes, &sealing).map_err(|e| e.to_string())
+                    }
+                    None => Ok(bytes),
+                });
+            (bytes, body)
         })
-        .await
-        .map_err(|e| format!("encoding segment {name}: {e}"))?;
+        .await;
         let (bytes, body) = match encoded {
-            Ok(pair) => pair,
-            Err(e) => return Err(format!("encoding segment {name}: {e}")),
+            Ok((Ok(bytes), body)) => (bytes, body),
+            Ok((Err(e), body)) => {
+                s.held = body.revisions;
+                return Err(HeldNotStored::Retry(format!(
+                    "encoding segment {name}: {e}"
+                )));
+            }
+            // The encoding thread panicked and took the changes with it:
+            // the watch restarts from the archive's newest point.
+            Err(e) => {
+                return Err(HeldNotStored::Lost(format!("encoding segment {name}: {e}")));
+            }
         };
         let started = Instant::now();
         let limit = self.access.call_timeout() * 4;
@@ -530,13 +549,21 @@ impl ArchiveWriter {
             failed => {
                 // Keep the changes for the next attempt.
                 s.held = body.revisions;
-                Err(match failed {
+                Err(HeldNotStored::Retry(match failed {
                     Ok(Err(e)) => format!("storing segment {name}: {e}"),
                     _ => format!("storing segment {name}: no answer within {limit:?}"),
-                })
+                }))
             }
         }
     }
+}
+
+/// Why what was held is not in the store yet.
+enum HeldNotStored {
+    /// Still held: tried again at the next tick.
+    Retry(String),
+    /// No longer held (the encoding thread panicked with them).
+    Lost(String),
 }
 
 /// Adds a watch response's events to what is held, by revision (etcd never

@@ -124,8 +124,7 @@ pub async fn replay_point(
         .with_credentials(crate::etcd::credentials::Credentials::from_config(
             &config.auth,
         ));
-    let identities = crate::snapshot::codec_choice::SnapshotCodec::from_config(&config.snapshot)
-        .and_then(|c| c.identities())
+    let identities = crate::snapshot::codec_choice::configured_identities(&config.snapshot)
         .context("[snapshot.encryption]")?;
     let replayed = crate::archive::replay::replay(
         &crate::archive::replay::ReplayRequest {
@@ -175,8 +174,7 @@ pub async fn run(
         // into a file beside the target first (an encrypted one needs the
         // identity file of --config's [snapshot.encryption]).
         let identities = match config {
-            Some(c) => crate::snapshot::codec_choice::SnapshotCodec::from_config(&c.snapshot)
-                .and_then(|c| c.identities())
+            Some(c) => crate::snapshot::codec_choice::configured_identities(&c.snapshot)
                 .context("[snapshot.encryption]")?,
             None => None,
         };
@@ -201,8 +199,7 @@ pub async fn run(
     let store = super::store(config).await?;
     let parent = beside_target(req)?;
     let download = parent.join(format!(".eco-restore-{:08x}.db", rand::random::<u32>()));
-    let identities = crate::snapshot::codec_choice::SnapshotCodec::from_config(&config.snapshot)
-        .and_then(|c| c.identities())
+    let identities = crate::snapshot::codec_choice::configured_identities(&config.snapshot)
         .context("[snapshot.encryption]")?;
     let fetched = restore::fetch_verified(&*store, from, &download, identities.as_ref()).await;
     let result = match fetched {

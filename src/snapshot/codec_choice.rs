@@ -87,6 +87,12 @@ impl SnapshotCodec {
     }
 }
 
+/// The identities of `[snapshot.encryption]`'s identity file (none
+/// configured: `None`), for a reader of the store.
+pub fn configured_identities(c: &SnapshotConfig) -> Result<Option<Identities>, KeyError> {
+    SnapshotCodec::from_config(c).and_then(|codec| codec.identities())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,12 @@
-//! The write load: unique keys and values at a steady rate through a real
-//! etcd client, every acknowledged write recorded in a ledger with the
+//! The write load: unique keys and values at a steady rate through real
+//! etcd clients, every acknowledged write recorded in a ledger with the
 //! revision etcd acknowledged it at, plus a linearizable read every 50
-//! writes. The client talks to one endpoint at a time and moves to the
-//! next after a failure; the endpoints follow the group (replacements are
-//! added).
+//! writes. The rate is shared by `writers` concurrent writers (one write in
+//! flight each: a single writer waits for every write's commit, which
+//! bounds it at about 1 / the commit latency); writer `w` writes the keys
+//! `w`, `w + writers`, `w + 2 writers`, … Each client talks to one endpoint
+//! at a time and moves to the next after a failure; the endpoints follow
+//! the group (replacements are added).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,8 +45,9 @@ pub struct Load {
 }
 
 impl Load {
-    /// Starts writing at about `rate` writes per second.
-    pub fn start(endpoints: Vec<String>, rate: u32) -> Self {
+    /// Starts writing at about `rate` writes per second, shared by
+    /// `writers` concurrent writers (at least one).
+    pub fn start(endpoints: Vec<String>, rate: u32, writers: u32) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let ledger = Arc::new(Mutex::new(Ledger {
             endpoints,
@@ -51,7 +55,9 @@ impl Load {
         }));
         let started = Instant::now();
         let (flag, shared) = (stop.clone(), ledger.clone());
-        let pause = Duration::from_micros(1_000_000 / u64::from(rate.max(1)));
+        let writers = writers.max(1);
+        // Each writer's own pace: together, `rate` writes per second.
+        let pause = Duration::from_micros(1_000_000 * u64::from(writers) / u64::from(rate.max(1)));
         let handle = std::thread::spawn(move || {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -59,7 +65,19 @@ impl Load {
             else {
                 return;
             };
-            rt.block_on(write_loop(flag, shared, started, pause));
+            rt.block_on(async move {
+                let mut set = tokio::task::JoinSet::new();
+                for w in 0..writers {
+                    set.spawn(write_loop(
+                        flag.clone(),
+                        shared.clone(),
+                        started,
+                        pause,
+                        (u64::from(w), u64::from(writers)),
+                    ));
+                }
+                while set.join_next().await.is_some() {}
+            });
         });
         Self {
             stop,
@@ -82,7 +100,14 @@ impl Load {
             let _ = h.join();
         }
         match self.ledger.lock() {
-            Ok(mut l) => std::mem::take(&mut *l),
+            Ok(mut l) => {
+                let mut ledger = std::mem::take(&mut *l);
+                // Concurrent writers append in the order their answers
+                // came; the checks read the ledger in time order.
+                ledger.acked.sort_by_key(|a| a.at);
+                ledger.failed.sort();
+                ledger
+            }
             Err(_) => Ledger::default(),
         }
     }
@@ -102,6 +127,7 @@ async fn write_loop(
     ledger: Arc<Mutex<Ledger>>,
     started: Instant,
     pause: Duration,
+    (first, stride): (u64, u64),
 ) {
     let timeouts = Timeouts {
         connect: Duration::from_millis(500),
@@ -115,7 +141,8 @@ async fn write_loop(
     // list is left at once.
     let mut turn: usize = 0;
     let mut current = String::new();
-    let mut n: u64 = 0;
+    let mut n: u64 = first;
+    let mut written: u64 = 0;
     while !stop.load(Ordering::Relaxed) {
         let next = Instant::now() + pause;
         let endpoints = ledger
@@ -167,8 +194,9 @@ async fn write_loop(
                 }
             }
         }
-        n += 1;
-        if n % 50 == 0 {
+        n += stride;
+        written += 1;
+        if written % 50 == 0 {
             let read = match client.as_mut() {
                 Some(c) => tokio::time::timeout(Duration::from_secs(1), c.get("chaos/", None))
                     .await

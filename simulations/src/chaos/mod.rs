@@ -56,6 +56,8 @@ pub struct Options {
     pub quorum_loss_timeout_s: u64,
     /// Writes per second of the load.
     pub rate: u32,
+    /// Concurrent writers sharing the rate.
+    pub writers: u32,
     /// Where each run's directories go (kept on failure for the logs).
     pub work: PathBuf,
     /// Runs of each scenario (their medians are reported).
@@ -215,7 +217,7 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
     let (mut c, group) = start_cluster(opts, &rt, root.clone(), network, net)?;
     let endpoints = c.endpoints(&group);
 
-    let load = Load::start(endpoints.clone(), opts.rate);
+    let load = Load::start(endpoints.clone(), opts.rate, opts.writers);
     let targets = |c: &Cluster, ids: &[String]| -> Vec<(String, String)> {
         ids.iter()
             .filter_map(|id| c.nodes.get(id))
@@ -378,11 +380,20 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
             .map(|a| killed.saturating_sub(a.at))
             .max()
             .unwrap_or_default();
+        let before = Duration::from_secs(10);
+        let held = ledger
+            .acked
+            .iter()
+            .filter(|a| a.at <= killed && a.at + before > killed)
+            .count();
+        o.loss_window_s = Some(window.as_secs_f64());
+        o.acked_per_s_before_loss = Some(held as f64 / before.as_secs_f64());
         o.notes.push(format!(
-            "every disk lost: {} acknowledged writes missing (from revision {}), the oldest acknowledged {:.2} s before the kill",
+            "every disk lost: {} acknowledged writes missing (from revision {}), the oldest acknowledged {:.2} s before the kill; {:.0} acknowledged writes/s over the 10 s before it",
             lost.len(),
             lost.iter().map(|a| a.revision).min().unwrap_or(0),
-            window.as_secs_f64()
+            window.as_secs_f64(),
+            held as f64 / before.as_secs_f64()
         ));
     } else if !lost.is_empty() {
         let keys: Vec<&str> = lost.iter().take(5).map(|a| a.key.as_str()).collect();

@@ -180,7 +180,7 @@ fn soak(
         cluster::Network::Loopback
     };
     let (mut c, mut group) = super::start_cluster(opts, &rt, root.clone(), network, 250)?;
-    let load = Load::start(c.endpoints(&group), opts.rate);
+    let load = Load::start(c.endpoints(&group), opts.rate, opts.writers);
     let started = load.started;
     let t = move || started.elapsed();
     let mut rng = Rng::new(seed);

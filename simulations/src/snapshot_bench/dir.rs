@@ -1,7 +1,7 @@
 //! `snapshot-bench --store dir`: `eco snapshot now` into a directory store
 //! against `etcdctl snapshot save` on the same etcd.
 
-use super::{Options, Prepared, RSS_GOAL_MIB, max, measure, median, prepare};
+use super::{Encoding, Fill, Options, Prepared, RSS_GOAL_MIB, max, measure, median, prepare};
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 
@@ -11,8 +11,15 @@ pub const RATIO_GOAL: f64 = 1.1;
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DirResult {
     pub size_mib: u64,
+    pub fill: Fill,
+    /// What eco's snapshots carry in the store.
+    pub encoding: Encoding,
     /// Size of the snapshot file (etcd's bbolt database).
     pub snapshot_mib: f64,
+    /// Size of eco's stored object (the snapshot as encoded).
+    pub stored_mib: f64,
+    /// The snapshot's size over the stored object's.
+    pub compression_ratio: f64,
     pub etcd_version: String,
     pub runs: usize,
     pub eco_median_s: f64,
@@ -52,28 +59,89 @@ fn db_files(dir: &Path) -> Vec<(PathBuf, u64)> {
     found
 }
 
-/// eco's config with a directory store in `store/`.
-fn write_eco_config(p: &Prepared) -> anyhow::Result<PathBuf> {
+/// eco's config with a directory store in `store/`, encoding as asked:
+/// `none` turns compression off, `zstd+age` encrypts to a key made by
+/// `eco snapshot keygen` (the product's own command).
+fn write_eco_config(p: &Prepared, encoding: Encoding) -> anyhow::Result<PathBuf> {
     let dir = p.dir();
     std::fs::create_dir_all(dir.join("store")).context("creating store/")?;
     let config = dir.join("eco.toml");
-    p.eco_config()
-        .dir_store("store")
-        .write(&config)
-        .context("writing the eco config")?;
+    let mut builder = p.eco_config().dir_store("store");
+    match encoding {
+        Encoding::None => {
+            builder =
+                builder.edit(|c| c.snapshot.compression = eco::config::SnapshotCompression::None);
+        }
+        Encoding::Zstd => {}
+        Encoding::ZstdAge => {
+            let identity = dir.join("snapshot-identity.txt");
+            let out = std::process::Command::new(&p.eco_bin)
+                .args(["snapshot", "keygen", "--out"])
+                .arg(&identity)
+                .output()
+                .context("running eco snapshot keygen")?;
+            if !out.status.success() {
+                bail!(
+                    "eco snapshot keygen failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let text = std::fs::read_to_string(&identity)
+                .with_context(|| format!("reading {}", identity.display()))?;
+            let recipient = text
+                .lines()
+                .find_map(|l| l.strip_prefix("# public key: "))
+                .context("the identity file names no public key")?
+                .to_string();
+            builder = builder.snapshot_encryption(&[recipient], Some(&identity));
+        }
+    }
+    builder.write(&config).context("writing the eco config")?;
     Ok(config)
+}
+
+/// An empty store for the next run; for an encoded snapshot, with the
+/// record a new cluster writes at formation (finalized at eco's newest
+/// format: compression is written from format 3 on).
+fn reset_store(store: &Path, encoding: Encoding) -> anyhow::Result<()> {
+    if store.exists() {
+        std::fs::remove_dir_all(store).context("emptying the store")?;
+    }
+    std::fs::create_dir_all(store).context("creating store/")?;
+    if encoding == Encoding::None {
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    let dir_store = eco::store::dir::DirStore::new(store.to_path_buf());
+    rt.block_on(eco::store::cluster_version::finalize(
+        &dir_store,
+        &eco::store::cluster_version::Finalized {
+            cluster: super::CLUSTER.to_string(),
+            format: recovery::cluster_version::NEWEST,
+            by: "snapshot-bench".into(),
+            reason: "a new cluster: finalized at formation".into(),
+            at_unix_ms: 0,
+        },
+    ))
+    .context("recording the cluster version")?;
+    Ok(())
 }
 
 pub fn run(opts: &Options) -> anyhow::Result<DirResult> {
     let mut p = prepare(opts)?;
     let dir = p.dir().to_path_buf();
-    let config = write_eco_config(&p)?;
+    let config = write_eco_config(&p, opts.encoding)?;
     let store = dir.join("store");
+    reset_store(&store, opts.encoding)?;
     let saved = dir.join("etcdctl.db");
     let limit = p.limit;
     let (mut eco_s, mut ctl_s, mut eco_rss, mut ctl_rss) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut snapshot_bytes = 0u64;
+    let mut stored_bytes = 0u64;
     for i in 0..opts.runs {
         // ABBA: eco first on even runs, etcdctl first on odd ones.
         let order = if i % 2 == 0 {
@@ -90,7 +158,7 @@ pub fn run(opts: &Options) -> anyhow::Result<DirResult> {
                 let Some((_, len)) = files.first() else {
                     bail!("eco reported success but stored no snapshot");
                 };
-                snapshot_bytes = snapshot_bytes.max(*len);
+                stored_bytes = stored_bytes.max(*len);
                 eprintln!(
                     "snapshot-bench: run {}: eco     {:7.2} s, peak RSS {:6.1} MiB, {} MiB",
                     i + 1,
@@ -100,8 +168,7 @@ pub fn run(opts: &Options) -> anyhow::Result<DirResult> {
                 );
                 eco_s.push(m.seconds);
                 eco_rss.push(m.rss_mib);
-                std::fs::remove_dir_all(&store).context("emptying the store")?;
-                std::fs::create_dir_all(&store).context("creating store/")?;
+                reset_store(&store, opts.encoding)?;
             } else {
                 let cmd = p.etcdctl_save(&saved);
                 let m = measure(cmd, &dir.join("etcdctl-run.log"), limit)?;
@@ -130,9 +197,14 @@ pub fn run(opts: &Options) -> anyhow::Result<DirResult> {
     let ratio = eco_median_s / etcdctl_median_s;
     let peak = max(&eco_rss);
     let snapshot_mib = snapshot_bytes as f64 / (1u64 << 20) as f64;
+    let stored_mib = stored_bytes as f64 / (1u64 << 20) as f64;
     Ok(DirResult {
         size_mib: opts.size_mib,
+        fill: opts.fill,
+        encoding: opts.encoding,
         snapshot_mib,
+        stored_mib,
+        compression_ratio: snapshot_mib / stored_mib,
         etcd_version,
         runs: opts.runs,
         eco_median_s,
@@ -176,6 +248,10 @@ pub fn render(r: &DirResult) -> String {
         r.etcdctl_peak_rss_mib
     ));
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+    out.push_str(&format!(
+        "fill {:?}, encoding {:?}: stored {:.0} MiB (the snapshot / stored: {:.2})\n",
+        r.fill, r.encoding, r.stored_mib, r.compression_ratio
+    ));
     out.push_str(&format!(
         "etcd {}; goals: ratio <= {} {}, eco peak RSS <= {} MiB {}\n",
         r.etcd_version,

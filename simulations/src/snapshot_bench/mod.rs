@@ -33,7 +33,7 @@ use testkit::process::die_with_parent;
 
 /// Loopback address of the benchmark's etcd (and of instance `eco-1`).
 pub const ADDRESS: &str = "127.0.20.1";
-const CLUSTER: &str = "bench";
+pub(crate) const CLUSTER: &str = "bench";
 const INSTANCE: &str = "eco-1";
 const TOKEN: &str = "snapshot-bench";
 /// The goals of M7: eco's peak RSS, whatever the store.
@@ -54,6 +54,10 @@ pub struct Options {
     pub part_size_mib: Option<u64>,
     /// `snapshot.s3.parts_in_flight` (S3 only; default: eco's).
     pub parts_in_flight: Option<u32>,
+    /// What eco's snapshots carry (the directory store only).
+    pub encoding: Encoding,
+    /// What fills etcd.
+    pub fill: Fill,
     /// Keep the temporary directory (the logs of the last runs, etcd's
     /// data) instead of removing it.
     pub keep: bool,
@@ -73,6 +77,54 @@ impl std::str::FromStr for Store {
             "dir" => Ok(Store::Dir),
             "s3" => Ok(Store::S3),
             other => Err(format!("unknown store {other:?} (dir or s3)")),
+        }
+    }
+}
+
+/// What eco's snapshots carry in the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Encoding {
+    /// The bytes etcd sent (a cluster at format 1 or 2, or
+    /// `snapshot.compression = "none"`).
+    None,
+    /// zstd at eco's default level (a cluster at format 3).
+    Zstd,
+    /// zstd, then age to one X25519 recipient.
+    #[serde(rename = "zstd+age")]
+    ZstdAge,
+}
+
+impl std::str::FromStr for Encoding {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Encoding::None),
+            "zstd" => Ok(Encoding::Zstd),
+            "zstd+age" => Ok(Encoding::ZstdAge),
+            other => Err(format!("unknown encoding {other:?} (none, zstd, zstd+age)")),
+        }
+    }
+}
+
+/// What fills the benchmark's etcd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fill {
+    /// Incompressible values of 512 KiB to 1 MiB.
+    Random,
+    /// Kubernetes-like objects (1–8 KiB of structured text) and one
+    /// incompressible 100 KiB value every 25 keys.
+    Mixed,
+}
+
+impl std::str::FromStr for Fill {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "random" => Ok(Fill::Random),
+            "mixed" => Ok(Fill::Mixed),
+            other => Err(format!("unknown fill {other:?} (random, mixed)")),
         }
     }
 }
@@ -224,9 +276,38 @@ impl XorShift {
     }
 }
 
-/// Writes `size_mib` MiB of values of 512 KiB..1 MiB (etcd's default
-/// request limit is 1.5 MiB), four puts in flight; returns etcd's db size.
-async fn fill(etcd: &mut Etcd, size_mib: u64) -> anyhow::Result<u64> {
+/// An object as Kubernetes would store it (structured text: field names
+/// repeat, names and ids do not), `len` bytes long.
+fn object_value(rng: &mut XorShift, key: u64, len: usize) -> Vec<u8> {
+    let hex = |rng: &mut XorShift| format!("{:016x}", rng.next());
+    let mut v = format!(
+        "{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"object-{key}\",\"namespace\":\"ns-{}\",\"uid\":\"{}-{}\",\"resourceVersion\":\"{}\",\"labels\":{{\"app.kubernetes.io/name\":\"app-{}\",\"app.kubernetes.io/managed-by\":\"controller\"}}}},\"data\":{{",
+        key % 97,
+        hex(rng),
+        hex(rng),
+        rng.next() % 1_000_000,
+        key % 13
+    )
+    .into_bytes();
+    let mut field = 0u64;
+    while v.len() < len {
+        let entry = format!(
+            "\"key-{field}\":\"value {field} of object {key}: checksum {} status Ready replicas {}\",",
+            hex(rng),
+            rng.next() % 7
+        );
+        v.extend_from_slice(entry.as_bytes());
+        field += 1;
+    }
+    v.truncate(len);
+    v
+}
+
+/// Writes `size_mib` MiB (etcd's default request limit is 1.5 MiB): with
+/// [`Fill::Random`] values of 512 KiB..1 MiB, four puts in flight; with
+/// [`Fill::Mixed`] objects of 1–8 KiB and a random 100 KiB value every 25
+/// keys, sixteen in flight. Returns etcd's db size.
+async fn fill(etcd: &mut Etcd, size_mib: u64, kind: Fill) -> anyhow::Result<u64> {
     let client = connect().await?;
     let total = size_mib << 20;
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
@@ -236,11 +317,30 @@ async fn fill(etcd: &mut Etcd, size_mib: u64) -> anyhow::Result<u64> {
     let mut tasks = tokio::task::JoinSet::new();
     let started = Instant::now();
     while written < total || !tasks.is_empty() {
-        if written < total && tasks.len() < 4 {
-            let len = (512 * 1024 + (rng.next() % (512 * 1024 + 1))).min(total - written);
-            let value = rng.bytes(len as usize);
+        let in_flight = match kind {
+            Fill::Random => 4,
+            Fill::Mixed => 16,
+        };
+        if written < total && tasks.len() < in_flight {
+            let (k, value) = match kind {
+                Fill::Random => {
+                    let len = (512 * 1024 + (rng.next() % (512 * 1024 + 1))).min(total - written);
+                    (format!("bench/{key:08}"), rng.bytes(len as usize))
+                }
+                Fill::Mixed if key % 25 == 24 => (
+                    format!("/registry/secrets/ns-{}/blob-{key:08}", key % 97),
+                    rng.bytes((100 * 1024).min(total - written) as usize),
+                ),
+                Fill::Mixed => {
+                    let len = (1024 + rng.next() % (7 * 1024 + 1)).min(total - written);
+                    (
+                        format!("/registry/configmaps/ns-{}/object-{key:08}", key % 97),
+                        object_value(&mut rng, key, len as usize),
+                    )
+                }
+            };
+            let len = value.len() as u64;
             let mut kv = client.kv_client();
-            let k = format!("bench/{key:08}");
             tasks.spawn(async move {
                 tokio::time::timeout(Duration::from_secs(60), kv.put(k.clone(), value, None))
                     .await
@@ -487,7 +587,7 @@ fn prepare(opts: &Options) -> anyhow::Result<Prepared> {
         .context("tokio runtime")?;
     let mut etcd = Etcd::start(&bin_dir, &dir.join("data/etcd"), dir.join("etcd.log"))?;
     let etcd_version = rt.block_on(wait_ready(&mut etcd))?;
-    rt.block_on(fill(&mut etcd, opts.size_mib))?;
+    rt.block_on(fill(&mut etcd, opts.size_mib, opts.fill))?;
     // Write back the fill's dirty pages now, not during the first run.
     // SAFETY: sync(2) has no preconditions.
     unsafe { libc::sync() };
