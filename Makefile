@@ -128,12 +128,13 @@ bench-archive: deps
 	./target/release/simulations archive-bench --seconds 60 --clients 16 --runs 3 --points 20
 
 # The change archive's points in time over a 10-minute run: 4 writers,
-# a snapshot (a new chain) every 2 minutes, 20 sampled revisions restored
-# with eco restore --at-revision and compared key for key (release
-# build); see docs/benchmarks.md.
+# a snapshot every 3 minutes (a point is replayed from the newest one at
+# or before it; [snapshot.retention]'s keep_last = 5 keeps them all), 20
+# sampled revisions restored with eco restore --at-revision and compared
+# key for key (release build); see docs/benchmarks.md.
 bench-pitr: deps
 	$(CARGO) build --release -p eco -p simulations
-	./target/release/simulations archive-bench --archive-only --seconds 600 --runs 1 --points 20 --snapshot-interval-s 120 --clients 4 --seed 7
+	./target/release/simulations archive-bench --archive-only --seconds 600 --runs 1 --points 20 --snapshot-interval-s 180 --clients 4 --seed 7
 
 # What a total loss costs: wipe-all (every disk lost at once) under 600
 # writes/s from 8 writers, 10 runs at 3 and at 5 instances (release
@@ -141,8 +142,8 @@ bench-pitr: deps
 # report under target/chaos-rpo/; see docs/benchmarks.md.
 bench-rpo: deps
 	$(CARGO) build --release -p eco -p simulations
-	./target/release/simulations chaos --scenario wipe-all --instances 3 --runs 10 --rate 600 --writers 8 --out target/chaos-rpo
-	./target/release/simulations chaos --scenario wipe-all --instances 5 --runs 10 --rate 600 --writers 8 --out target/chaos-rpo
+	./target/release/simulations chaos --scenario wipe-all --instances 3 --runs 10 --rate 800 --writers 12 --out target/chaos-rpo
+	./target/release/simulations chaos --scenario wipe-all --instances 5 --runs 10 --rate 800 --writers 12 --out target/chaos-rpo
 
 # Snapshot time, size and memory of a 1 GiB etcd of Kubernetes-like
 # objects with eco's snapshots plain, then compressed and encrypted

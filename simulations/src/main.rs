@@ -129,6 +129,10 @@ enum Command {
         /// key made by `eco snapshot keygen`).
         #[arg(long, default_value = "none", value_parser = ["none", "zstd", "zstd+age"])]
         encoding: String,
+        /// With --encoding zstd or zstd+age: `snapshot.compression_level`
+        /// (1 to 19).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
+        compression_level: i32,
         /// What fills etcd: `random` (incompressible values of 512 KiB to
         /// 1 MiB) or `mixed` (objects as Kubernetes stores them — 1 to 8
         /// KiB of structured text with random names and ids — and one
@@ -380,6 +384,7 @@ fn main() {
             part_size_mib,
             parts_in_flight,
             encoding,
+            compression_level,
             fill,
             keep,
             json,
@@ -418,6 +423,7 @@ fn main() {
                 part_size_mib,
                 parts_in_flight,
                 encoding,
+                compression_level,
                 fill,
                 keep,
             };

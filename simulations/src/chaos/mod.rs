@@ -380,20 +380,24 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
             .map(|a| killed.saturating_sub(a.at))
             .max()
             .unwrap_or_default();
-        let before = Duration::from_secs(10);
+        // The load held over the ten seconds before the kill, or since its
+        // first acknowledged write when it ran less long.
+        let first = ledger.acked.first().map_or(killed, |a| a.at);
+        let before = Duration::from_secs(10).min(killed.saturating_sub(first));
         let held = ledger
             .acked
             .iter()
-            .filter(|a| a.at <= killed && a.at + before > killed)
+            .filter(|a| a.at <= killed && a.at + before >= killed)
             .count();
+        let rate = held as f64 / before.as_secs_f64().max(0.001);
         o.loss_window_s = Some(window.as_secs_f64());
-        o.acked_per_s_before_loss = Some(held as f64 / before.as_secs_f64());
+        o.acked_per_s_before_loss = Some(rate);
         o.notes.push(format!(
-            "every disk lost: {} acknowledged writes missing (from revision {}), the oldest acknowledged {:.2} s before the kill; {:.0} acknowledged writes/s over the 10 s before it",
+            "every disk lost: {} acknowledged writes missing (from revision {}), the oldest acknowledged {:.2} s before the kill; {rate:.0} acknowledged writes/s over the {:.1} s before it",
             lost.len(),
             lost.iter().map(|a| a.revision).min().unwrap_or(0),
             window.as_secs_f64(),
-            held as f64 / before.as_secs_f64()
+            before.as_secs_f64()
         ));
     } else if !lost.is_empty() {
         let keys: Vec<&str> = lost.iter().take(5).map(|a| a.key.as_str()).collect();

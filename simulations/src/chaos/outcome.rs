@@ -46,7 +46,8 @@ pub struct Outcome {
     pub allowed_loss: usize,
     /// Every disk lost: from the oldest missing acknowledged write to the
     /// kill (the archive's recovery point), and the acknowledged writes per
-    /// second over the ten seconds before the kill (the load it held).
+    /// second over the ten seconds before the kill (or since the load's
+    /// first acknowledged write: the load it held).
     pub loss_window_s: Option<f64>,
     pub acked_per_s_before_loss: Option<f64>,
     pub time_to_detect_s: Option<f64>,

@@ -30,7 +30,11 @@ pub struct DirResult {
     pub peak_rss_mib: f64,
     pub etcdctl_peak_rss_mib: f64,
     pub eco_throughput_mib_s: f64,
+    /// `snapshot.compression_level` (encoded runs).
+    pub compression_level: i32,
     pub eco_s: Vec<f64>,
+    /// eco's CPU time (user + system) of each run.
+    pub eco_cpu_s: Vec<f64>,
     pub etcdctl_s: Vec<f64>,
     pub eco_rss_mib: Vec<f64>,
     pub etcdctl_rss_mib: Vec<f64>,
@@ -66,7 +70,11 @@ fn write_eco_config(p: &Prepared, encoding: Encoding) -> anyhow::Result<PathBuf>
     let dir = p.dir();
     std::fs::create_dir_all(dir.join("store")).context("creating store/")?;
     let config = dir.join("eco.toml");
-    let mut builder = p.eco_config().dir_store("store");
+    let level = p.compression_level;
+    let mut builder = p
+        .eco_config()
+        .dir_store("store")
+        .edit(|c| c.snapshot.compression_level = level);
     match encoding {
         Encoding::None => {
             builder =
@@ -138,8 +146,8 @@ pub fn run(opts: &Options) -> anyhow::Result<DirResult> {
     reset_store(&store, opts.encoding)?;
     let saved = dir.join("etcdctl.db");
     let limit = p.limit;
-    let (mut eco_s, mut ctl_s, mut eco_rss, mut ctl_rss) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut eco_s, mut ctl_s, mut eco_rss, mut ctl_rss, mut eco_cpu) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut snapshot_bytes = 0u64;
     let mut stored_bytes = 0u64;
     for i in 0..opts.runs {
@@ -160,13 +168,15 @@ pub fn run(opts: &Options) -> anyhow::Result<DirResult> {
                 };
                 stored_bytes = stored_bytes.max(*len);
                 eprintln!(
-                    "snapshot-bench: run {}: eco     {:7.2} s, peak RSS {:6.1} MiB, {} MiB",
+                    "snapshot-bench: run {}: eco     {:7.2} s, peak RSS {:6.1} MiB, {} MiB, CPU {:.2} s",
                     i + 1,
                     m.seconds,
                     m.rss_mib,
-                    len >> 20
+                    len >> 20,
+                    m.cpu_s
                 );
                 eco_s.push(m.seconds);
+                eco_cpu.push(m.cpu_s);
                 eco_rss.push(m.rss_mib);
                 reset_store(&store, opts.encoding)?;
             } else {
@@ -213,7 +223,9 @@ pub fn run(opts: &Options) -> anyhow::Result<DirResult> {
         peak_rss_mib: peak,
         etcdctl_peak_rss_mib: max(&ctl_rss),
         eco_throughput_mib_s: snapshot_mib / eco_median_s,
+        compression_level: opts.compression_level,
         eco_s,
+        eco_cpu_s: eco_cpu,
         etcdctl_s: ctl_s,
         eco_rss_mib: eco_rss,
         etcdctl_rss_mib: ctl_rss,
@@ -249,8 +261,13 @@ pub fn render(r: &DirResult) -> String {
     ));
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     out.push_str(&format!(
-        "fill {:?}, encoding {:?}: stored {:.0} MiB (the snapshot / stored: {:.2})\n",
-        r.fill, r.encoding, r.stored_mib, r.compression_ratio
+        "fill {:?}, encoding {:?} (level {}): stored {:.0} MiB (the snapshot / stored: {:.2}); eco's CPU {:.2} s (median)\n",
+        r.fill,
+        r.encoding,
+        r.compression_level,
+        r.stored_mib,
+        r.compression_ratio,
+        median(&r.eco_cpu_s)
     ));
     out.push_str(&format!(
         "etcd {}; goals: ratio <= {} {}, eco peak RSS <= {} MiB {}\n",

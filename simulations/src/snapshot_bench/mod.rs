@@ -56,6 +56,8 @@ pub struct Options {
     pub parts_in_flight: Option<u32>,
     /// What eco's snapshots carry (the directory store only).
     pub encoding: Encoding,
+    /// `snapshot.compression_level` of encoded runs.
+    pub compression_level: i32,
     /// What fills etcd.
     pub fill: Fill,
     /// Keep the temporary directory (the logs of the last runs, etcd's
@@ -468,6 +470,8 @@ struct Prepared {
     keep: bool,
     /// How long one timed command may take.
     limit: Duration,
+    /// `snapshot.compression_level` of eco's config.
+    compression_level: i32,
 }
 
 impl Drop for Prepared {
@@ -600,5 +604,6 @@ fn prepare(opts: &Options) -> anyhow::Result<Prepared> {
         keep: opts.keep,
         // Generous: 60 s plus 0.5 s per MiB (2 MiB/s).
         limit: Duration::from_secs(60 + opts.size_mib / 2),
+        compression_level: opts.compression_level,
     })
 }
