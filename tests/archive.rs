@@ -277,6 +277,103 @@ fn a_restore_to_any_revision_equals_the_source_read_at_it_and_survives_a_restart
         "{err}"
     );
     assert!(!target.exists(), "nothing restored");
+
+    a_stopped_restore_leaves_nothing_behind(&cfg, &i.dir.path().join("restored-stopped"));
+}
+
+/// The pids of `pid`'s children (every thread's).
+fn children_of(pid: i32) -> Vec<i32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter();
+    tasks
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// Whether process `pid` is gone (or dead and waiting to be reaped).
+fn is_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+/// `eco restore --latest` stopped by SIGTERM while its throwaway etcd
+/// replays (the member frozen with SIGSTOP so the command cannot finish
+/// first): it exits 143 saying so, the throwaway member is killed, and
+/// nothing is left in `parent` — no work directory, no staging or data
+/// directory.
+fn a_stopped_restore_leaves_nothing_behind(cfg: &str, parent: &Path) {
+    let target = parent.join("etcd");
+    let mut restore = std::process::Command::new(eco_bin!())
+        .args([
+            "restore",
+            "--latest",
+            "--config",
+            cfg,
+            "--data-dir",
+            target.to_str().unwrap(),
+            "--name",
+            "stopped",
+            "--peer-url",
+            "http://127.0.124.22:2380",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn eco restore");
+    let eco = restore.id() as i32;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let throwaway = loop {
+        let etcd = children_of(eco).into_iter().find(|c| {
+            std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n.trim() == "etcd")
+        });
+        if let Some(pid) = etcd {
+            break pid;
+        }
+        if let Ok(Some(status)) = restore.try_wait() {
+            panic!("eco restore ended ({status}) before its throwaway etcd was seen");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no throwaway etcd within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    unsafe {
+        libc::kill(throwaway, libc::SIGSTOP);
+        libc::kill(eco, libc::SIGTERM);
+    }
+    let exited = testkit::process::wait_exit(&mut restore, Duration::from_secs(30));
+    assert!(exited, "eco restore did not stop within 30 s of SIGTERM");
+    let output = restore.wait_with_output().expect("eco restore's output");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(143), "{err}");
+    assert!(err.contains("stopped by SIGTERM"), "{err}");
+    let gone = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        is_gone(throwaway)
+    });
+    if !gone {
+        unsafe { libc::kill(throwaway, libc::SIGKILL) };
+        panic!("the throwaway etcd {throwaway} outlived eco restore");
+    }
+    let left: Vec<_> = std::fs::read_dir(parent)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "left behind in {}: {left:?}",
+        parent.display()
+    );
 }
 
 /// A clone: a point of one cluster's archive exported to a snapshot file,

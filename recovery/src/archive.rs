@@ -449,9 +449,55 @@ pub fn cut_due(
     }
 }
 
+/// Segments' worth of changes a writer holds, at most, while its store
+/// refuses them: past that it stops holding and starts again from the
+/// archive's newest point (etcd still has the changes).
+pub const HELD_SEGMENTS_AT_MOST: u64 = 4;
+
+/// What the archive writer does after a segment could not be stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterStoreFailure {
+    /// Keep the changes held; the next tick tries them again.
+    KeepHolding,
+    /// Drop them and restart the watch from the archive's newest point:
+    /// they were lost (the encoding failed midway) or have grown past
+    /// [`HELD_SEGMENTS_AT_MOST`] segments (a store down that long is
+    /// better caught up from etcd than from memory).
+    RestartWatch,
+}
+
+/// After a segment of `held_bytes` could not be stored (`lost`: its
+/// changes did not come back), what the writer does.
+pub fn after_store_failure(
+    held_bytes: u64,
+    max_segment_bytes: u64,
+    lost: bool,
+) -> AfterStoreFailure {
+    if lost || held_bytes > max_segment_bytes.saturating_mul(HELD_SEGMENTS_AT_MOST) {
+        AfterStoreFailure::RestartWatch
+    } else {
+        AfterStoreFailure::KeepHolding
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_segment_stays_held_up_to_four_segments_unless_lost() {
+        use AfterStoreFailure::*;
+        for (held, lost, want) in [
+            (1, false, KeepHolding),
+            (400, false, KeepHolding),
+            (401, false, RestartWatch),
+            (1, true, RestartWatch),
+            (u64::MAX, false, RestartWatch),
+        ] {
+            assert_eq!(after_store_failure(held, 100, lost), want, "{held} {lost}");
+        }
+        assert_eq!(after_store_failure(u64::MAX, u64::MAX, false), KeepHolding);
+    }
 
     fn snap(inc: u64, rev: i64, at: u64) -> SnapshotPoint {
         SnapshotPoint {

@@ -164,6 +164,14 @@ pub const TABLE: &[FlagLife] = &[
         removed: Some(v(3, 7, 0)),
         instead: Some("feature-gates=CompactHashCheck=true"),
     },
+    // New in 3.5 (eco passes it to its throwaway members only).
+    FlagLife {
+        name: "unsafe-no-fsync",
+        since: v(3, 5, 0),
+        deprecated: None,
+        removed: None,
+        instead: None,
+    },
     // New in 3.6.
     FlagLife {
         name: "max-learners",
@@ -310,6 +318,9 @@ mod tests {
             ("--log-package-levels=etcdserver=DEBUG", "3.5.1", "refused"),
             ("--snapshot-count=5000", "3.7.1", "ok"),
             ("-proxy=on", "3.6.0", "refused"),
+            ("--unsafe-no-fsync", "3.4.23", "refused"),
+            ("--unsafe-no-fsync", "3.5.0", "ok"),
+            ("--unsafe-no-fsync", "3.6.0", "ok"),
         ] {
             assert_eq!(
                 kind(&acceptance(arg, r(release))),

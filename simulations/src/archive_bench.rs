@@ -17,6 +17,7 @@
 //! and the segment upload times (the writer's
 //! `eco_archive_segment_upload_seconds` histogram: its p99 bucket).
 
+use crate::process_cpu::Cpu;
 use anyhow::Context;
 use serde::Serialize;
 use sha2::Digest;
@@ -55,6 +56,11 @@ pub struct Run {
     pub points_checked: usize,
     pub points_differing: Vec<i64>,
     pub restore_s_median: Option<f64>,
+    /// CPU seconds the three eco processes, and the three etcd members,
+    /// used during the load (the machine's cores are shared by all of
+    /// them and the load: what eco takes, etcd cannot).
+    pub eco_cpu_s: f64,
+    pub etcd_cpu_s: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -247,6 +253,13 @@ fn one(opts: &Options, archive: bool, net: u8, rng: &mut u64) -> anyhow::Result<
         .worker_threads(2)
         .enable_all()
         .build()?;
+    let eco_pids: Vec<i32> = group
+        .iter()
+        .filter_map(|id| c.nodes[id].process.as_ref().map(|p| p.id() as i32))
+        .collect();
+    let etcd_pids: Vec<i32> = group.iter().flat_map(|id| c.etcd_pids(id)).collect();
+    let cpu = |pids: &[i32]| pids.iter().map(|p| Cpu::of(*p).total()).sum::<f64>();
+    let (eco_before, etcd_before) = (cpu(&eco_pids), cpu(&etcd_pids));
     let until = Instant::now() + Duration::from_secs(opts.seconds);
     let started = Instant::now();
     let samples: BTreeMap<i64, (String, usize)> = runtime.block_on(async {
@@ -291,6 +304,7 @@ fn one(opts: &Options, archive: bool, net: u8, rng: &mut u64) -> anyhow::Result<
         reader.await.unwrap_or_default()
     });
     let elapsed = started.elapsed().as_secs_f64();
+    let (eco_cpu_s, etcd_cpu_s) = (cpu(&eco_pids) - eco_before, cpu(&etcd_pids) - etcd_before);
     let ops = counts.ok.load(Ordering::Relaxed);
     let mut run = Run {
         archive,
@@ -303,6 +317,8 @@ fn one(opts: &Options, archive: bool, net: u8, rng: &mut u64) -> anyhow::Result<
         points_checked: 0,
         points_differing: Vec::new(),
         restore_s_median: None,
+        eco_cpu_s,
+        etcd_cpu_s,
     };
     if !archive {
         return Ok(run);
@@ -391,12 +407,14 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
             let net = 120 + (2 * i + j) as u8 % 60;
             let r = one(opts, archive, net, &mut rng)?;
             eprintln!(
-                "archive-bench: run {} archive {}: {} ops ({} failed), {:.0} ops/s{}",
+                "archive-bench: run {} archive {}: {} ops ({} failed), {:.0} ops/s, CPU eco {:.1} s etcd {:.1} s{}",
                 i + 1,
                 if archive { "on " } else { "off" },
                 r.ops,
                 r.failed,
                 r.ops_per_s,
+                r.eco_cpu_s,
+                r.etcd_cpu_s,
                 if archive {
                     format!(
                         "; {} segments, {} bytes ({:.0} B/op), upload p99 ≤ {:?} s; {} points restored, {} differing, restore median {:.1} s",

@@ -3,6 +3,7 @@
 mod archive_bench;
 mod bench_cluster;
 mod chaos;
+mod process_cpu;
 mod snapshot_bench;
 mod tls_bench;
 
@@ -113,8 +114,8 @@ enum Command {
         /// Where eco's snapshots go: `dir` (a directory store, against
         /// `etcdctl snapshot save`) or `s3` (the local AWS emulator,
         /// against `etcdctl snapshot save` + `aws s3 cp`).
-        #[arg(long, default_value = "dir", value_parser = ["dir", "s3"])]
-        store: String,
+        #[arg(long, value_enum, default_value = "dir")]
+        store: snapshot_bench::Store,
         /// With --store s3: eco's `snapshot.s3.part_size` in MiB
         /// [default: eco's].
         #[arg(long)]
@@ -127,8 +128,8 @@ enum Command {
         /// bytes as etcd sent them), `zstd` (a new cluster's default:
         /// the store records format 3) or `zstd+age` (and encrypted to a
         /// key made by `eco snapshot keygen`).
-        #[arg(long, default_value = "none", value_parser = ["none", "zstd", "zstd+age"])]
-        encoding: String,
+        #[arg(long, value_enum, default_value = "none")]
+        encoding: snapshot_bench::Encoding,
         /// With --encoding zstd or zstd+age: `snapshot.compression_level`
         /// (1 to 19).
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
@@ -137,8 +138,8 @@ enum Command {
         /// 1 MiB) or `mixed` (objects as Kubernetes stores them — 1 to 8
         /// KiB of structured text with random names and ids — and one
         /// random 100 KiB value every 25 keys).
-        #[arg(long, default_value = "random", value_parser = ["random", "mixed"])]
-        fill: String,
+        #[arg(long, value_enum, default_value = "random")]
+        fill: snapshot_bench::Fill,
         /// Keep the temporary directory (the logs of the last runs, etcd's
         /// data) instead of removing it.
         #[arg(long)]
@@ -389,26 +390,12 @@ fn main() {
             keep,
             json,
         } => {
-            let store = match store.parse::<snapshot_bench::Store>() {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("snapshot-bench: {e}");
-                    std::process::exit(2);
-                }
-            };
             if store != snapshot_bench::Store::S3
                 && (part_size_mib.is_some() || parts_in_flight.is_some())
             {
                 eprintln!("snapshot-bench: --part-size-mib and --parts-in-flight need --store s3");
                 std::process::exit(2);
             }
-            let (Ok(encoding), Ok(fill)) = (
-                encoding.parse::<snapshot_bench::Encoding>(),
-                fill.parse::<snapshot_bench::Fill>(),
-            ) else {
-                eprintln!("snapshot-bench: unknown --encoding or --fill");
-                std::process::exit(2);
-            };
             if store != snapshot_bench::Store::Dir && encoding != snapshot_bench::Encoding::None {
                 eprintln!("snapshot-bench: --encoding needs --store dir");
                 std::process::exit(2);

@@ -28,7 +28,7 @@ use etcd_client::{Txn, TxnOp};
 use recovery::archive::{Point, RestorePlan};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -54,12 +54,12 @@ pub struct ReplayRequest<'a> {
 }
 
 /// A point restored into a snapshot file.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Replayed {
     pub plan: RestorePlan,
-    /// The snapshot file at the point (in the request's `work_in`; the
-    /// caller removes it).
-    pub file: PathBuf,
+    /// The snapshot file at the point (in the request's `work_in`),
+    /// removed when this is dropped.
+    pub file: tempfile::TempPath,
     /// The revision the file holds.
     pub revision: i64,
     /// Revisions replayed from segments.
@@ -127,14 +127,14 @@ pub async fn replay_plan(
             replay_segments(req, &plan, &mut client, restored.revision).await?;
         // The point as a snapshot file beside the work directory (it
         // outlives the throwaway member's directory).
-        let file = req
+        // Removed when dropped: on an error here, or once the caller is
+        // done with it (or stopped).
+        let path = req
             .work_in
             .join(format!(".eco-point-{:08x}.db", rand::random::<u32>()));
-        save_snapshot(&mut client, &file, req.access.call_timeout())
-            .await
-            .inspect_err(|_| {
-                let _ = std::fs::remove_file(&file);
-            })?;
+        let file = tempfile::TempPath::try_from_path(&path)
+            .map_err(|e| ReplayError::Throwaway(format!("{}: {e}", path.display())))?;
+        save_snapshot(&mut client, &file, req.access.call_timeout()).await?;
         Ok(Replayed {
             plan: plan.clone(),
             file,

@@ -408,19 +408,18 @@ impl ArchiveWriter {
             if due {
                 if let Err(failed) = self.store_held(&ident, format, s).await {
                     // Held changes stay held and are tried again at the next
-                    // tick; past four segments' worth, or when they were
-                    // lost, the watch restarts from the archive's newest
+                    // tick, or the watch restarts from the archive's newest
                     // point (etcd still has them).
-                    let e = match failed {
-                        HeldNotStored::Retry(e)
-                            if s.held_bytes <= self.max_segment_bytes.saturating_mul(4) =>
-                        {
-                            e
-                        }
-                        HeldNotStored::Retry(e) | HeldNotStored::Lost(e) => {
+                    let (e, lost) = match failed {
+                        HeldNotStored::Retry(e) => (e, false),
+                        HeldNotStored::Lost(e) => (e, true),
+                    };
+                    match archive::after_store_failure(s.held_bytes, self.max_segment_bytes, lost) {
+                        archive::AfterStoreFailure::KeepHolding => {}
+                        archive::AfterStoreFailure::RestartWatch => {
                             return Ended::Failed(ArchiveFailure::Store, e);
                         }
-                    };
+                    }
                     s.failures += 1;
                     s.last_error = Some(e.clone());
                     self.metrics.failed(ArchiveFailure::Store);

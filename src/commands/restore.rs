@@ -82,9 +82,7 @@ pub async fn run_point(
     let parent = beside_target(req)?;
     let started = std::time::Instant::now();
     let replayed = replay_point(point, config, &parent).await?;
-    let restored = restore::restore_file(&replayed.file, req).await;
-    let _ = std::fs::remove_file(&replayed.file);
-    restored?;
+    restore::restore_file(&replayed.file, req).await?;
     Ok(format!(
         "restored revision {} of cluster {} into {} in {:.1}s: {}",
         replayed.revision,
@@ -109,7 +107,7 @@ fn beside_target(req: &RestoreRequest) -> anyhow::Result<PathBuf> {
 }
 
 /// A point of `config`'s change archive replayed into a snapshot file in
-/// `work_in` (the caller moves or removes it); the `archive.restored`
+/// `work_in` (removed when the result is dropped); the `archive.restored`
 /// event says what it used.
 pub async fn replay_point(
     point: Point,

@@ -235,9 +235,9 @@ pub async fn export(
     let replayed = super::restore::replay_point(point, config, &parent).await?;
     // A hard link does not replace an existing name: nothing is lost if
     // the file appeared meanwhile.
-    let linked = std::fs::hard_link(&replayed.file, out);
-    let _ = std::fs::remove_file(&replayed.file);
-    linked.with_context(|| format!("writing {}", out.display()))?;
+    // (The replay's own name goes when `replayed` is dropped.)
+    std::fs::hard_link(&replayed.file, out)
+        .with_context(|| format!("writing {}", out.display()))?;
     Ok(format!(
         "wrote {} in {:.1}s: revision {} of cluster {}: {}\nto clone the cluster at this point: eco snapshot import {} --config <the new cluster's config>, then its recovery.bootstrap_from",
         out.display(),

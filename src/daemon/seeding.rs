@@ -246,13 +246,13 @@ impl Seeding<'_> {
         } else {
             None
         };
-        let file = match carried {
-            Some(point) => point,
+        let (file, _point) = match carried {
+            Some(point) => (point.to_path_buf(), Some(point)),
             None => {
                 let file = self.beside(format!("seed-{}.db", t.incarnation));
                 let identities = self.ctx.codec.identities()?;
                 restore::fetch_verified(store, name, &file, identities.as_ref()).await?;
-                file
+                (file, None)
             }
         };
         let done = restore::restore_file(
@@ -286,7 +286,7 @@ impl Seeding<'_> {
         &self,
         store: &dyn crate::store::ObjectStore,
         snapshot: &str,
-    ) -> Option<std::path::PathBuf> {
+    ) -> Option<tempfile::TempPath> {
         if !self.ctx.config.archive.enabled {
             return None;
         }

@@ -261,6 +261,11 @@ pub struct VerifySpec {
     pub data_dir: PathBuf,
     pub client_port: u16,
     pub peer_port: u16,
+    /// `--unsafe-no-fsync` (etcd ≥ 3.5): the member's data is never
+    /// served and is gone when it stops — a crash loses nothing a retry
+    /// would not redo — so syncing its log at every write (one per
+    /// replayed revision) only costs time.
+    pub unsafe_no_fsync: bool,
 }
 
 impl VerifySpec {
@@ -277,7 +282,7 @@ impl VerifySpec {
 pub fn verify_args(spec: &VerifySpec) -> Vec<String> {
     let client = spec.client_url();
     let peer = spec.peer_url();
-    vec![
+    let mut args = vec![
         format!("--name={}", spec.name),
         format!("--data-dir={}", spec.data_dir.display()),
         format!("--listen-client-urls={client}"),
@@ -285,7 +290,11 @@ pub fn verify_args(spec: &VerifySpec) -> Vec<String> {
         format!("--listen-peer-urls={peer}"),
         format!("--initial-advertise-peer-urls={peer}"),
         format!("--initial-cluster={}={peer}", spec.name),
-    ]
+    ];
+    if spec.unsafe_no_fsync {
+        args.push("--unsafe-no-fsync".to_string());
+    }
+    args
 }
 
 /// The token passed to etcd for incarnation `incarnation` of `cluster`:
@@ -481,6 +490,7 @@ mod tests {
             data_dir: "/tmp/v/data".into(),
             client_port: 40011,
             peer_port: 40012,
+            unsafe_no_fsync: false,
         });
         assert_eq!(
             args,
@@ -498,6 +508,25 @@ mod tests {
             let name = a.trim_start_matches("--").split('=').next().unwrap();
             assert!(owned_by_eco(name), "{name}");
         }
+    }
+
+    #[test]
+    fn a_throwaway_member_skips_fsync_only_when_asked() {
+        let spec = |unsafe_no_fsync| VerifySpec {
+            name: "eco-verify".into(),
+            data_dir: "/tmp/v/data".into(),
+            client_port: 40011,
+            peer_port: 40012,
+            unsafe_no_fsync,
+        };
+        let with = verify_args(&spec(true));
+        assert_eq!(with.last().map(String::as_str), Some("--unsafe-no-fsync"));
+        assert_eq!(with[..with.len() - 1], verify_args(&spec(false))[..]);
+        assert!(
+            !verify_args(&spec(false))
+                .iter()
+                .any(|a| a.contains("fsync"))
+        );
     }
 
     #[test]

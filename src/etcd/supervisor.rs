@@ -396,18 +396,10 @@ fn spawn_child(spec: &ProcessSpec) -> Result<Child, SupervisorError> {
     let mut command = Command::new(&spec.binary);
     command
         .args(&spec.args)
-        // Under systemd (Type=notify), eco alone speaks for the unit: etcd
-        // would otherwise send its own READY=1 as soon as it serves, which
-        // systemd ignores only thanks to NotifyAccess=main.
-        .env_remove("NOTIFY_SOCKET")
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .process_group(0);
-    for (name, _) in std::env::vars_os() {
-        if name.to_str().is_some_and(withheld_from_etcd) {
-            command.env_remove(&name);
-        }
-    }
+    withhold_from_etcd(&mut command);
     match &spec.log_file {
         Some(path) => {
             let open = || {
@@ -452,6 +444,21 @@ fn spawn_child(spec: &ProcessSpec) -> Result<Child, SupervisorError> {
         binary: spec.binary.clone(),
         source,
     })
+}
+
+/// Removes from `command`'s environment what etcd must not see: every
+/// variable [`withheld_from_etcd`] names, and systemd's `NOTIFY_SOCKET`
+/// (under `Type=notify` eco alone speaks for the unit: etcd would
+/// otherwise send its own READY=1 as soon as it serves, which systemd
+/// ignores only thanks to `NotifyAccess=main`). For every etcd eco
+/// starts: the member and the throwaway ones.
+pub fn withhold_from_etcd(command: &mut Command) {
+    command.env_remove("NOTIFY_SOCKET");
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(withheld_from_etcd) {
+            command.env_remove(&name);
+        }
+    }
 }
 
 /// Whether the environment variable `name` is eco's alone: every

@@ -301,15 +301,16 @@ fn spawn_logged(
     let log_err = log_file
         .try_clone()
         .map_err(io(log.display().to_string()))?;
-    tokio::process::Command::new(etcd)
+    let mut command = tokio::process::Command::new(etcd);
+    command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::from(log_file))
         .stderr(Stdio::from(log_err))
         .kill_on_drop(true)
-        .process_group(0)
-        .spawn()
-        .map_err(io(etcd.display().to_string()))
+        .process_group(0);
+    crate::etcd::supervisor::withhold_from_etcd(&mut command);
+    command.spawn().map_err(io(etcd.display().to_string()))
 }
 
 /// etcd with `--force-new-cluster` on the scratch copy; waits until it

@@ -186,6 +186,13 @@ async fn run_restore(
         req.data_dir.display(),
         rand::random::<u32>()
     ));
+    // Removed on every way out but the rename into place (a failure, the
+    // timeout, the work dropped by a signal): the snapshot it is made
+    // from remains, so it is never the only copy.
+    let mut staged = Staged {
+        path: staging.clone(),
+        in_place: false,
+    };
 
     let (tool, mut command) = match (&req.etcdutl, &req.etcdctl) {
         (Some(utl), _) => (utl.clone(), tokio::process::Command::new(utl)),
@@ -221,7 +228,6 @@ async fn run_restore(
         })?
         .map_err(io(tool_name.clone()))?;
     if !output.status.success() {
-        let _ = std::fs::remove_dir_all(&staging);
         let mut text = String::from_utf8_lossy(&output.stderr).to_string();
         text.push_str(&String::from_utf8_lossy(&output.stdout));
         return Err(RestoreError::Tool {
@@ -229,14 +235,25 @@ async fn run_restore(
             output: text.trim().to_string(),
         });
     }
-    if let Err(e) = std::fs::rename(&staging, &req.data_dir) {
-        // The staging copy is ours and the snapshot it came from remains:
-        // leave nothing behind.
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(io(req.data_dir.display().to_string())(e));
-    }
+    std::fs::rename(&staging, &req.data_dir).map_err(io(req.data_dir.display().to_string()))?;
+    staged.in_place = true;
     crate::base::atomic_file::sync_dir(&parent).map_err(io(parent.display().to_string()))?;
     Ok(())
+}
+
+/// A restore's staging directory, removed when dropped unless it was
+/// renamed into place.
+struct Staged {
+    path: PathBuf,
+    in_place: bool,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.in_place {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
 }
 
 /// `--bump-revision` and `--mark-compacted` when the tool supports them, so

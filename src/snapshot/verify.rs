@@ -275,6 +275,8 @@ pub(crate) async fn launch(
         data_dir: dir.join("data"),
         client_port: free_port()?,
         peer_port: free_port()?,
+        unsafe_no_fsync: recovery::etcd_flags::acceptance("--unsafe-no-fsync", t.binaries.version)
+            == recovery::etcd_flags::Acceptance::Accepted,
     };
     let client_url = spec.client_url();
     restore::restore_file(
@@ -294,11 +296,18 @@ pub(crate) async fn launch(
     .map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("etcd.log")).map_err(|e| e.to_string())?;
     let log2 = log.try_clone().map_err(|e| e.to_string())?;
-    let etcd = tokio::process::Command::new(&t.binaries.etcd)
+    let mut command = tokio::process::Command::new(&t.binaries.etcd);
+    command
         .args(crate::etcd::flags::verify_args(&spec))
+        .stdin(std::process::Stdio::null())
         .stdout(log)
         .stderr(log2)
         .kill_on_drop(true)
+        // A Ctrl-C in a terminal reaches `eco restore`, which drops
+        // (and so kills) this member, not the member directly.
+        .process_group(0);
+    crate::etcd::supervisor::withhold_from_etcd(&mut command);
+    let etcd = command
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", t.binaries.etcd.display()))?;
     Ok((etcd, client_url))

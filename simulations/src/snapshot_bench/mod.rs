@@ -66,25 +66,14 @@ pub struct Options {
 }
 
 /// Where eco's snapshots go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Store {
     Dir,
     S3,
 }
 
-impl std::str::FromStr for Store {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "dir" => Ok(Store::Dir),
-            "s3" => Ok(Store::S3),
-            other => Err(format!("unknown store {other:?} (dir or s3)")),
-        }
-    }
-}
-
 /// What eco's snapshots carry in the store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Encoding {
     /// The bytes etcd sent (a cluster at format 1 or 2, or
@@ -94,23 +83,12 @@ pub enum Encoding {
     Zstd,
     /// zstd, then age to one X25519 recipient.
     #[serde(rename = "zstd+age")]
+    #[value(name = "zstd+age")]
     ZstdAge,
 }
 
-impl std::str::FromStr for Encoding {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "none" => Ok(Encoding::None),
-            "zstd" => Ok(Encoding::Zstd),
-            "zstd+age" => Ok(Encoding::ZstdAge),
-            other => Err(format!("unknown encoding {other:?} (none, zstd, zstd+age)")),
-        }
-    }
-}
-
 /// What fills the benchmark's etcd.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Fill {
     /// Incompressible values of 512 KiB to 1 MiB.
@@ -118,17 +96,6 @@ pub enum Fill {
     /// Kubernetes-like objects (1–8 KiB of structured text) and one
     /// incompressible 100 KiB value every 25 keys.
     Mixed,
-}
-
-impl std::str::FromStr for Fill {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "random" => Ok(Fill::Random),
-            "mixed" => Ok(Fill::Mixed),
-            other => Err(format!("unknown fill {other:?} (random, mixed)")),
-        }
-    }
 }
 
 /// The result of either variant; serialized as the variant's own object.

@@ -20,6 +20,7 @@
 //! and it is the first suspect when eco is slow.
 
 use super::{ADDRESS, CLUSTER, Measured, Options, RSS_GOAL_MIB, max, measure, median, prepare};
+use crate::process_cpu::Cpu;
 use anyhow::{Context, anyhow, bail};
 use std::path::Path;
 use std::process::Command;
@@ -92,49 +93,6 @@ fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
-}
-
-/// CPU seconds a process used: user and system.
-#[derive(Clone, Copy, Debug)]
-struct Cpu {
-    user: f64,
-    system: f64,
-}
-
-impl Cpu {
-    /// What process `pid` has used so far.
-    fn of(pid: i32) -> Cpu {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // After the command's name: field 3 (state) is index 0; utime and
-        // stime (fields 14 and 15) are 11 and 12.
-        let fields: Vec<&str> = text
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        let seconds = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|v| v.parse::<f64>().ok())
-                .map_or(f64::NAN, |t| t / hz)
-        };
-        Cpu {
-            user: seconds(11),
-            system: seconds(12),
-        }
-    }
-
-    fn since(self, before: Cpu) -> Cpu {
-        Cpu {
-            user: self.user - before.user,
-            system: self.system - before.system,
-        }
-    }
-
-    fn total(self) -> f64 {
-        self.user + self.system
-    }
 }
 
 /// The keys under `prefix` (one page: the benchmark keeps a handful).
