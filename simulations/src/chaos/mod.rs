@@ -198,6 +198,9 @@ fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 10.0).round() / 10.0
 }
 
+/// How long a scenario's cluster runs under the load before its fault.
+const WARM_UP: Duration = Duration::from_secs(6);
+
 fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -225,8 +228,12 @@ fn run_one(s: Scenario, opts: &Options, net: u8, o: &mut Outcome) -> anyhow::Res
             .collect()
     };
     let observer = Observer::start(targets(&c, &group), load.started);
-    // Warm up: a few seconds of writes and one snapshot interval.
-    std::thread::sleep(Duration::from_secs(4));
+    // Warm up: a few seconds of writes and one snapshot interval, and
+    // longer than etcd's `HealthInterval` (5 s): etcd adds a member only
+    // once every voter has been connected that long (its strict
+    // reconfiguration check), so a fault sooner after the formation
+    // would measure that window — a second fault's — not the first.
+    std::thread::sleep(WARM_UP);
     let leader = rt
         .block_on(leader_of(&c, &group))
         .context("no leader before the fault")?;
