@@ -50,10 +50,20 @@ fn read_at(endpoint: &str, revision: i64) -> (i64, Seen) {
 }
 
 /// Puts, overwrites, deletes (one key and a range), a transaction over
-/// several keys and a leased put; `round` keeps keys apart.
+/// several keys and a leased put; `round` keeps keys apart. Calls may
+/// take 10 s each (a loaded CI machine stalls a one-member etcd's syncs
+/// past the usual 1 s).
 fn load(endpoint: &str, round: u32) {
     block_on(async {
-        let mut c = client(endpoint).await?;
+        let mut c = testkit::etcd::connect(
+            endpoint,
+            testkit::etcd::Timeouts {
+                connect: Duration::from_secs(2),
+                call: Duration::from_secs(10),
+                attempt: Duration::from_secs(20),
+            },
+        )
+        .await?;
         for n in 0..40 {
             c.put(
                 format!("r{round}/k{:03}", n % 25),
