@@ -1,9 +1,12 @@
 //! A write load that records *when* each write was acknowledged: the
 //! write gaps of rolling upgrades and rolling restarts (the longest time
 //! without an acknowledged write, over the whole run or one step of it).
-//! One unique key every 20 ms through whichever endpoint answers (the one
-//! that answered last first), each put bounded by one second, the whole
-//! load by five minutes.
+//! One unique key every 20 ms through whichever endpoint acknowledges it
+//! first (the one that answered last is asked first, the next too after
+//! each 100 ms without an acknowledgement, round robin, ten asks at most),
+//! each ask bounded by one second, the whole load by five minutes: the gap
+//! is the cluster's, at a resolution of 100 ms, not one client
+//! connection's.
 //!
 //! (`ledger` is the load that checks nothing acknowledged was lost without
 //! timing; the chaos harness has its own paced load with timelines.)
@@ -82,6 +85,10 @@ pub fn etcd_release() -> String {
         .unwrap_or_else(crate::etcd::version)
 }
 
+/// How long a put may go unanswered before the next endpoint is asked
+/// too.
+const HEDGE_AFTER: Duration = Duration::from_millis(100);
+
 fn write_load(source: &dyn Fn() -> Vec<String>, prefix: &str, stop: Arc<AtomicBool>) -> Acked {
     rt().block_on(async move {
         let mut acked = Vec::new();
@@ -102,31 +109,66 @@ fn write_load(source: &dyn Fn() -> Vec<String>, prefix: &str, stop: Arc<AtomicBo
                 asked = Instant::now();
             }
             let key = format!("{prefix}/{n:06}");
-            for k in 0..endpoints.len() {
-                let i = (at + k) % endpoints.len();
-                if clients[i].is_none() {
-                    clients[i] = client(&endpoints[i]).await;
-                }
-                let Some(c) = clients[i].as_mut() else {
-                    continue;
-                };
-                let put = tokio::time::timeout(
-                    Duration::from_secs(1),
-                    c.put(key.as_str(), n.to_string(), None),
-                )
-                .await;
-                if matches!(put, Ok(Ok(_))) {
-                    acked.push((key.clone(), Instant::now()));
-                    at = i;
-                    n += 1;
-                    break;
-                }
-                clients[i] = None;
+            if let Some(i) = hedged_put(&endpoints, &mut clients, at, &key, &n.to_string()).await {
+                acked.push((key, Instant::now()));
+                at = i;
+                n += 1;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         acked
     })
+}
+
+/// How many times one write is asked for, [`HEDGE_AFTER`] apart.
+const ASKS: u32 = 10;
+
+/// Puts `key` through `endpoints[at]`, and through the next endpoint each
+/// time [`HEDGE_AFTER`] passes without an acknowledgement (round robin,
+/// [`ASKS`] asks at most, each bounded by one second; the same key and
+/// value: a put that lands twice changes nothing the load checks). The
+/// endpoint that acknowledged first; `None` when none did. Without it a
+/// client's own wait would count as the cluster's write gap: a connection
+/// stuck on a member being stopped (tonic waits for it to reconnect until
+/// the call's timeout), or a proposal a follower forwarded to a leader
+/// that was handing leadership over (raft drops it, the follower waits).
+async fn hedged_put(
+    endpoints: &[String],
+    clients: &mut [Option<etcd_client::Client>],
+    at: usize,
+    key: &str,
+    value: &str,
+) -> Option<usize> {
+    use futures_util::StreamExt;
+    if endpoints.is_empty() {
+        return None;
+    }
+    let mut tries = futures_util::stream::FuturesUnordered::new();
+    for k in 0..ASKS {
+        let i = (at + k as usize) % endpoints.len();
+        let (known, endpoint) = (clients[i].clone(), endpoints[i].clone());
+        let (key, value) = (key.to_string(), value.to_string());
+        tries.push(async move {
+            tokio::time::sleep(HEDGE_AFTER * k).await;
+            let mut c = match known {
+                Some(c) => c,
+                None => match client(&endpoint).await {
+                    Some(c) => c,
+                    None => return (i, None),
+                },
+            };
+            let put = tokio::time::timeout(Duration::from_secs(1), c.put(key, value, None)).await;
+            (i, matches!(put, Ok(Ok(_))).then_some(c))
+        });
+    }
+    while let Some((i, answered)) = tries.next().await {
+        let ok = answered.is_some();
+        clients[i] = answered;
+        if ok {
+            return Some(i);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
