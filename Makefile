@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-snapshot-codec bench-tls bench-archive bench-pitr bench-rpo chart-check terraform-check deb compat
+.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-snapshot-codec bench-tls bench-archive bench-pitr bench-rpo bench-scale chart-check terraform-check deb compat
 
 deps:
 	bash scripts/install-deps.sh
@@ -154,6 +154,21 @@ bench-snapshot-codec: deps
 	./target/release/simulations snapshot-bench --fill mixed --size-mib 1024 --runs 3 --encoding none
 	./target/release/simulations snapshot-bench --fill mixed --size-mib 1024 --runs 3 --encoding zstd
 	./target/release/simulations snapshot-bench --fill mixed --size-mib 1024 --runs 3 --encoding zstd+age
+
+# eco at 1, 4 and 8 GiB: one etcd member filled with Kubernetes-like
+# objects, updates and compactions; snapshots to a directory and to S3
+# against etcdctl (+ aws s3 cp), eco restore against etcdutl, and the
+# check of eco snapshot import, 3 runs each, alternating (release build;
+# ~40 GB free disk for 8 GiB, each size removed before the next). The
+# JSON goes to target/scale-bench.json, the plot to
+# target/scale-bench.svg; then an empty-disk instance of three back to a
+# voter at 1 and 4 GiB (target/scale-rejoin.json); see docs/benchmarks.md.
+bench-scale: deps
+	$(CARGO) build --release -p eco -p simulations
+	mkdir -p target
+	./target/release/simulations scale-bench --sizes-mib 1024,4096,8192 --runs 3 --work-dir target --json > target/scale-bench.json
+	python3 scripts/plot-scale-bench.py < target/scale-bench.json > target/scale-bench.svg
+	./target/release/simulations scale-bench --sizes-mib 1024,4096 --measure rejoin --json > target/scale-rejoin.json
 
 clean-run:
 	rm -rf .run

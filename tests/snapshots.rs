@@ -221,6 +221,32 @@ fn corrupted_snapshots_are_refused() {
     assert_eq!(code, 0, "{err}");
     assert!(target.join("member/wal").is_dir());
 
+    // Relative paths, a bare name for the data directory (its parent is
+    // the working directory): restored and reported as such.
+    let out = std::process::Command::new(eco_bin!())
+        .current_dir(i.dir.path())
+        .args([
+            "restore",
+            "--from",
+            "copy.db",
+            "--data-dir",
+            "relative",
+            "--name",
+            "r",
+            "--peer-url",
+            "http://127.0.5.4:2380",
+            "--etcd-bin-dir",
+            etcd::bin_dir().to_str().unwrap(),
+        ])
+        .output()
+        .expect("eco restore");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(i.dir.path().join("relative/member/wal").is_dir());
+
     // One flipped byte in the stored object: refused by the store's sha256.
     let mut bytes = std::fs::read(&object).unwrap();
     let mid = bytes.len() / 2;
@@ -264,6 +290,14 @@ fn corrupted_snapshots_are_refused() {
         err.contains("corrupt") && err.contains("trailing sha256"),
         "{err}"
     );
+    assert!(!target.exists(), "nothing restored");
+    let beside: Vec<_> = std::fs::read_dir(target.parent().unwrap())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(beside.is_empty(), "no staging directory left: {beside:?}");
     // A truncated file too.
     std::fs::write(&copy, &bytes[..bytes.len() - 100]).unwrap();
     let (code, _, err) = i.eco(&[

@@ -454,6 +454,10 @@ pub fn cut_due(
 /// archive's newest point (etcd still has the changes).
 pub const HELD_SEGMENTS_AT_MOST: u64 = 4;
 
+/// The largest `archive.max_segment_bytes` a configuration may set (the
+/// replay's bound on a segment object is derived from it).
+pub const LARGEST_CUT: u64 = 64 << 20;
+
 /// What the archive writer does after a segment could not be stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AfterStoreFailure {

@@ -4,6 +4,7 @@ mod archive_bench;
 mod bench_cluster;
 mod chaos;
 mod process_cpu;
+mod scale_bench;
 mod snapshot_bench;
 mod tls_bench;
 
@@ -137,7 +138,9 @@ enum Command {
         /// What fills etcd: `random` (incompressible values of 512 KiB to
         /// 1 MiB) or `mixed` (objects as Kubernetes stores them — 1 to 8
         /// KiB of structured text with random names and ids — and one
-        /// random 100 KiB value every 25 keys).
+        /// random 100 KiB value every 25 keys), or `kubernetes` (as
+        /// `mixed`, one put in four an update of an earlier object, the
+        /// history compacted each tenth of the fill).
         #[arg(long, value_enum, default_value = "random")]
         fill: snapshot_bench::Fill,
         /// Keep the temporary directory (the logs of the last runs, etcd's
@@ -147,6 +150,45 @@ enum Command {
         /// Print JSON: `peak_rss_mib`, `eco_median_s`, the ratio
         /// (`time_ratio_vs_etcdctl`, or `time_ratio_vs_manual` with
         /// --store s3), every run, `goals_met`, ...
+        #[arg(long)]
+        json: bool,
+    },
+    /// eco at the sizes production etcd holds: for each size, one real
+    /// etcd 3.5 member (on 127.0.20.1) filled with Kubernetes-like objects,
+    /// updates and compactions; snapshots to a directory and to S3 against
+    /// etcdctl (+ aws s3 cp), `eco restore` against etcdutl, and the check
+    /// of `eco snapshot import`, alternating. Each size's files are removed
+    /// before the next. Needs `cargo build --release -p eco` and
+    /// scripts/install-deps.sh.
+    ScaleBench {
+        /// Database sizes, MiB of values written, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1024,4096,8192")]
+        sizes_mib: Vec<u64>,
+        /// Runs of each timed pair (medians are over runs).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Snapshot stores to measure, comma-separated.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "dir,s3")]
+        stores: Vec<snapshot_bench::Store>,
+        /// What to measure at each size, comma-separated: `snapshots`,
+        /// `restore` (one member, filled once for both), `rejoin` (an
+        /// empty-disk instance of three back to a voter, against etcd's
+        /// own snapshot transfer; three members filled).
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "snapshots,restore"
+        )]
+        measure: Vec<scale_bench::Measure>,
+        #[command(flatten)]
+        binaries: Binaries,
+        /// Where each size's temporary directory goes [default: the
+        /// system's temporary directory].
+        #[arg(long)]
+        work_dir: Option<PathBuf>,
+        /// Print the results as a JSON array (for
+        /// scripts/plot-scale-bench.py).
         #[arg(long)]
         json: bool,
     },
@@ -306,6 +348,35 @@ fn main() {
         Command::Chaos(args) => {
             let code = chaos_command(args);
             std::process::exit(code);
+        }
+        Command::ScaleBench {
+            sizes_mib,
+            runs,
+            stores,
+            measure,
+            binaries,
+            work_dir,
+            json,
+        } => {
+            let opts = scale_bench::Options {
+                measure,
+                sizes_mib,
+                runs,
+                etcd_bin_dir: binaries.etcd_bin_dir(),
+                eco_bin: binaries.eco(),
+                work_dir,
+                stores,
+            };
+            match scale_bench::run(&opts) {
+                Ok(r) if json => {
+                    println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+                }
+                Ok(r) => print!("{}", scale_bench::render(&r)),
+                Err(e) => {
+                    eprintln!("scale-bench: {e:#}");
+                    std::process::exit(1);
+                }
+            }
         }
         Command::ArchiveBench {
             seconds,

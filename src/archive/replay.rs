@@ -32,9 +32,7 @@ use std::path::Path;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The most a segment object may weigh to be read (segments are cut far
-/// below; anything larger is not a segment eco wrote).
-const MAX_SEGMENT_OBJECT: u64 = 256 << 20;
+use super::segment::MAX_SEGMENT_OBJECT;
 
 /// What to replay, with what.
 pub struct ReplayRequest<'a> {

@@ -24,6 +24,23 @@ use std::io::Read;
 pub const MAGIC: &[u8; 8] = b"ECOSEG1\n";
 /// The most a segment's body may inflate to.
 pub const MAX_DECODED: u64 = 512 << 20;
+/// The most one watch response adds to what the writer holds (the gRPC
+/// client's default message limit).
+pub const WATCH_RESPONSE_AT_MOST: u64 = 4 << 20;
+/// The most the writer ever holds for one segment: while the store refuses
+/// segments it holds up to `HELD_SEGMENTS_AT_MOST` cuts, plus the response
+/// that crossed the bound.
+pub const HELD_AT_MOST: u64 = recovery::archive::HELD_SEGMENTS_AT_MOST
+    * recovery::archive::LARGEST_CUT
+    + WATCH_RESPONSE_AT_MOST;
+/// The most a segment object may weigh to be read: what the writer can
+/// hold, encoded (postcard's framing is below the weight the writer
+/// counts; zstd grows incompressible input by well under 1 %, age by 16
+/// bytes a 64 KiB chunk), with room to spare. Anything larger is not a
+/// segment eco wrote.
+pub const MAX_SEGMENT_OBJECT: u64 = 320 << 20;
+const _: () = assert!(MAX_SEGMENT_OBJECT >= HELD_AT_MOST + HELD_AT_MOST / 50);
+const _: () = assert!(MAX_DECODED >= HELD_AT_MOST + HELD_AT_MOST / 50);
 
 /// One key's change at a revision.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

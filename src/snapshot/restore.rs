@@ -1,10 +1,12 @@
 //! Restoring a snapshot into a fresh data directory for a new one-member
 //! cluster. Works for any etcd snapshot, not only eco's.
 //!
-//! Order: verify first (the store's sha256 for a stored snapshot, etcd's
-//! trailing checksum for a file), then restore into a temporary directory
-//! beside the target and rename it into place, so a failed restore never
-//! leaves a half-written data directory. An existing non-empty target is
+//! Order: a stored snapshot's sha256 is checked as it downloads; a file's
+//! trailing checksum is checked by the tool as it restores it into a
+//! staging directory beside the target (eco reads it too when the tool
+//! fails, to say why), which is renamed into place only once the tool
+//! succeeded, so a failed restore or a corrupt file never leaves a
+//! half-written data directory. An existing non-empty target is
 //! refused: eco never restores over data.
 
 use super::trailing_hash::TrailingHash;
@@ -13,7 +15,6 @@ use crate::store::{ObjectInfo, ObjectStore, StoreError};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
@@ -67,22 +68,32 @@ pub struct RestoreRequest {
     pub bump_revision: bool,
 }
 
-/// Checks etcd's trailing checksum of a snapshot file.
+/// Checks etcd's trailing checksum of a snapshot file (read on a blocking
+/// thread in 1 MiB reads; a read already under way runs to its end if the
+/// caller gives up). Returns the file's size.
 pub async fn verify_file(file: &Path) -> Result<u64, RestoreError> {
-    let mut f = tokio::fs::File::open(file)
+    let path = file.to_path_buf();
+    tokio::task::spawn_blocking(move || check_trailing_hash(&path))
         .await
-        .map_err(io(file.display().to_string()))?;
+        .map_err(|e| RestoreError::Io {
+            what: file.display().to_string(),
+            source: std::io::Error::other(e),
+        })?
+}
+
+fn check_trailing_hash(file: &Path) -> Result<u64, RestoreError> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(file).map_err(io(file.display().to_string()))?;
     let mut check = TrailingHash::new();
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
-        let n = f
-            .read(&mut buf)
-            .await
-            .map_err(io(file.display().to_string()))?;
-        if n == 0 {
-            break;
-        }
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(file.display().to_string())(e)),
+        };
         size += n as u64;
         check.update(&buf[..n]);
     }
@@ -147,10 +158,21 @@ pub async fn fetch_verified(
     Ok(info)
 }
 
-/// Restores the snapshot file `file` (verified first) per `req`.
+/// Restores the snapshot file `file` (verified) per `req`. etcd's
+/// trailing checksum is checked by the tool as it restores (etcdutl and
+/// etcdctl refuse a file whose sum does not match unless told to skip it),
+/// into the staging directory, renamed into place only after: a restore
+/// takes the tool's time, not the tool's and a whole read of the file
+/// more. When the tool fails, eco reads the sum itself, so a corrupt file
+/// gets an error that says so rather than the tool's words.
 pub async fn restore_file(file: &Path, req: &RestoreRequest) -> Result<(), RestoreError> {
-    verify_file(file).await?;
-    run_restore(file, req, &[]).await
+    match stage(file, req, &[]).await {
+        Ok(staged) => staged.put_in_place(req),
+        Err(failed) => {
+            verify_file(file).await?;
+            Err(failed)
+        }
+    }
 }
 
 /// Restores a member's backend file (`member/snap/db` of a stopped
@@ -158,14 +180,23 @@ pub async fn restore_file(file: &Path, req: &RestoreRequest) -> Result<(), Resto
 /// checksum, so the tool is told to skip it (`--skip-hash-check`). Used
 /// only on a copy eco itself made of a stopped member's data.
 pub async fn restore_backend(db: &Path, req: &RestoreRequest) -> Result<(), RestoreError> {
-    run_restore(db, req, &["--skip-hash-check"]).await
+    stage(db, req, &["--skip-hash-check"])
+        .await?
+        .put_in_place(req)
 }
 
-async fn run_restore(
-    file: &Path,
-    req: &RestoreRequest,
-    flags: &[&str],
-) -> Result<(), RestoreError> {
+/// The directory `data_dir` goes in (`.` for a bare relative name).
+fn parent_of(data_dir: &Path) -> PathBuf {
+    data_dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
+/// Restores `file` with the tool into a staging directory beside
+/// `req.data_dir` (refused when the target exists and is not empty).
+async fn stage(file: &Path, req: &RestoreRequest, flags: &[&str]) -> Result<Staged, RestoreError> {
     if std::fs::symlink_metadata(&req.data_dir).is_ok_and(|m| !m.is_dir()) {
         return Err(RestoreError::TargetNotADirectory(req.data_dir.clone()));
     }
@@ -175,11 +206,7 @@ async fn run_restore(
         }
         std::fs::remove_dir(&req.data_dir).map_err(io(req.data_dir.display().to_string()))?;
     }
-    let parent = req
-        .data_dir
-        .parent()
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
+    let parent = parent_of(&req.data_dir);
     std::fs::create_dir_all(&parent).map_err(io(parent.display().to_string()))?;
     let staging = PathBuf::from(format!(
         "{}.restoring-{:08x}",
@@ -187,9 +214,9 @@ async fn run_restore(
         rand::random::<u32>()
     ));
     // Removed on every way out but the rename into place (a failure, the
-    // timeout, the work dropped by a signal): the snapshot it is made
-    // from remains, so it is never the only copy.
-    let mut staged = Staged {
+    // timeout, the work dropped by a signal or by a failed check): the
+    // snapshot it is made from remains, so it is never the only copy.
+    let staged = Staged {
         path: staging.clone(),
         in_place: false,
     };
@@ -235,10 +262,7 @@ async fn run_restore(
             output: text.trim().to_string(),
         });
     }
-    std::fs::rename(&staging, &req.data_dir).map_err(io(req.data_dir.display().to_string()))?;
-    staged.in_place = true;
-    crate::base::atomic_file::sync_dir(&parent).map_err(io(parent.display().to_string()))?;
-    Ok(())
+    Ok(staged)
 }
 
 /// A restore's staging directory, removed when dropped unless it was
@@ -246,6 +270,18 @@ async fn run_restore(
 struct Staged {
     path: PathBuf,
     in_place: bool,
+}
+
+impl Staged {
+    /// Renames the staging directory to `req.data_dir` and syncs their
+    /// directory.
+    fn put_in_place(mut self, req: &RestoreRequest) -> Result<(), RestoreError> {
+        std::fs::rename(&self.path, &req.data_dir)
+            .map_err(io(req.data_dir.display().to_string()))?;
+        self.in_place = true;
+        let parent = parent_of(&req.data_dir);
+        crate::base::atomic_file::sync_dir(&parent).map_err(io(parent.display().to_string()))
+    }
 }
 
 impl Drop for Staged {

@@ -140,8 +140,14 @@ fn reset_store(store: &Path, encoding: Encoding) -> anyhow::Result<()> {
 
 pub fn run(opts: &Options) -> anyhow::Result<DirResult> {
     let mut p = prepare(opts)?;
+    run_on(&mut p, opts)
+}
+
+/// The runs of [`run`] on an etcd already filled (`p`); the store and the
+/// files they make are removed after each run.
+pub(crate) fn run_on(p: &mut Prepared, opts: &Options) -> anyhow::Result<DirResult> {
     let dir = p.dir().to_path_buf();
-    let config = write_eco_config(&p, opts.encoding)?;
+    let config = write_eco_config(p, opts.encoding)?;
     let store = dir.join("store");
     reset_store(&store, opts.encoding)?;
     let saved = dir.join("etcdctl.db");
@@ -200,7 +206,9 @@ pub fn run(opts: &Options) -> anyhow::Result<DirResult> {
         }
     }
     let etcd_version = p.etcd_version.clone();
-    drop(p);
+    if store.exists() {
+        std::fs::remove_dir_all(&store).context("removing the store")?;
+    }
 
     let eco_median_s = median(&eco_s);
     let etcdctl_median_s = median(&ctl_s);

@@ -15,8 +15,8 @@
 //! etcd (and the emulator) are killed when the benchmark ends, fails, or
 //! its own process dies (`PR_SET_PDEATHSIG`).
 
-mod dir;
-mod s3;
+pub(crate) mod dir;
+pub(crate) mod s3;
 
 pub use dir::DirResult;
 pub use s3::S3Result;
@@ -96,6 +96,11 @@ pub enum Fill {
     /// Kubernetes-like objects (1–8 KiB of structured text) and one
     /// incompressible 100 KiB value every 25 keys.
     Mixed,
+    /// As `mixed`, with the history Kubernetes leaves: one put in four
+    /// overwrites an object written before (a status update), and each
+    /// tenth of the fill the history is compacted to the revision then
+    /// (the API server compacts every five minutes).
+    Kubernetes,
 }
 
 /// The result of either variant; serialized as the variant's own object.
@@ -137,13 +142,16 @@ pub(crate) fn max(v: &[f64]) -> f64 {
 }
 
 /// The benchmark's etcd, killed on drop.
-struct Etcd {
+pub(crate) struct Etcd {
     etcd: RawEtcd,
     log: PathBuf,
 }
 
 impl Etcd {
-    fn start(bin_dir: &Path, data_dir: &Path, log: PathBuf) -> anyhow::Result<Self> {
+    /// A member whose quota holds `size_mib` twice (8 GiB at least): a
+    /// fill with updates outgrows its live data between compactions.
+    fn start(bin_dir: &Path, data_dir: &Path, log: PathBuf, size_mib: u64) -> anyhow::Result<Self> {
+        let quota = (size_mib.saturating_mul(2) << 20).max(8u64 << 30);
         for port in [2379, 2380] {
             TcpListener::bind((ADDRESS, port)).with_context(|| {
                 format!("{ADDRESS}:{port} is in use (another etcd or benchmark running?)")
@@ -157,7 +165,7 @@ impl Etcd {
             RawEtcd::command(bin_dir, data_dir, "bench", ADDRESS)
                 .arg(format!("--initial-cluster=bench=http://{ADDRESS}:2380"))
                 .arg(format!("--initial-cluster-token={TOKEN}"))
-                .arg(format!("--quota-backend-bytes={}", 8u64 << 30))
+                .arg(format!("--quota-backend-bytes={quota}"))
                 .stdin(Stdio::null())
                 .stdout(out)
                 .stderr(err),
@@ -176,7 +184,7 @@ impl Etcd {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
-    fn check_running(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn check_running(&mut self) -> anyhow::Result<()> {
         if let Ok(Some(status)) = self.etcd.0.try_wait() {
             bail!("etcd exited ({status}); its log ends:\n{}", self.log_tail());
         }
@@ -189,12 +197,17 @@ fn endpoint() -> String {
 }
 
 async fn connect() -> anyhow::Result<etcd_client::Client> {
+    connect_to(&[endpoint()]).await
+}
+
+/// A client of `endpoints` (plain text), calls bounded by 30 s.
+pub(crate) async fn connect_to(endpoints: &[String]) -> anyhow::Result<etcd_client::Client> {
     let opts = etcd_client::ConnectOptions::new()
         .with_connect_timeout(Duration::from_secs(1))
         .with_timeout(Duration::from_secs(30));
     tokio::time::timeout(
         Duration::from_secs(3),
-        etcd_client::Client::connect([endpoint()], Some(opts)),
+        etcd_client::Client::connect(endpoints, Some(opts)),
     )
     .await
     .context("connecting to etcd: no answer")?
@@ -275,20 +288,32 @@ fn object_value(rng: &mut XorShift, key: u64, len: usize) -> Vec<u8> {
 /// Writes `size_mib` MiB (etcd's default request limit is 1.5 MiB): with
 /// [`Fill::Random`] values of 512 KiB..1 MiB, four puts in flight; with
 /// [`Fill::Mixed`] objects of 1–8 KiB and a random 100 KiB value every 25
-/// keys, sixteen in flight. Returns etcd's db size.
-async fn fill(etcd: &mut Etcd, size_mib: u64, kind: Fill) -> anyhow::Result<u64> {
-    let client = connect().await?;
+/// keys, sixteen in flight.
+async fn fill(etcd: &mut Etcd, size_mib: u64, kind: Fill) -> anyhow::Result<Filled> {
+    fill_through(&[endpoint()], size_mib, kind, &mut || etcd.check_running()).await
+}
+
+/// [`fill`] through `endpoints` (any etcd cluster), `alive` asked after
+/// each put whether the benchmark's processes still run.
+pub(crate) async fn fill_through(
+    endpoints: &[String],
+    size_mib: u64,
+    kind: Fill,
+    alive: &mut dyn FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<Filled> {
+    let client = connect_to(endpoints).await?;
     let total = size_mib << 20;
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     let mut written = 0u64;
     let mut key = 0u64;
     let mut next_report = total / 10;
+    let mut compacted = 0i64;
     let mut tasks = tokio::task::JoinSet::new();
     let started = Instant::now();
     while written < total || !tasks.is_empty() {
         let in_flight = match kind {
             Fill::Random => 4,
-            Fill::Mixed => 16,
+            Fill::Mixed | Fill::Kubernetes => 16,
         };
         if written < total && tasks.len() < in_flight {
             let (k, value) = match kind {
@@ -296,26 +321,50 @@ async fn fill(etcd: &mut Etcd, size_mib: u64, kind: Fill) -> anyhow::Result<u64>
                     let len = (512 * 1024 + (rng.next() % (512 * 1024 + 1))).min(total - written);
                     (format!("bench/{key:08}"), rng.bytes(len as usize))
                 }
-                Fill::Mixed if key % 25 == 24 => (
+                Fill::Mixed | Fill::Kubernetes if key % 25 == 24 => (
                     format!("/registry/secrets/ns-{}/blob-{key:08}", key % 97),
                     rng.bytes((100 * 1024).min(total - written) as usize),
                 ),
-                Fill::Mixed => {
+                Fill::Mixed | Fill::Kubernetes => {
                     let len = (1024 + rng.next() % (7 * 1024 + 1)).min(total - written);
+                    // An update of an object written before (never a blob).
+                    let id = if kind == Fill::Kubernetes && key % 4 == 3 && key > 100 {
+                        let old = rng.next() % key;
+                        if old % 25 == 24 { old - 1 } else { old }
+                    } else {
+                        key
+                    };
                     (
-                        format!("/registry/configmaps/ns-{}/object-{key:08}", key % 97),
-                        object_value(&mut rng, key, len as usize),
+                        format!("/registry/configmaps/ns-{}/object-{id:08}", id % 97),
+                        object_value(&mut rng, id, len as usize),
                     )
                 }
             };
             let len = value.len() as u64;
             let mut kv = client.kv_client();
             tasks.spawn(async move {
-                tokio::time::timeout(Duration::from_secs(60), kv.put(k.clone(), value, None))
+                // A loaded machine may time a put out inside etcd
+                // ("request timed out"): asked again (the same key and
+                // value), three times at most.
+                let mut attempt = 1;
+                loop {
+                    let put = tokio::time::timeout(
+                        Duration::from_secs(60),
+                        kv.put(k.clone(), value.clone(), None),
+                    )
                     .await
-                    .with_context(|| format!("put {k}: no answer within 60 s"))?
-                    .with_context(|| format!("put {k}"))
-                    .map(|_| ())
+                    .with_context(|| format!("put {k}: no answer within 60 s"))
+                    .and_then(|r| r.with_context(|| format!("put {k}")));
+                    match put {
+                        Ok(_) => return Ok(()),
+                        Err(e) if attempt >= 3 => return Err(e),
+                        Err(e) => {
+                            eprintln!("snapshot-bench: {e:#}; asking again");
+                            attempt += 1;
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    }
+                }
             });
             written += len;
             key += 1;
@@ -325,6 +374,9 @@ async fn fill(etcd: &mut Etcd, size_mib: u64, kind: Fill) -> anyhow::Result<u64>
             done.context("put task")??;
         }
         if written >= next_report && total > 0 {
+            if kind == Fill::Kubernetes {
+                compact_all(&client, &mut compacted).await?;
+            }
             eprintln!(
                 "snapshot-bench: filled {} / {} MiB ({:.0} s)",
                 written >> 20,
@@ -333,9 +385,12 @@ async fn fill(etcd: &mut Etcd, size_mib: u64, kind: Fill) -> anyhow::Result<u64>
             );
             next_report = next_report.saturating_add((total / 10).max(1));
         }
-        etcd.check_running()?;
+        alive()?;
     }
-    let mut c = connect().await?;
+    if kind == Fill::Kubernetes {
+        compact_all(&client, &mut compacted).await?;
+    }
+    let mut c = connect_to(endpoints).await?;
     let status = tokio::time::timeout(Duration::from_secs(10), c.status())
         .await
         .context("status: no answer")?
@@ -345,20 +400,58 @@ async fn fill(etcd: &mut Etcd, size_mib: u64, kind: Fill) -> anyhow::Result<u64>
         started.elapsed().as_secs_f64(),
         status.db_size() >> 20
     );
-    Ok(status.db_size().max(0) as u64)
+    Ok(Filled {
+        db_bytes: status.db_size().max(0) as u64,
+        puts: key,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// What [`fill`] wrote.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub(crate) struct Filled {
+    /// etcd's database size after the fill.
+    pub(crate) db_bytes: u64,
+    /// Puts made (new keys and overwrites).
+    pub(crate) puts: u64,
+    pub(crate) seconds: f64,
+}
+
+/// Compacts etcd's history to its current revision and waits until the
+/// compaction is done (physical: nothing changes the database after the
+/// fill, so every snapshot of it is the same).
+async fn compact_all(client: &etcd_client::Client, compacted: &mut i64) -> anyhow::Result<()> {
+    let mut kv = client.kv_client();
+    let read = tokio::time::timeout(Duration::from_secs(30), kv.get("/", None))
+        .await
+        .context("reading the revision: no answer within 30 s")?
+        .context("reading the revision")?;
+    let revision = read.header().map(|h| h.revision()).unwrap_or(0);
+    if revision > (*compacted).max(1) {
+        let physical = etcd_client::CompactionOptions::new().with_physical();
+        tokio::time::timeout(
+            Duration::from_secs(300),
+            kv.compact(revision, Some(physical)),
+        )
+        .await
+        .context("compacting: no answer within 300 s")?
+        .with_context(|| format!("compacting to revision {revision}"))?;
+        *compacted = revision;
+    }
+    Ok(())
 }
 
 /// Wall time, peak RSS (MiB) and CPU time (user + system) of one child
 /// process.
-struct Measured {
-    seconds: f64,
-    rss_mib: f64,
-    cpu_s: f64,
+pub(crate) struct Measured {
+    pub(crate) seconds: f64,
+    pub(crate) rss_mib: f64,
+    pub(crate) cpu_s: f64,
 }
 
 /// Runs `cmd` to its end (killed after `limit`), output to `log`; fails on
 /// a non-zero exit. Peak RSS comes from `wait4` (ru_maxrss, KiB on Linux).
-fn measure(mut cmd: Command, log: &Path, limit: Duration) -> anyhow::Result<Measured> {
+pub(crate) fn measure(mut cmd: Command, log: &Path, limit: Duration) -> anyhow::Result<Measured> {
     let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let err = out.try_clone().context("log")?;
     let what = format!("{cmd:?}");
@@ -427,16 +520,18 @@ fn measure(mut cmd: Command, log: &Path, limit: Duration) -> anyhow::Result<Meas
 /// What both variants start from: the binaries, the temporary directory
 /// with the group file and the state file `eco snapshot now` reads, and a
 /// filled, synced etcd.
-struct Prepared {
+pub(crate) struct Prepared {
     // Declared before `tmp`: etcd is killed before the directory goes.
-    etcd: Etcd,
-    etcd_version: String,
-    bin_dir: PathBuf,
-    eco_bin: PathBuf,
+    pub(crate) etcd: Etcd,
+    pub(crate) etcd_version: String,
+    pub(crate) bin_dir: PathBuf,
+    pub(crate) eco_bin: PathBuf,
     tmp: tempfile::TempDir,
     keep: bool,
     /// How long one timed command may take.
-    limit: Duration,
+    pub(crate) limit: Duration,
+    /// What the fill wrote.
+    pub(crate) filled: Filled,
     /// `snapshot.compression_level` of eco's config.
     compression_level: i32,
 }
@@ -451,7 +546,7 @@ impl Drop for Prepared {
 }
 
 impl Prepared {
-    fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.tmp.path()
     }
 
@@ -462,7 +557,7 @@ impl Prepared {
     /// use it). The benchmark's etcd serves plain text, so the config says
     /// so: eco's default with a store is generated TLS, whose files a
     /// member eco never started does not have.
-    fn eco_config(&self) -> ConfigBuilder {
+    pub(crate) fn eco_config(&self) -> ConfigBuilder {
         ConfigBuilder::eco_defaults(CLUSTER, "group.toml")
             .plaintext()
             .etcd_bin_dir(&self.bin_dir)
@@ -482,7 +577,7 @@ impl Prepared {
     }
 
     /// `etcdctl snapshot save <to>` against the benchmark's etcd.
-    fn etcdctl_save(&self, to: &Path) -> Command {
+    pub(crate) fn etcdctl_save(&self, to: &Path) -> Command {
         let mut cmd = Command::new(self.bin_dir.join("etcdctl"));
         cmd.env("ETCDCTL_API", "3")
             .arg(format!("--endpoints={}", endpoint()))
@@ -495,7 +590,7 @@ impl Prepared {
 
 /// Checks the binaries, creates the temporary directory, the group file
 /// and eco's state file, starts etcd and fills it with `opts.size_mib`.
-fn prepare(opts: &Options) -> anyhow::Result<Prepared> {
+pub(crate) fn prepare(opts: &Options) -> anyhow::Result<Prepared> {
     if opts.runs == 0 {
         bail!("--runs must be at least 1");
     }
@@ -556,9 +651,14 @@ fn prepare(opts: &Options) -> anyhow::Result<Prepared> {
         .enable_all()
         .build()
         .context("tokio runtime")?;
-    let mut etcd = Etcd::start(&bin_dir, &dir.join("data/etcd"), dir.join("etcd.log"))?;
+    let mut etcd = Etcd::start(
+        &bin_dir,
+        &dir.join("data/etcd"),
+        dir.join("etcd.log"),
+        opts.size_mib,
+    )?;
     let etcd_version = rt.block_on(wait_ready(&mut etcd))?;
-    rt.block_on(fill(&mut etcd, opts.size_mib, opts.fill))?;
+    let filled = rt.block_on(fill(&mut etcd, opts.size_mib, opts.fill))?;
     // Write back the fill's dirty pages now, not during the first run.
     // SAFETY: sync(2) has no preconditions.
     unsafe { libc::sync() };
@@ -567,6 +667,7 @@ fn prepare(opts: &Options) -> anyhow::Result<Prepared> {
         etcd_version,
         bin_dir,
         eco_bin,
+        filled,
         tmp,
         keep: opts.keep,
         // Generous: 60 s plus 0.5 s per MiB (2 MiB/s).

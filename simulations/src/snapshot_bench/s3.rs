@@ -19,7 +19,9 @@
 //! (from `/proc/<pid>/stat`): a single Python process serves every request,
 //! and it is the first suspect when eco is slow.
 
-use super::{ADDRESS, CLUSTER, Measured, Options, RSS_GOAL_MIB, max, measure, median, prepare};
+use super::{
+    ADDRESS, CLUSTER, Measured, Options, Prepared, RSS_GOAL_MIB, max, measure, median, prepare,
+};
 use crate::process_cpu::Cpu;
 use anyhow::{Context, anyhow, bail};
 use std::path::Path;
@@ -171,8 +173,20 @@ pub fn run(opts: &Options) -> anyhow::Result<S3Result> {
             );
         }
     }
-    let aws = venv.join("aws");
     let mut p = prepare(opts)?;
+    run_on(&mut p, opts)
+}
+
+/// The runs of [`run`] on an etcd already filled (`p`), with an emulator of
+/// their own (stopped, and its files removed, at the end).
+pub(crate) fn run_on(p: &mut Prepared, opts: &Options) -> anyhow::Result<S3Result> {
+    let aws = testkit::workspace_root().join(".tools/aws-venv/bin/aws");
+    if !aws.exists() {
+        bail!(
+            "{} is missing: run `make deps` (scripts/install-deps.sh installs moto and the AWS CLI there)",
+            aws.display()
+        );
+    }
     let dir = p.dir().to_path_buf();
     let limit = p.limit;
     // Declared after `p`: the emulator is stopped (by pid) before the
@@ -342,7 +356,7 @@ pub fn run(opts: &Options) -> anyhow::Result<S3Result> {
     }
     let etcd_version = p.etcd_version.clone();
     drop(emulator);
-    drop(p);
+    let _ = std::fs::remove_dir_all(dir.join("aws"));
 
     let eco_median_s = median(&eco_s);
     let manual_median_s = median(&manual_s);

@@ -6,7 +6,7 @@ use crate::config::ArchiveConfig;
 use std::time::Duration;
 
 /// The smallest and largest `max_segment_bytes`.
-const SEGMENT_BYTES: std::ops::RangeInclusive<u64> = (64 << 10)..=(64 << 20);
+const SEGMENT_BYTES: std::ops::RangeInclusive<u64> = (64 << 10)..=recovery::archive::LARGEST_CUT;
 
 impl ArchiveConfig {
     /// What is wrong with `[archive]` on its own.

@@ -1,0 +1,219 @@
+//! `scale-bench`'s empty-disk rejoin at size (M2): three real eco and
+//! etcd 3.5 instances (127.0.24.x, a directory store, no change archive,
+//! no scheduled snapshot during the run) filled through all three with the
+//! `kubernetes` mix; then a follower's eco and etcd are killed, its disk
+//! wiped, and eco started again on the empty disk. Measured: the time
+//! from the kill until that instance is a voter again under a new member
+//! id, and — from the leader's log, the same run — how long etcd itself
+//! took to send its database to the new learner (its "sending database
+//! snapshot" and "sent database snapshot" lines) and how many bytes: the
+//! part of a rejoin no operator can avoid, against which eco's total is
+//! compared.
+
+use crate::bench_cluster;
+use crate::snapshot_bench::{Fill, fill_through};
+use anyhow::{Context, bail};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+use testkit::cluster::Cluster;
+
+/// The goal: back a voter within 1.2 × etcd's own snapshot transfer.
+pub const RATIO_GOAL: f64 = 1.2;
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RejoinResult {
+    pub size_mib: u64,
+    pub db_mib: f64,
+    pub puts: u64,
+    pub fill_s: f64,
+    /// The instance wiped (a follower).
+    pub wiped: String,
+    /// From the kill to a voter again under a new member id.
+    pub back_s: f64,
+    /// etcd's own transfer of its database to the learner (the leader's
+    /// log), and its size.
+    pub etcd_send_s: f64,
+    pub etcd_send_mib: f64,
+    /// The kill to etcd starting to send (detection, the member's removal
+    /// and the learner's add, etcd's start).
+    pub before_send_s: f64,
+    /// etcd's send done to a voter (the learner catching up, promotion).
+    pub after_send_s: f64,
+    pub time_ratio_vs_etcd_send: f64,
+    pub time_ratio_goal: f64,
+    pub goal_met: bool,
+}
+
+/// When a line of eco's log was written (its first field, RFC 3339).
+fn logged_at(line: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339(line.split_whitespace().next()?).ok()
+}
+
+/// The last `(sending, sent, bytes)` of the leader's log lines after
+/// `since`.
+fn snapshot_send(log: &str, since: SystemTime) -> Option<(SystemTime, SystemTime, u64)> {
+    let mut sending: Option<(SystemTime, u64)> = None;
+    let mut found = None;
+    for line in log.lines() {
+        let Some(at) = logged_at(line) else {
+            continue;
+        };
+        if at < since {
+            continue;
+        }
+        let bytes = || {
+            let rest = &line[line.find("bytes")? + 5..];
+            let digits: String = rest
+                .chars()
+                .skip_while(|c| !c.is_ascii_digit())
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse::<u64>().ok()
+        };
+        if line.contains("sending database snapshot") {
+            sending = Some((at, bytes().unwrap_or(0)));
+        } else if line.contains("sent database snapshot") {
+            if let Some((start, n)) = sending.take() {
+                found = Some((start, at, bytes().unwrap_or(n)));
+            }
+        }
+    }
+    found
+}
+
+pub fn run(eco: &Path, etcd_bin_dir: &Path, size_mib: u64) -> anyhow::Result<RejoinResult> {
+    let quota = (size_mib * 3).max(2048) << 20;
+    let (mut c, group) = bench_cluster::form(eco, etcd_bin_dir, 24, 5, false, |b| {
+        b.archive(false)
+            .snapshot_interval(Duration::from_secs(24 * 3600))
+            .edit(|cfg| cfg.etcd.quota_backend_bytes = quota)
+    })?;
+    let endpoints = c.endpoints(&group);
+    eprintln!("scale-bench: rejoin at {size_mib} MiB: filling three instances");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    let running = |c: &Cluster| -> anyhow::Result<()> {
+        let up = c.running();
+        if up.len() < group.len() {
+            bail!("an instance stopped during the fill: running {up:?}");
+        }
+        Ok(())
+    };
+    let mut checked = Instant::now();
+    let filled = rt.block_on(fill_through(
+        &endpoints,
+        size_mib,
+        Fill::Kubernetes,
+        &mut || {
+            if checked.elapsed() > Duration::from_secs(5) {
+                checked = Instant::now();
+                running(&c)?;
+            }
+            Ok(())
+        },
+    ))?;
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+    let leader = testkit::wait_until(Duration::from_secs(30), || c.leader())
+        .context("no leader after the fill")?;
+    let wiped = group
+        .iter()
+        .rev()
+        .find(|id| **id != leader)
+        .context("no follower")?
+        .clone();
+    let before = c.member_ids().context("no member list")?;
+    let old_id = before
+        .iter()
+        .find(|(_, name, _)| *name == wiped)
+        .map(|(id, _, _)| *id)
+        .context("the follower is not a member")?;
+    eprintln!("scale-bench: rejoin: killing {wiped} and wiping its disk (the leader is {leader})");
+    let since = SystemTime::now();
+    let t0 = Instant::now();
+    c.stop(&wiped, libc::SIGKILL)?;
+    c.wipe(&wiped)?;
+    c.start(&wiped)?;
+    let limit = Duration::from_secs(120 + size_mib / 8);
+    testkit::wait_until(limit, || {
+        let members = c.member_ids()?;
+        let voter = members
+            .iter()
+            .any(|(id, name, learner)| *name == wiped && *id != old_id && !*learner);
+        (voter && members.len() == group.len()).then_some(())
+    })
+    .with_context(|| {
+        format!(
+            "{wiped} was not a voter again within {limit:?}\n{}",
+            c.log_tail(&wiped, 30)
+        )
+    })?;
+    let back_s = t0.elapsed().as_secs_f64();
+    let (sending, sent, bytes) = snapshot_send(&c.nodes[&leader].log(), since)
+        .context("the leader's log has no database snapshot sent after the wipe")?;
+    let secs =
+        |a: SystemTime, b: SystemTime| b.duration_since(a).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let etcd_send_s = secs(sending, sent);
+    let before_send_s = secs(since, sending);
+    let ratio = back_s / etcd_send_s.max(1e-3);
+    for id in &group {
+        let _ = c.stop(id, libc::SIGTERM);
+    }
+    Ok(RejoinResult {
+        size_mib,
+        db_mib: filled.db_bytes as f64 / (1u64 << 20) as f64,
+        puts: filled.puts,
+        fill_s: filled.seconds,
+        wiped,
+        back_s,
+        etcd_send_s,
+        etcd_send_mib: bytes as f64 / (1u64 << 20) as f64,
+        before_send_s,
+        after_send_s: (back_s - before_send_s - etcd_send_s).max(0.0),
+        time_ratio_vs_etcd_send: ratio,
+        time_ratio_goal: RATIO_GOAL,
+        goal_met: ratio <= RATIO_GOAL,
+    })
+}
+
+/// One line.
+pub fn render(r: &RejoinResult) -> String {
+    format!(
+        "rejoin at {} MiB (db {:.0} MiB): {} back a voter in {:.1} s; etcd sent its {:.0} MiB database in {:.1} s; before the send {:.1} s, after it {:.1} s; ratio {:.2} (goal <= {}: {})\n",
+        r.size_mib,
+        r.db_mib,
+        r.wiped,
+        r.back_s,
+        r.etcd_send_mib,
+        r.etcd_send_s,
+        r.before_send_s,
+        r.after_send_s,
+        r.time_ratio_vs_etcd_send,
+        r.time_ratio_goal,
+        if r.goal_met { "met" } else { "MISSED" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_send_is_read_from_the_leaders_log() {
+        let log = "\
+2026-11-28T07:00:00.000000Z  INFO eco: old line\n\
+2026-11-28T07:00:10.500000Z  INFO eco{instance=eco-1}: etcd: {\"level\":\"info\",\"msg\":\"sending database snapshot\",\"bytes\":4340000000,\"size\":\"4.3 GB\"}\n\
+2026-11-28T07:00:31.000000Z  INFO eco{instance=eco-1}: etcd: {\"level\":\"info\",\"msg\":\"sent database snapshot\",\"bytes\":4340000000,\"size\":\"4.3 GB\"}\n";
+        let since = humantime::parse_rfc3339("2026-11-28T07:00:05Z").unwrap();
+        let (a, b, n) = snapshot_send(log, since).unwrap();
+        assert_eq!(b.duration_since(a).unwrap(), Duration::from_millis(20_500));
+        assert_eq!(n, 4_340_000_000);
+        let later = humantime::parse_rfc3339("2026-11-28T07:00:20Z").unwrap();
+        assert!(
+            snapshot_send(log, later).is_none(),
+            "a send that began before"
+        );
+    }
+}
