@@ -398,7 +398,10 @@ fn eco_keeps_working_with_auth_enabled_a_wiped_member_rejoins_and_snapshots_are_
             .find(|(_, name, learner)| name == "eco-3" && !learner)
             .map(|(id, _, _)| id)
     };
-    let before = member_of(&c).expect("eco-3's member");
+    // Asked until it answers: a loaded machine may time the member list
+    // out, or the learner promoted at formation may be a moment away.
+    let before = testkit::wait_until(Duration::from_secs(30), || member_of(&c))
+        .unwrap_or_else(|| panic!("eco-3 is not a voter\n{}", c.log_tail("eco-1", 30)));
     c.stop("eco-3", libc::SIGTERM).unwrap();
     c.wipe("eco-3").unwrap();
     c.start("eco-3").unwrap();
