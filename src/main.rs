@@ -87,7 +87,8 @@ enum Command {
     /// Restore a snapshot (a file, or a snapshot name in the configured
     /// store) into a new data directory for a one-member cluster. The
     /// snapshot's checksum is verified (nothing is put in place unless it
-    /// matches); an existing non-empty data directory is refused. Works for any etcd snapshot, not only eco's.
+    /// matches); an existing non-empty data directory is refused. Works
+    /// for any etcd snapshot, not only eco's.
     #[command(group(clap::ArgGroup::new("point").required(true).args(["from", "latest", "at_revision", "at_time"])))]
     Restore {
         /// A snapshot file, or the name of a snapshot in the store (see

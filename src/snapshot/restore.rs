@@ -214,8 +214,8 @@ async fn stage(file: &Path, req: &RestoreRequest, flags: &[&str]) -> Result<Stag
         rand::random::<u32>()
     ));
     // Removed on every way out but the rename into place (a failure, the
-    // timeout, the work dropped by a signal or by a failed check): the
-    // snapshot it is made from remains, so it is never the only copy.
+    // timeout, the work dropped by a signal): the snapshot it is made
+    // from remains, so it is never the only copy.
     let staged = Staged {
         path: staging.clone(),
         in_place: false,

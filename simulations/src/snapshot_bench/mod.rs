@@ -142,7 +142,7 @@ pub(crate) fn max(v: &[f64]) -> f64 {
 }
 
 /// The benchmark's etcd, killed on drop.
-pub(crate) struct Etcd {
+struct Etcd {
     etcd: RawEtcd,
     log: PathBuf,
 }
@@ -184,7 +184,7 @@ impl Etcd {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
-    pub(crate) fn check_running(&mut self) -> anyhow::Result<()> {
+    fn check_running(&mut self) -> anyhow::Result<()> {
         if let Ok(Some(status)) = self.etcd.0.try_wait() {
             bail!("etcd exited ({status}); its log ends:\n{}", self.log_tail());
         }
@@ -408,7 +408,7 @@ pub(crate) async fn fill_through(
 }
 
 /// What [`fill`] wrote.
-#[derive(Clone, Copy, Debug, serde::Serialize)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Filled {
     /// etcd's database size after the fill.
     pub(crate) db_bytes: u64,
@@ -418,8 +418,8 @@ pub(crate) struct Filled {
 }
 
 /// Compacts etcd's history to its current revision and waits until the
-/// compaction is done (physical: nothing changes the database after the
-/// fill, so every snapshot of it is the same).
+/// compaction is done (physical), so no compaction runs during the
+/// timed commands.
 async fn compact_all(client: &etcd_client::Client, compacted: &mut i64) -> anyhow::Result<()> {
     let mut kv = client.kv_client();
     let read = tokio::time::timeout(Duration::from_secs(30), kv.get("/", None))
@@ -522,7 +522,7 @@ pub(crate) fn measure(mut cmd: Command, log: &Path, limit: Duration) -> anyhow::
 /// filled, synced etcd.
 pub(crate) struct Prepared {
     // Declared before `tmp`: etcd is killed before the directory goes.
-    pub(crate) etcd: Etcd,
+    etcd: Etcd,
     pub(crate) etcd_version: String,
     pub(crate) bin_dir: PathBuf,
     pub(crate) eco_bin: PathBuf,
