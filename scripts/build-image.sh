@@ -222,7 +222,7 @@ build_into() {
     --config.workingdir /var/lib/eco
     --config.volume /var/lib/eco
     --config.exposedports 2379/tcp --config.exposedports 2380/tcp
-    --config.exposedports 2381/tcp --config.exposedports 2390/tcp
+    --config.exposedports 2381/tcp --config.exposedports 2382/tcp --config.exposedports 2390/tcp
     --config.exposedports 7946/udp
     --config.stopsignal SIGTERM
   )

@@ -519,10 +519,22 @@ fn two_of_three_lost_with_auth_enabled_reseed_with_every_acknowledged_write() {
             lost_beyond_residual(id, lost_writes(&c.nodes[id].endpoint(), &acked), &residual);
         assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
     }
-    // Authentication and the ACL came along with the data.
-    assert!(auth_enabled(&c.nodes["eco-4"].endpoint()));
-    let (put, _) = put_get_as(&c.nodes["eco-5"].endpoint(), "app", APP_PW, "app/after");
-    assert_eq!(put, Ok(()));
+    // Authentication and the ACL came along with the data (asked until a
+    // member just promoted answers, 30 s at most: a loaded CI machine).
+    assert!(
+        wait_until(Duration::from_secs(30), || auth_enabled(
+            &c.nodes["eco-4"].endpoint()
+        )
+        .then_some(()))
+        .is_some(),
+        "authentication enabled on eco-4"
+    );
+    let mut last = Err(String::from("never asked"));
+    let put = wait_until(Duration::from_secs(30), || {
+        last = put_get_as(&c.nodes["eco-5"].endpoint(), "app", APP_PW, "app/after").0;
+        last.is_ok().then_some(())
+    });
+    assert!(put.is_some(), "app's put through eco-5: {last:?}");
     eprintln!(
         "auth: quorum-loss test took {:.1} s",
         started.elapsed().as_secs_f64()

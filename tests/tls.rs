@@ -3,8 +3,10 @@
 //! etcd (3.5, and 3.4 in `make test`'s second pass) and real eco processes
 //! on loopback:
 //!
-//! - a cluster forms, takes a write load and rebuilds a wiped member as a
-//!   learner with every acknowledged write (the loss of quorum over TLS,
+//! - a cluster forms (etcd's HTTP endpoints answer over TLS apart from
+//!   gRPC, on `etcd.client_http_port`, from etcd 3.5.8 on), takes a write
+//!   load and rebuilds a wiped member as a learner with every acknowledged
+//!   write (the loss of quorum over TLS,
 //!   the WAL replayed by a temporary etcd serving TLS on 127.0.0.1, is in
 //!   tests/quorum_loss.rs);
 //! - what TLS must refuse: plain `http` against the TLS port, a client
@@ -59,6 +61,21 @@ fn a_tls_cluster_forms_and_rebuilds_a_wiped_member_under_load() {
         .form_three("127.0.31")
         .unwrap_or_else(|e| panic!("{e:#}\n{}", tails(&c)));
     eprintln!("TLS: formed in {:.1} s", formed.elapsed().as_secs_f64());
+    // etcd's HTTP endpoints of the client surface, over TLS, apart from
+    // gRPC on `etcd.client_http_port` (etcd 3.5.8 and later; 3.4 keeps
+    // them on the client port).
+    let files = testkit::etcd::trusted_files("127.0.31.1:2379").expect("the test's client files");
+    let port = if testkit::etcd::version() == "3.4" {
+        2379
+    } else {
+        2382
+    };
+    let mut answer = String::new();
+    let healthy = wait_until(Duration::from_secs(10), || {
+        answer = https_get(&files, &format!("https://127.0.31.1:{port}/health"));
+        answer.contains("\"health\":\"true\"").then_some(())
+    });
+    assert!(healthy.is_some(), "etcd's /health on port {port}: {answer}");
     let endpoints = c.endpoints(&["eco-1", "eco-2", "eco-3"]);
     assert!(endpoints.iter().all(|e| e.starts_with("https://")));
     let ledger = Ledger::start(endpoints, 20_000);
@@ -87,6 +104,35 @@ fn a_tls_cluster_forms_and_rebuilds_a_wiped_member_under_load() {
     for id in ["eco-1", "eco-2", "eco-3"] {
         let lost = lost_writes(&c.nodes[id].endpoint(), &acked);
         assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
+}
+
+/// The body of `url` fetched over TLS with the test client's files (by
+/// Python's standard library: the tests' Rust clients speak gRPC), or
+/// what went wrong.
+fn https_get(files: &testkit::etcd::ClientTlsFiles, url: &str) -> String {
+    let Some(id) = &files.identity else {
+        return "no client identity".into();
+    };
+    let script = "import ssl, sys, urllib.request\n\
+        ctx = ssl.create_default_context(cafile=sys.argv[1])\n\
+        ctx.load_cert_chain(sys.argv[2], sys.argv[3])\n\
+        print(urllib.request.urlopen(sys.argv[4], context=ctx, timeout=5).read().decode())";
+    match std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&files.ca)
+        .arg(&id.cert)
+        .arg(&id.key)
+        .arg(url)
+        .output()
+    {
+        Ok(out) => format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => format!("python3: {e}"),
     }
 }
 

@@ -30,6 +30,7 @@ data_dir = {{ $p.dataDir | include "eco.toml" }}
 client_port = {{ int $v.ports.client }}
 peer_port = {{ int $v.ports.peer }}
 metrics_port = {{ int $v.ports.etcdMetrics }}
+client_http_port = {{ int $v.ports.clientHttp }}
 quota_backend_bytes = {{ int64 $v.etcd.quotaBackendBytes }}
 auto_compaction_mode = {{ $v.etcd.autoCompactionMode | include "eco.toml" }}
 auto_compaction_retention = {{ $v.etcd.autoCompactionRetention | toString | include "eco.toml" }}

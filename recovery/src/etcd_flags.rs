@@ -91,6 +91,17 @@ pub const ECO_FLAGS: &[&str] = &[
     "force-new-cluster",
 ];
 
+/// Flags eco passes only to the releases [`TABLE`] says accept them
+/// ([`eco_passes`]): `--listen-client-http-urls` (etcd ≥ 3.5.8), which
+/// serves etcd's HTTP endpoints apart from gRPC.
+pub const ECO_VERSIONED_FLAGS: &[&str] = &["listen-client-http-urls"];
+
+/// Whether eco passes its versioned flag `name` ([`ECO_VERSIONED_FLAGS`])
+/// to etcd `release`.
+pub fn eco_passes(name: &str, release: Version) -> bool {
+    ECO_VERSIONED_FLAGS.contains(&name) && acceptance(name, release) == Acceptance::Accepted
+}
+
 /// Flags eco does not pass but reserves all the same: where the WAL
 /// lives, other ways to find or configure a cluster, and certificates
 /// etcd would make for itself.
@@ -110,7 +121,9 @@ pub const RESERVED_FLAGS: &[&str] = &[
 /// ([`ECO_FLAGS`]) or reserves it ([`RESERVED_FLAGS`]), so
 /// `etcd.extra_flags` may not set it.
 pub fn owned_by_eco(flag: &str) -> bool {
-    ECO_FLAGS.contains(&flag) || RESERVED_FLAGS.contains(&flag)
+    ECO_FLAGS.contains(&flag)
+        || ECO_VERSIONED_FLAGS.contains(&flag)
+        || RESERVED_FLAGS.contains(&flag)
 }
 
 /// The flags whose life is not "every release since 3.0".
@@ -168,6 +181,14 @@ pub const TABLE: &[FlagLife] = &[
     FlagLife {
         name: "unsafe-no-fsync",
         since: v(3, 5, 0),
+        deprecated: None,
+        removed: None,
+        instead: None,
+    },
+    // New in 3.5.8: HTTP apart from gRPC on the client surface.
+    FlagLife {
+        name: "listen-client-http-urls",
+        since: v(3, 5, 8),
         deprecated: None,
         removed: None,
         instead: None,
@@ -328,6 +349,25 @@ mod tests {
                 "{arg} on {release}"
             );
         }
+    }
+
+    #[test]
+    fn the_separate_http_listener_is_passed_from_3_5_8_on() {
+        for (release, passed) in [
+            ("3.4.23", false),
+            ("3.5.7", false),
+            ("3.5.8", true),
+            ("3.5.30", true),
+            ("3.6.0", true),
+        ] {
+            assert_eq!(
+                eco_passes("listen-client-http-urls", r(release)),
+                passed,
+                "{release}"
+            );
+        }
+        assert!(!eco_passes("max-learners", r("3.6.0")), "not eco's");
+        assert!(owned_by_eco("listen-client-http-urls"));
     }
 
     #[test]

@@ -173,7 +173,8 @@ enum Command {
         /// What to measure at each size, comma-separated: `snapshots`,
         /// `restore` (one member, filled once for both), `rejoin` (an
         /// empty-disk instance of three back to a voter, against etcd's
-        /// own snapshot transfer; three members filled).
+        /// own snapshot transfer; three members filled), `steady` (eco's
+        /// CPU and memory beside the member at rest; one instance filled).
         #[arg(
             long,
             value_enum,

@@ -62,13 +62,19 @@ impl Daemon {
                 crate::event!(info, Event::LeadershipTransferred, member_id = format!("{member_id:x}"), %name, "handed leadership away");
                 Ok(())
             }
-            Action::RemoveMember { member_id, name } => {
+            Action::RemoveMember {
+                member_id,
+                name,
+                snapshot_first,
+            } => {
                 let endpoints = seen.healthy_endpoints();
                 let endpoint = endpoints
                     .first()
                     .context("no healthy member to remove the member through")?;
-                self.snapshot_before(endpoint, &format!("removing member {name}"))
-                    .await;
+                if *snapshot_first {
+                    self.snapshot_before(endpoint, &format!("removing member {name}"))
+                        .await;
+                }
                 let timeout = self.ctx.access.call_timeout();
                 let removed = self
                     .through_each(&endpoints, async |client| {
@@ -229,8 +235,8 @@ impl Daemon {
         Ok(state)
     }
 
-    /// A snapshot into the store before a risky membership change (DESIGN
-    /// §8). A failure is logged and does not block the change: removals
+    /// A snapshot into the store before a risky membership change (the
+    /// planner says which: `recovery::planner::snapshot_first`). A failure is logged and does not block the change: removals
     /// keep the cluster healthy, and the periodic snapshots go on.
     async fn snapshot_before(&self, endpoint: &str, what: &str) {
         let reason = format!("snapshot before {what}");

@@ -183,14 +183,15 @@ impl LocalEtcd {
         supervisor::kill_leftover(&self.pid_file, &self.data_dir).await;
         if !self.supervisor.status().borrow().running {
             let e = &ctx.config.etcd;
-            crate::local::preflight::ports_free(
-                ctx.me.bind,
-                &[
-                    ("etcd.client_port", e.client_port),
-                    ("etcd.peer_port", e.peer_port),
-                    ("etcd.metrics_port", e.metrics_port),
-                ],
-            )?;
+            let mut ports = vec![
+                ("etcd.client_port", e.client_port),
+                ("etcd.peer_port", e.peer_port),
+                ("etcd.metrics_port", e.metrics_port),
+            ];
+            if flags::client_http_apart(e, ctx.binaries.get().version) {
+                ports.push(("etcd.client_http_port", e.client_http_port));
+            }
+            crate::local::preflight::ports_free(ctx.me.bind, &ports)?;
         }
         let spec = LaunchSpec {
             name: ctx.id().to_string(),
@@ -202,6 +203,7 @@ impl LocalEtcd {
             token: token.to_string(),
             auth_token: crate::config::auth_token_flag(&ctx.config.auth.token),
             peer_scheme,
+            release: ctx.binaries.get().version,
         };
         if let Ok(mut launched) = self.peer_scheme.lock() {
             *launched = Some(peer_scheme);

@@ -37,6 +37,9 @@ pub struct LaunchSpec {
     /// the cluster records for this member (`recovery::peer_scheme`),
     /// which differs from the config's while TLS is being turned on.
     pub peer_scheme: Scheme,
+    /// The release that will run: the flags only some releases accept
+    /// (`recovery::etcd_flags::ECO_VERSIONED_FLAGS`) follow it.
+    pub release: crate::etcd::binaries::EtcdVersion,
 }
 
 /// `scheme://host:port`, with IPv6 addresses bracketed.
@@ -89,6 +92,13 @@ impl SurfaceSchemes {
 /// Peer URL of an instance at `host`.
 pub fn peer_url(config: &EtcdConfig, host: &Host) -> String {
     url(config.effective_peer_scheme(), host, config.peer_port)
+}
+
+/// Whether etcd `release` serves the client surface's HTTP endpoints on
+/// `etcd.client_http_port`, apart from gRPC (`--listen-client-http-urls`).
+pub fn client_http_apart(config: &EtcdConfig, release: crate::etcd::binaries::EtcdVersion) -> bool {
+    config.client_http_port != config.client_port
+        && recovery::etcd_flags::eco_passes("listen-client-http-urls", release)
 }
 
 /// The full argument list for the supervised etcd.
@@ -145,6 +155,10 @@ pub fn etcd_args(config: &EtcdConfig, spec: &LaunchSpec) -> Vec<String> {
         "--logger=zap".to_string(),
         "--log-outputs=stderr".to_string(),
     ];
+    if client_http_apart(config, spec.release) {
+        let http = url(client_scheme, &bind, config.client_http_port);
+        args.push(format!("--listen-client-http-urls={http}"));
+    }
     let tls = config.tls_files();
     if let Some(tls) = &tls.client {
         args.extend(surface_flags("", tls));
@@ -319,6 +333,7 @@ mod tests {
             token: cluster_token("c1", 1, 0xabc),
             auth_token: None,
             peer_scheme: Scheme::Http,
+            release: crate::etcd::binaries::EtcdVersion::new(3, 5, 30),
         }
     }
 
@@ -369,10 +384,46 @@ mod tests {
         for a in &args {
             let name = recovery::etcd_flags::flag_name(a);
             assert!(
-                recovery::etcd_flags::ECO_FLAGS.contains(&name),
-                "--{name} is passed by eco but not in recovery::etcd_flags::ECO_FLAGS"
+                recovery::etcd_flags::ECO_FLAGS.contains(&name)
+                    || recovery::etcd_flags::ECO_VERSIONED_FLAGS.contains(&name),
+                "--{name} is passed by eco but in neither recovery::etcd_flags::ECO_FLAGS nor ECO_VERSIONED_FLAGS"
             );
         }
+    }
+
+    /// etcd's HTTP endpoints of the client surface get their own port from
+    /// etcd 3.5.8 on, with the client surface's scheme; not before, and not
+    /// when the config puts them on the client port.
+    #[test]
+    fn http_apart_from_grpc_from_3_5_8_on() {
+        let http_flag = |config: &EtcdConfig, spec: &LaunchSpec| {
+            etcd_args(config, spec)
+                .into_iter()
+                .find(|a| a.starts_with("--listen-client-http-urls"))
+        };
+        let plain = EtcdConfig::default();
+        assert_eq!(
+            http_flag(&plain, &spec()).as_deref(),
+            Some("--listen-client-http-urls=http://127.0.0.11:2382")
+        );
+        for release in [(3, 4, 23), (3, 5, 7)] {
+            let old = LaunchSpec {
+                release: crate::etcd::binaries::EtcdVersion::new(release.0, release.1, release.2),
+                ..spec()
+            };
+            assert_eq!(http_flag(&plain, &old), None, "{release:?}");
+        }
+        let shared = EtcdConfig {
+            client_http_port: plain.client_port,
+            ..EtcdConfig::default()
+        };
+        assert_eq!(http_flag(&shared, &spec()), None);
+        let mut tls = EtcdConfig::default();
+        tls.tls.client = Some(surface("c", true));
+        assert_eq!(
+            http_flag(&tls, &spec()).as_deref(),
+            Some("--listen-client-http-urls=https://127.0.0.11:2382")
+        );
     }
 
     fn surface(dir: &str, client_cert_auth: bool) -> SurfaceTls {

@@ -413,6 +413,7 @@ mod tests {
         let remove = Action::RemoveMember {
             member_id: 1,
             name: "a".into(),
+            snapshot_first: false,
         };
         d.action(&remove, ActionOutcome::Done);
         d.action(&remove, ActionOutcome::Refused);

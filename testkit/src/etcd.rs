@@ -169,6 +169,11 @@ pub fn trust(authority: &str, tls: ClientTlsFiles) {
     }
 }
 
+/// The files [`trust`] recorded for `authority` (`host:port`).
+pub fn trusted_files(authority: &str) -> Option<ClientTlsFiles> {
+    TRUSTED.lock().ok()?.get(authority).cloned()
+}
+
 /// The TLS of a test client of `endpoint` (the first of a list): `None`
 /// for `http`, or for `https` without [`trust`] (the connection then
 /// fails, as an untrusting client's would).

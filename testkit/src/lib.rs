@@ -22,6 +22,9 @@
 //!   group of one);
 //! - [`ledger`]: a write load that records every acknowledged write, and
 //!   the check that none of them was lost;
+//! - [`machine_stalls`]: the moments the machine itself stood still
+//!   (a probe's overslept sleeps and slow disk syncs), taken out of the
+//!   write gaps the tests bound;
 //! - [`pki`]: a throwaway CA and the certificates it signs, as PEM files
 //!   (TLS clusters: [`cluster::Options::tls`]); [`tls_probe`]: the
 //!   certificate a TLS server presents right now;
@@ -71,6 +74,7 @@ pub mod gcs_upload_shim;
 pub mod instance;
 pub mod ledger;
 pub mod machine;
+pub mod machine_stalls;
 pub mod pki;
 pub mod pods;
 pub mod process;

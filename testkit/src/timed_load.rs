@@ -52,12 +52,23 @@ impl TimedLoad {
 /// The longest time between two consecutive acknowledged writes whose
 /// span overlaps `from..=to` (`None` bounds: the whole run).
 pub fn longest_gap(acked: &Acked, from: Option<Instant>, to: Option<Instant>) -> Duration {
+    longest_gap_span(acked, from, to)
+        .map(|(a, b)| b - a)
+        .unwrap_or_default()
+}
+
+/// The two acknowledgements around [`longest_gap`]: when it began and
+/// when it ended (to set it beside [`crate::machine_stalls::Stalls`]).
+pub fn longest_gap_span(
+    acked: &Acked,
+    from: Option<Instant>,
+    to: Option<Instant>,
+) -> Option<(Instant, Instant)> {
     acked
         .windows(2)
         .filter(|w| from.is_none_or(|f| w[1].1 > f) && to.is_none_or(|t| w[0].1 <= t))
-        .map(|w| w[1].1 - w[0].1)
-        .max()
-        .unwrap_or_default()
+        .map(|w| (w[0].1, w[1].1))
+        .max_by_key(|(a, b)| *b - *a)
 }
 
 /// Acknowledged keys missing at `endpoint` (all of them when it cannot be

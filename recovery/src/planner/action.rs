@@ -20,8 +20,14 @@ pub enum Action {
     /// Promote a learner to voter (leader only).
     Promote { member_id: u64, name: String },
     /// Remove a member (the leader, or an instance clearing its own stale
-    /// member).
-    RemoveMember { member_id: u64, name: String },
+    /// member), with a full snapshot into the store first when
+    /// `snapshot_first` (the member serves: [`super::snapshot_first`]).
+    RemoveMember {
+        member_id: u64,
+        name: String,
+        #[serde(default)]
+        snapshot_first: bool,
+    },
     /// Hand raft leadership to another voter (the leader's instance is
     /// leaving: the new leader's instance removes its member).
     TransferLeadership { member_id: u64, name: String },
@@ -197,6 +203,7 @@ mod tests {
             Action::RemoveMember {
                 member_id: 1,
                 name: "a".into(),
+                snapshot_first: true,
             },
             Action::TransferLeadership {
                 member_id: 1,

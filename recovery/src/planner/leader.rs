@@ -3,7 +3,22 @@
 
 use super::action::{Action, Step, WaitReason};
 use super::observation::{MemberFacts, Observation};
+use super::snapshot_first::snapshot_first;
 use crate::quorum::{quorum, removal_keeps_quorum};
+
+/// The step that removes `m`, a snapshot first or not
+/// ([`snapshot_first`]) and why, after `reason`.
+fn removal(voters: usize, healthy: usize, m: &MemberFacts, reason: String) -> Step {
+    let first = snapshot_first(voters, healthy, m);
+    Step::new(
+        Action::RemoveMember {
+            member_id: m.id,
+            name: m.name.clone(),
+            snapshot_first: first.take,
+        },
+        format!("{reason} ({})", first.why),
+    )
+}
 
 fn label(m: &MemberFacts) -> String {
     if m.name.is_empty() {
@@ -79,11 +94,10 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
             ));
         }
         if m.is_learner {
-            return Some(Step::new(
-                Action::RemoveMember {
-                    member_id: m.id,
-                    name: m.name.clone(),
-                },
+            return Some(removal(
+                voters,
+                healthy,
+                m,
                 format!(
                     "learner {} belongs to no instance of the group: remove it",
                     label(m)
@@ -91,11 +105,10 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
             ));
         }
         if removal_keeps_quorum(voters, healthy, m.healthy) {
-            return Some(Step::new(
-                Action::RemoveMember {
-                    member_id: m.id,
-                    name: m.name.clone(),
-                },
+            return Some(removal(
+                voters,
+                healthy,
+                m,
                 format!(
                     "member {} belongs to no instance of the group (departed): remove it",
                     label(m)
@@ -120,11 +133,10 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
             .learner_since_ms
             .is_some_and(|since| now.saturating_sub(since) > o.config.learner_timeout_ms);
         if stalled {
-            return Some(Step::new(
-                Action::RemoveMember {
-                    member_id: m.id,
-                    name: m.name.clone(),
-                },
+            return Some(removal(
+                voters,
+                healthy,
+                m,
                 format!(
                     "learner {} has not been promoted within {} ms: remove it so its instance retries",
                     label(m),
@@ -176,11 +188,10 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
             continue;
         }
         if removal_keeps_quorum(voters, healthy, false) {
-            return Some(Step::new(
-                Action::RemoveMember {
-                    member_id: m.id,
-                    name: m.name.clone(),
-                },
+            return Some(removal(
+                voters,
+                healthy,
+                m,
                 format!(
                     "member {} has been unhealthy for {} ms while its instance was alive (ttl {} ms): remove it so its instance rejoins clean",
                     label(m),

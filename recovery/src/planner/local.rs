@@ -2,6 +2,7 @@
 
 use super::action::{Action, Step, WaitReason};
 use super::observation::{DataState, MemberFacts, Observation};
+use super::snapshot_first::snapshot_first;
 use crate::quorum::{quorum, removal_keeps_quorum};
 
 pub(super) fn plan_local(o: &Observation) -> Vec<Step> {
@@ -174,11 +175,12 @@ fn existing_member(o: &Observation, members: &[MemberFacts], me: &MemberFacts) -
         .filter(|m| !m.is_learner && m.healthy)
         .count();
     if me.is_learner || removal_keeps_quorum(voters, healthy, me.healthy) {
+        let first = snapshot_first(voters, healthy, me);
         steps.push(Step::new(
-            Action::RemoveMember { member_id: me.id, name: me.name.clone() },
+            Action::RemoveMember { member_id: me.id, name: me.name.clone(), snapshot_first: first.take },
             format!(
-                "this instance is member {:x} but {what}: remove the stale member, then move the data aside and join again as a learner",
-                me.id
+                "this instance is member {:x} but {what}: remove the stale member, then move the data aside and join again as a learner ({})",
+                me.id, first.why
             ),
         ));
     } else {

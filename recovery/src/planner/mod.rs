@@ -18,6 +18,8 @@
 //!   sees the result);
 //! - never remove a voter if the remaining healthy voters would not form a
 //!   quorum of the remaining voters ([`quorum`]);
+//! - the removal of a voter that serves takes a snapshot into the store
+//!   first; no other removal does ([`snapshot_first`]);
 //! - one pending learner in the whole cluster at a time;
 //! - every multi-step change is ordered so a crash between any two steps is
 //!   recovered on the next pass: a member added but never started is
@@ -32,11 +34,13 @@ mod action;
 mod leader;
 mod local;
 mod observation;
+mod snapshot_first;
 
 pub use crate::quorum::{quorum, removal_keeps_quorum};
 pub use action::{Action, Plan, Step, WaitReason};
 pub use leader::heir;
 pub use observation::{DataState, LocalFacts, MemberFacts, Observation, PlannerConfig};
+pub use snapshot_first::{SnapshotFirst, snapshot_first};
 
 /// What this instance should do next.
 pub fn plan(o: &Observation) -> Plan {

@@ -590,6 +590,66 @@ fn removal_targets_and_initial_cluster() {
     );
 }
 
+/// Which removals take a snapshot into the store first: a departed member
+/// that still serves does; an instance's own stale member (back with an
+/// empty disk: not serving), a voter unhealthy past the TTL and a learner
+/// do not. The step's reason says which and why.
+#[test]
+fn only_the_removal_of_a_serving_voter_waits_for_a_snapshot() {
+    let removal = |o: &Observation| {
+        plan(o).steps.into_iter().find_map(|s| match s.action {
+            Action::RemoveMember {
+                member_id,
+                snapshot_first,
+                ..
+            } => Some((member_id, snapshot_first, s.reason)),
+            _ => None,
+        })
+    };
+    // A departed instance whose member serves.
+    let mut o = leader();
+    o.group.retain(|(id, _)| id != "b");
+    let (id, first, why) = removal(&o).expect("removes b");
+    assert_eq!((id, first), (2, true), "{why}");
+    assert!(why.ends_with("(a snapshot first: the member serves; the cluster can lose 1 more member(s) before the removal, 0 after it)"), "{why}");
+
+    // This instance back with an empty disk: its own member is stale.
+    let mut o = base();
+    o.local.data = DataState::Empty;
+    o.local.etcd_running = false;
+    o.members = Some(vec![
+        sick(member(1, "a", A), 0),
+        member(2, "b", B),
+        member(3, "c", C),
+    ]);
+    let (id, first, why) = removal(&o).expect("removes its own member");
+    assert_eq!((id, first), (1, false), "{why}");
+    assert!(
+        why.contains("no snapshot first: the member is not serving"),
+        "{why}"
+    );
+
+    // The leader's instance, for the same member once the TTL ran out.
+    let mut o = leader();
+    o.members = Some(vec![
+        member(1, "a", A),
+        member(2, "b", B),
+        sick(member(3, "c", C), 0),
+    ]);
+    let (id, first, why) = removal(&o).expect("removes c");
+    assert_eq!((id, first), (3, false), "{why}");
+
+    // A learner that stalled.
+    let mut o = leader();
+    o.members = Some(vec![
+        member(1, "a", A),
+        member(2, "b", B),
+        learner(3, "c", C, 0),
+    ]);
+    let (id, first, why) = removal(&o).expect("removes the stalled learner");
+    assert_eq!((id, first), (3, false), "{why}");
+}
+
 /// An unhealthy voter is removed after the TTL only while its instance is
 /// alive in gossip (its etcd is broken, its instance rejoins clean); an
 /// instance gossip cannot hear — crashed, or cut off by a partition —

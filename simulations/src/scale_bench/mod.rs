@@ -15,7 +15,9 @@
 //!
 //! With `--measure rejoin`, also an empty-disk instance of three back to a
 //! voter at that size, against etcd's own transfer of its database to the
-//! learner ([`rejoin`]).
+//! learner ([`rejoin`]); with `--measure steady`, eco's CPU and memory
+//! beside a member of that size at rest, with eco's production defaults
+//! ([`steady`]).
 //!
 //! Each size's directory (etcd's data, the files) is removed before the
 //! next size starts, so 8 GiB fits a machine with ~40 GB free (a rejoin:
@@ -23,11 +25,11 @@
 //! `scripts/plot-scale-bench.py`.
 //!
 //! Not measured here (yet): the quorum loss at size, the
-//! defragmentation's write gap, eco's own CPU and memory beside a large
-//! member. docs/benchmarks.md says which figures exist.
+//! defragmentation's write gap. docs/benchmarks.md says which figures exist.
 
 pub mod rejoin;
 pub mod restore;
+pub mod steady;
 
 use crate::snapshot_bench::{self, DirResult, Encoding, Fill, S3Result, Store};
 use anyhow::Context;
@@ -58,6 +60,9 @@ pub enum Measure {
     Restore,
     /// An empty-disk instance back to a voter (three instances).
     Rejoin,
+    /// eco's CPU and memory beside the member at rest (one instance,
+    /// eco's production defaults).
+    Steady,
 }
 
 /// One size's figures.
@@ -74,6 +79,7 @@ pub struct SizeResult {
     pub snapshot_s3: Option<S3Result>,
     pub restore: Option<restore::RestoreResult>,
     pub rejoin: Option<rejoin::RejoinResult>,
+    pub steady: Option<steady::SteadyResult>,
     pub seconds: f64,
 }
 
@@ -110,6 +116,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Vec<SizeResult>> {
             snapshot_s3: None,
             restore: None,
             rejoin: None,
+            steady: None,
             seconds: 0.0,
         };
         if wants(Measure::Snapshots) || wants(Measure::Restore) {
@@ -160,6 +167,17 @@ pub fn run(opts: &Options) -> anyhow::Result<Vec<SizeResult>> {
                 r.fill_s = x.fill_s;
             }
             r.rejoin = Some(x);
+        }
+        if wants(Measure::Steady) {
+            let x = steady::run(&opts.eco_bin, &opts.etcd_bin_dir, size_mib)
+                .with_context(|| format!("{size_mib} MiB: eco beside the member at rest"))?;
+            eprint!("{}", steady::render(&x));
+            if r.db_mib == 0.0 {
+                r.db_mib = x.db_mib;
+                r.puts = x.puts;
+                r.fill_s = x.fill_s;
+            }
+            r.steady = Some(x);
         }
         r.seconds = started.elapsed().as_secs_f64();
         eprintln!(

@@ -6,9 +6,11 @@
 //! from the kill until that instance is a voter again under a new member
 //! id, and — from the leader's log, the same run — how long etcd itself
 //! took to send its database to the new learner (its "sending database
-//! snapshot" and "sent database snapshot" lines) and how many bytes: the
-//! part of a rejoin no operator can avoid, against which eco's total is
-//! compared.
+//! snapshot" and "sent database snapshot" lines: the second comes once
+//! the learner answered that it holds the file, after a "sent database
+//! snapshot to writer" line when the leader's side has written the last
+//! byte) and how many bytes: the part of a rejoin no operator can avoid,
+//! against which eco's total is compared.
 
 use crate::bench_cluster;
 use crate::snapshot_bench::{Fill, fill_through};
@@ -42,6 +44,10 @@ pub struct RejoinResult {
     pub time_ratio_vs_etcd_send: f64,
     pub time_ratio_goal: f64,
     pub goal_met: bool,
+    /// What eco did meanwhile: the wiped instance's and the leader's eco
+    /// events after the kill, `+seconds instance: event …` (where the time
+    /// before the send goes).
+    pub timeline: Vec<String>,
 }
 
 /// When a line of eco's log was written (its first field, RFC 3339).
@@ -70,9 +76,9 @@ fn snapshot_send(log: &str, since: SystemTime) -> Option<(SystemTime, SystemTime
                 .collect();
             digits.parse::<u64>().ok()
         };
-        if line.contains("sending database snapshot") {
+        if line.contains("\"msg\":\"sending database snapshot\"") {
             sending = Some((at, bytes().unwrap_or(0)));
-        } else if line.contains("sent database snapshot") {
+        } else if line.contains("\"msg\":\"sent database snapshot\"") {
             if let Some((start, n)) = sending.take() {
                 found = Some((start, at, bytes().unwrap_or(n)));
             }
@@ -158,6 +164,15 @@ pub fn run(eco: &Path, etcd_bin_dir: &Path, size_mib: u64) -> anyhow::Result<Rej
     let etcd_send_s = secs(sending, sent);
     let before_send_s = secs(since, sending);
     let ratio = back_s / etcd_send_s.max(1e-3);
+    let mut timeline = Vec::new();
+    for (id, every_line) in [(&wiped, true), (&leader, false)] {
+        timeline.extend(events_after(&c.nodes[id].log(), since, id, every_line));
+    }
+    timeline.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let timeline: Vec<String> = timeline.into_iter().map(|(_, line)| line).collect();
+    for line in &timeline {
+        eprintln!("scale-bench: rejoin: {line}");
+    }
     for id in &group {
         let _ = c.stop(id, libc::SIGTERM);
     }
@@ -175,7 +190,47 @@ pub fn run(eco: &Path, etcd_bin_dir: &Path, size_mib: u64) -> anyhow::Result<Rej
         time_ratio_vs_etcd_send: ratio,
         time_ratio_goal: RATIO_GOAL,
         goal_met: ratio <= RATIO_GOAL,
+        timeline,
     })
+}
+
+/// eco's own events in `log` after `since` (with `every_line`, each of
+/// eco's own lines: the wiped instance's whole story, at the level
+/// `RUST_LOG` asks for), and etcd's lines about the database snapshot and
+/// the member's publication, each as (seconds after `since`, `+seconds
+/// instance: what`, cut at 240 characters).
+fn events_after(
+    log: &str,
+    since: SystemTime,
+    instance: &str,
+    every_line: bool,
+) -> Vec<(f64, String)> {
+    const ETCD_STEPS: [&str; 4] = [
+        "\"msg\":\"sen",
+        "\"msg\":\"applied",
+        "\"msg\":\"restored",
+        "\"msg\":\"published local member",
+    ];
+    log.lines()
+        .filter_map(|line| {
+            let what = if line.contains(" etcd: ") {
+                let msg = line.find("\"msg\":")?;
+                ETCD_STEPS
+                    .iter()
+                    .any(|s| line[msg..].starts_with(s))
+                    .then(|| format!("etcd {}", &line[msg..]))?
+            } else if let Some(event) = line.find(" event=") {
+                line[event + 1..].to_string()
+            } else if every_line {
+                line.split_once(": ").map(|(_, what)| what.to_string())?
+            } else {
+                return None;
+            };
+            let at = logged_at(line)?.duration_since(since).ok()?.as_secs_f64();
+            let what: String = what.chars().take(240).collect();
+            Some((at, format!("+{at:.1} s {instance}: {what}")))
+        })
+        .collect()
 }
 
 /// One line.
@@ -205,6 +260,7 @@ mod tests {
         let log = "\
 2026-11-28T07:00:00.000000Z  INFO eco: old line\n\
 2026-11-28T07:00:10.500000Z  INFO eco{instance=eco-1}: etcd: {\"level\":\"info\",\"msg\":\"sending database snapshot\",\"bytes\":4340000000,\"size\":\"4.3 GB\"}\n\
+2026-11-28T07:00:29.000000Z  INFO eco{instance=eco-1}: etcd: {\"level\":\"info\",\"msg\":\"sent database snapshot to writer\",\"bytes\":4340000000,\"size\":\"4.3 GB\"}\n\
 2026-11-28T07:00:31.000000Z  INFO eco{instance=eco-1}: etcd: {\"level\":\"info\",\"msg\":\"sent database snapshot\",\"bytes\":4340000000,\"size\":\"4.3 GB\"}\n";
         let since = humantime::parse_rfc3339("2026-11-28T07:00:05Z").unwrap();
         let (a, b, n) = snapshot_send(log, since).unwrap();

@@ -46,6 +46,7 @@ impl EtcdConfig {
         ck.port("etcd.client_port", self.client_port);
         ck.port("etcd.peer_port", self.peer_port);
         ck.port("etcd.metrics_port", self.metrics_port);
+        ck.port("etcd.client_http_port", self.client_http_port);
         const MIB: u64 = 1024 * 1024;
         if !(16 * MIB..=100 * 1024 * MIB).contains(&self.quota_backend_bytes) {
             ck.fail(

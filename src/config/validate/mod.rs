@@ -171,12 +171,16 @@ pub fn validate(c: &Config) -> Vec<Problem> {
     tls(&mut ck, e, c.snapshot.store);
     // Every TCP listener on its own port (each port's range is its
     // section's rule).
-    let ports = [
+    // `etcd.client_http_port` equal to `client_port` shares it on purpose.
+    let mut ports = vec![
         ("etcd.client_port", e.client_port),
         ("etcd.peer_port", e.peer_port),
         ("etcd.metrics_port", e.metrics_port),
         ("api.port", c.api.port),
     ];
+    if e.client_http_port != e.client_port {
+        ports.push(("etcd.client_http_port", e.client_http_port));
+    }
     for (i, (ka, a)) in ports.iter().enumerate() {
         for (kb, b) in &ports[i + 1..] {
             if a == b {
@@ -573,6 +577,16 @@ mod tests {
                 "[api]\nport = 2380\n",
                 "api.port",
                 "already used by `etcd.peer_port`",
+            ),
+            (
+                "[etcd]\nclient_http_port = 2381\n",
+                "etcd.client_http_port",
+                "already used by `etcd.metrics_port`",
+            ),
+            (
+                "[etcd]\nclient_http_port = 0\n",
+                "etcd.client_http_port",
+                "allowed: 1 to 65535",
             ),
             ("[gossip]\nport = 0\n", "gossip.port", "allowed: 1 to 65535"),
             (
