@@ -1,4 +1,4 @@
-//! The cluster a throughput benchmark runs on: three real eco and etcd
+//! The cluster a benchmark runs on: three (or `form_of`'s number of) real eco and etcd
 //! processes on loopback (`127.0.<net>.x`), a directory store, snapshots
 //! every 10 minutes (none during a run), formed and all voters before it
 //! returns; and its writers.
@@ -14,6 +14,19 @@ use testkit::config::ConfigBuilder;
 /// `generated_tls` turns on TLS from the cluster's own CA; `key` makes the
 /// gossip key its own. The cluster and its group.
 pub fn form(
+    eco: &Path,
+    etcd_bin_dir: &Path,
+    net: u8,
+    key: usize,
+    generated_tls: bool,
+    config: impl FnOnce(ConfigBuilder) -> ConfigBuilder,
+) -> anyhow::Result<(Cluster, Vec<String>)> {
+    form_of(3, eco, etcd_bin_dir, net, key, generated_tls, config)
+}
+
+/// [`form`] with `size` instances.
+pub fn form_of(
+    size: usize,
     eco: &Path,
     etcd_bin_dir: &Path,
     net: u8,
@@ -40,7 +53,7 @@ pub fn form(
         generated_tls,
         loopback_source_name: true,
     })?;
-    let group = c.launch(3)?;
+    let group = c.launch(size)?;
     for id in &group {
         c.start(id)?;
     }

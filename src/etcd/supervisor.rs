@@ -527,9 +527,9 @@ fn remove_pid_file(path: &Path) {
 
 /// Kills an etcd recorded in `pid_file` that still runs on `data_dir`;
 /// waits (5 s at most) for one that is already exiting: a killed etcd
-/// holds its ports until its memory is torn down (about a second for an
-/// 8 GiB database, seen when eco and its etcd were killed together and eco
-/// was started again at once), and its command line reads empty while it
+/// holds its ports until its memory is torn down (seen at 8 GiB when eco
+/// and its etcd were killed together and eco was started again at once:
+/// "address already in use"), and its command line reads empty while it
 /// does.
 pub async fn kill_leftover(pid_file: &Path, data_dir: &Path) {
     let Ok(text) = std::fs::read_to_string(pid_file) else {
@@ -570,20 +570,30 @@ pub async fn kill_leftover(pid_file: &Path, data_dir: &Path) {
     remove_pid_file(pid_file);
 }
 
-/// Waits until process `pid` is gone (or a zombie: it holds nothing
-/// then), 5 s at most.
+/// Waits until process `pid` has exited, 5 s at most.
 async fn wait_gone(pid: i32) {
     for _ in 0..100 {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"));
-        let gone = state.as_deref().map_or(true, |s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-        });
-        if gone {
+        if exited(pid) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Whether process `pid` is gone, or a zombie with no thread left: it
+/// holds nothing then. A zombie first thread is not enough: etcd has many
+/// threads, and its first one reads as a zombie while the others still
+/// tear the process down, its ports held (seen at 8 GiB). Whoever reaps it
+/// (not eco, once eco restarted) may take its time.
+pub fn exited(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    let zombie = stat
+        .rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    zombie
+        && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |tasks| tasks.count() <= 1)
 }
 
 #[cfg(test)]
@@ -698,9 +708,10 @@ mod tests {
 
     /// A pid file naming a process that has exited but is not reaped yet
     /// (its command line reads empty, as an exiting etcd's does): nothing
-    /// is killed, the pid file goes, and the call does not wait for it.
+    /// is killed, it holds nothing (no thread left), the call does not
+    /// wait for its reaping, and the pid file goes.
     #[tokio::test]
-    async fn a_leftover_that_already_exited_is_not_waited_for() {
+    async fn a_leftover_that_exited_is_not_waited_for() {
         let d = tempfile::tempdir().unwrap();
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id() as i32;

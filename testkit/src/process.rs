@@ -15,6 +15,12 @@ pub fn kill(pid: i32, signal: i32) {
     }
 }
 
+/// Whether process `pid` is gone, or a zombie with no thread left
+/// (eco's own rule: [`eco::etcd::supervisor::exited`]).
+pub fn exited(pid: i32) -> bool {
+    eco::etcd::supervisor::exited(pid)
+}
+
 /// The child gets `PR_SET_PDEATHSIG = SIGKILL`: it dies when the thread
 /// that spawned it ends, whatever ends it (SIGKILL of the harness
 /// included). Spawn from a thread that lives as long as the child should.

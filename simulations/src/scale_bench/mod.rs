@@ -27,6 +27,7 @@
 //! Not measured here (yet): the quorum loss at size, the
 //! defragmentation's write gap. docs/benchmarks.md says which figures exist.
 
+mod cluster_fill;
 pub mod rejoin;
 pub mod restore;
 pub mod steady;

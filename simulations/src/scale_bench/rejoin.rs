@@ -13,11 +13,9 @@
 //! against which eco's total is compared.
 
 use crate::bench_cluster;
-use crate::snapshot_bench::{Fill, fill_through};
-use anyhow::{Context, bail};
+use anyhow::Context;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
-use testkit::cluster::Cluster;
 
 /// The goal: back a voter within 1.2 × etcd's own snapshot transfer.
 pub const RATIO_GOAL: f64 = 1.2;
@@ -94,34 +92,8 @@ pub fn run(eco: &Path, etcd_bin_dir: &Path, size_mib: u64) -> anyhow::Result<Rej
             .snapshot_interval(Duration::from_secs(24 * 3600))
             .edit(|cfg| cfg.etcd.quota_backend_bytes = quota)
     })?;
-    let endpoints = c.endpoints(&group);
     eprintln!("scale-bench: rejoin at {size_mib} MiB: filling three instances");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("tokio runtime")?;
-    let running = |c: &Cluster| -> anyhow::Result<()> {
-        let up = c.running();
-        if up.len() < group.len() {
-            bail!("an instance stopped during the fill: running {up:?}");
-        }
-        Ok(())
-    };
-    let mut checked = Instant::now();
-    let filled = rt.block_on(fill_through(
-        &endpoints,
-        size_mib,
-        Fill::Kubernetes,
-        &mut || {
-            if checked.elapsed() > Duration::from_secs(5) {
-                checked = Instant::now();
-                running(&c)?;
-            }
-            Ok(())
-        },
-    ))?;
-    // SAFETY: sync(2) has no preconditions.
-    unsafe { libc::sync() };
+    let filled = super::cluster_fill::fill_cluster(&c, &group, size_mib)?;
     let leader = testkit::wait_until(Duration::from_secs(30), || c.leader())
         .context("no leader after the fill")?;
     let wiped = group

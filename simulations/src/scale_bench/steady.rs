@@ -14,11 +14,9 @@
 //! rest is not in this figure (`gossip-bench` measures it).
 
 use crate::process_cpu::Cpu;
-use crate::snapshot_bench::{Fill, fill_through};
-use anyhow::{Context, bail};
+use anyhow::Context;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use testkit::cluster::{Cluster, Options as ClusterOptions, Stopping};
 use testkit::config::ConfigBuilder;
 
 /// The goals: eco beside an 8 GiB member at rest.
@@ -72,54 +70,14 @@ fn status_mib(pid: i32, field: &str) -> anyhow::Result<f64> {
 
 pub fn run(eco: &Path, etcd_bin_dir: &Path, size_mib: u64) -> anyhow::Result<SteadyResult> {
     let quota = (size_mib * 2).max(8192) << 20;
-    let mut c = Cluster::new(ClusterOptions {
-        eco: eco.to_path_buf(),
-        root: None,
-        network: testkit::cluster::Network::Loopback,
-        net: 25,
-        config: Cluster::node_config("bench", etcd_bin_dir)
-            .archive(false)
+    let (mut c, group) = crate::bench_cluster::form_of(1, eco, etcd_bin_dir, 25, 6, false, |b| {
+        b.archive(false)
             .snapshot_interval(Duration::from_secs(24 * 3600))
-            .edit(|cfg| cfg.etcd.quota_backend_bytes = quota),
-        gossip_key: testkit::cluster::key_pattern(6, 3),
-        die_with_harness: true,
-        stopping: Stopping {
-            wait: Duration::from_secs(20),
-            force: true,
-        },
-        aws: None,
-        tls: false,
-        generated_tls: false,
-        loopback_source_name: true,
+            .edit(|cfg| cfg.etcd.quota_backend_bytes = quota)
     })?;
-    let group = c.launch(1)?;
     let id = group.first().context("no instance")?.clone();
-    c.start(&id)?;
-    c.wait_voters(&[id.as_str()], Duration::from_secs(60))
-        .context("the member did not start")?;
     eprintln!("scale-bench: steady at {size_mib} MiB: filling one instance");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("tokio runtime")?;
-    let endpoints = c.endpoints(&group);
-    let mut checked = Instant::now();
-    let filled = rt.block_on(fill_through(
-        &endpoints,
-        size_mib,
-        Fill::Kubernetes,
-        &mut || {
-            if checked.elapsed() > Duration::from_secs(5) {
-                checked = Instant::now();
-                if c.running().is_empty() {
-                    bail!("the instance stopped during the fill");
-                }
-            }
-            Ok(())
-        },
-    ))?;
-    // SAFETY: sync(2) has no preconditions.
-    unsafe { libc::sync() };
+    let filled = super::cluster_fill::fill_cluster(&c, &group, size_mib)?;
 
     // A crash of eco and its etcd (gone before eco starts again), then eco
     // with its production defaults.

@@ -751,11 +751,15 @@ impl Cluster {
     pub fn kill_with_etcd(&mut self, id: &str) -> anyhow::Result<()> {
         let etcd = self.etcd_pids(id);
         self.stop(id, libc::SIGKILL)?;
-        for pid in etcd {
-            kill(pid, libc::SIGKILL);
+        for pid in &etcd {
+            kill(*pid, libc::SIGKILL);
         }
+        // Exited, not only gone from the list of etcds on the data
+        // directory: an exiting etcd's command line reads empty while its
+        // threads still tear it down and hold its ports.
         wait_until(Duration::from_secs(10), || {
-            self.etcd_pids(id).is_empty().then_some(())
+            (self.etcd_pids(id).is_empty() && etcd.iter().all(|pid| crate::process::exited(*pid)))
+                .then_some(())
         })
         .with_context(|| format!("the etcd of {id} is still running"))
     }
