@@ -80,7 +80,7 @@ expect("User", c.get("User"), "10001:10001")
 expect("Env", c.get("Env"), ["PATH=/usr/lib/eco/etcd-3.5/bin:/usr/bin", "ECO_CONFIG=/etc/eco/eco.toml"])
 expect("WorkingDir", c.get("WorkingDir"), "/var/lib/eco")
 expect("Volumes", sorted(c.get("Volumes") or {}), ["/var/lib/eco"])
-expect("ExposedPorts", sorted(c.get("ExposedPorts") or {}), ["2379/tcp", "2380/tcp", "2381/tcp", "2390/tcp", "7946/udp"])
+expect("ExposedPorts", sorted(c.get("ExposedPorts") or {}), ["2379/tcp", "2380/tcp", "2381/tcp", "2382/tcp", "2390/tcp", "7946/udp"])
 expect("StopSignal", c.get("StopSignal"), "SIGTERM")
 labels = c.get("Labels") or {}
 oci = "org.opencontainers.image."
