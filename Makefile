@@ -162,13 +162,15 @@ bench-snapshot-codec: deps
 # ~40 GB free disk for 8 GiB, each size removed before the next). The
 # JSON goes to target/scale-bench.json, the plot to
 # target/scale-bench.svg; then an empty-disk instance of three back to a
-# voter at 1 and 4 GiB (target/scale-rejoin.json); see docs/benchmarks.md.
+# voter at 1 and 4 GiB (target/scale-rejoin.json), and eco beside an
+# 8 GiB member at rest (target/scale-steady.json); see docs/benchmarks.md.
 bench-scale: deps
 	$(CARGO) build --release -p eco -p simulations
 	mkdir -p target
 	./target/release/simulations scale-bench --sizes-mib 1024,4096,8192 --runs 3 --work-dir target --json > target/scale-bench.json
 	python3 scripts/plot-scale-bench.py < target/scale-bench.json > target/scale-bench.svg
 	./target/release/simulations scale-bench --sizes-mib 1024,4096 --measure rejoin --json > target/scale-rejoin.json
+	./target/release/simulations scale-bench --sizes-mib 8192 --measure steady --json > target/scale-steady.json
 
 clean-run:
 	rm -rf .run

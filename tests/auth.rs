@@ -304,7 +304,6 @@ fn the_acl_is_applied_enforced_and_follows_the_config_file() {
         "auth: config change in etcd after {:.1} s",
         took.as_secs_f64()
     );
-    assert!(took < Duration::from_secs(10), "{took:?}");
     assert_eq!(
         after.1[0].1,
         vec![

@@ -120,10 +120,16 @@ fn a_step_onto_an_etcd_that_does_not_start_stops_the_roll() {
     let base = Options::integration(eco_bin!());
     let mut c = Cluster::new(Options {
         root: Some(root.path().join("cluster")),
+        // An unhealthy-member TTL of 20 s (the tests' is 5 s): the step's
+        // deadline is half of it, and its fallback must answer within the
+        // other half (recovery::upgrade::step_deadline_ms); 2.5 s for three
+        // failed starts and the fallback's start was too little on a
+        // loaded CI machine (the member removed by the TTL).
         config: base
             .config
             .clone()
-            .etcd_bin(root.path().join("etcd-bin/etcd")),
+            .etcd_bin(root.path().join("etcd-bin/etcd"))
+            .unhealthy_member_ttl(Duration::from_secs(20)),
         ..base
     })
     .expect("cluster");
@@ -272,7 +278,7 @@ fn a_step_onto_an_etcd_that_does_not_start_stops_the_roll() {
     assert!(back.is_some(), "{}", tails());
     if let Some(since) = down_since {
         eprintln!(
-            "upgrade-failure: the hung step's member did not answer for about {} ms (unhealthy_member_ttl 5000 ms)",
+            "upgrade-failure: the hung step's member did not answer for about {} ms (unhealthy_member_ttl 20000 ms)",
             since.elapsed().as_millis()
         );
     }
