@@ -181,6 +181,9 @@ impl LocalEtcd {
         peer_scheme: Scheme,
     ) -> anyhow::Result<()> {
         supervisor::kill_leftover(&self.pid_file, &self.data_dir).await;
+        // Read once: the ports checked and the flags follow the binary
+        // launched.
+        let binaries = ctx.binaries.get();
         if !self.supervisor.status().borrow().running {
             let e = &ctx.config.etcd;
             let mut ports = vec![
@@ -188,7 +191,7 @@ impl LocalEtcd {
                 ("etcd.peer_port", e.peer_port),
                 ("etcd.metrics_port", e.metrics_port),
             ];
-            if flags::client_http_apart(e, ctx.binaries.get().version) {
+            if flags::client_http_apart(e, binaries.version) {
                 ports.push(("etcd.client_http_port", e.client_http_port));
             }
             crate::local::preflight::ports_free(ctx.me.bind, &ports)?;
@@ -203,7 +206,7 @@ impl LocalEtcd {
             token: token.to_string(),
             auth_token: crate::config::auth_token_flag(&ctx.config.auth.token),
             peer_scheme,
-            release: ctx.binaries.get().version,
+            release: binaries.version,
         };
         if let Ok(mut launched) = self.peer_scheme.lock() {
             *launched = Some(peer_scheme);
@@ -214,7 +217,6 @@ impl LocalEtcd {
             &ctx.me.host,
             ctx.config.etcd.client_port,
         ));
-        let binaries = ctx.binaries.get();
         let spec = ProcessSpec {
             binary: binaries.etcd.clone(),
             args: flags::etcd_args(&ctx.config.etcd, &spec),
