@@ -46,11 +46,17 @@ pub struct SegmentEntry {
     pub size: u64,
 }
 
-/// A snapshot and the segments that continue it, in replay order.
+/// A snapshot and how far the segments that continue it reach. The
+/// segments themselves are not kept ([`chain_segments`] gives them for the
+/// one chain a plan replays): every kept snapshot's chain may pass through
+/// most of the archive, so holding each would take kept snapshots ×
+/// segments in memory.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Chain {
     pub snapshot: SnapshotPoint,
-    pub segments: Vec<SegmentEntry>,
+    /// How many segments continue it, and their size in the store.
+    pub segments: usize,
+    pub segment_bytes: u64,
     /// The newest revision the chain restores to (the snapshot's when it
     /// has no segment).
     pub end: i64,
@@ -59,58 +65,111 @@ pub struct Chain {
     pub end_seen_unix_ms: u64,
 }
 
+/// The segments in the order chains are walked: by incarnation, then first
+/// revision (references only: one word a segment).
+struct Ordered<'a> {
+    segments: Vec<&'a SegmentEntry>,
+}
+
+impl<'a> Ordered<'a> {
+    fn new(segments: &'a [SegmentEntry]) -> Self {
+        let mut by_first: Vec<&SegmentEntry> =
+            segments.iter().filter(|s| s.first <= s.last).collect();
+        by_first.sort_by(|a, b| {
+            (a.incarnation, a.first, a.last, &a.name).cmp(&(
+                b.incarnation,
+                b.first,
+                b.last,
+                &b.name,
+            ))
+        });
+        Ordered { segments: by_first }
+    }
+
+    /// The segments of one incarnation.
+    fn of(&self, incarnation: u64) -> &[&'a SegmentEntry] {
+        let from = self
+            .segments
+            .partition_point(|s| s.incarnation < incarnation);
+        let to = self
+            .segments
+            .partition_point(|s| s.incarnation <= incarnation);
+        &self.segments[from..to]
+    }
+
+    /// Walks `snapshot`'s chain (the classic interval cover: of the
+    /// segments that start at or before the revision after the current
+    /// end, the one that ends last), giving each segment of it in order to
+    /// `visit`; returns its end and when that end was received.
+    fn walk(
+        &self,
+        snapshot: &SnapshotPoint,
+        mut visit: impl FnMut(&'a SegmentEntry),
+    ) -> (i64, u64) {
+        let mine = self.of(snapshot.incarnation);
+        let mut end = snapshot.revision;
+        let mut end_seen = snapshot.taken_unix_ms;
+        let mut i = 0;
+        loop {
+            let mut best: Option<&'a SegmentEntry> = None;
+            while i < mine.len() && mine[i].first <= end.saturating_add(1) {
+                let s = mine[i];
+                if s.last > end && best.is_none_or(|b| s.last > b.last) {
+                    best = Some(s);
+                }
+                i += 1;
+            }
+            match best {
+                Some(s) => {
+                    end = s.last;
+                    end_seen = s.last_seen_unix_ms.max(end_seen);
+                    visit(s);
+                }
+                None => return (end, end_seen),
+            }
+        }
+    }
+
+    fn chain(&self, snapshot: &SnapshotPoint) -> Chain {
+        let (mut count, mut bytes) = (0usize, 0u64);
+        let (end, end_seen_unix_ms) = self.walk(snapshot, |s| {
+            count += 1;
+            bytes = bytes.saturating_add(s.size);
+        });
+        Chain {
+            snapshot: snapshot.clone(),
+            segments: count,
+            segment_bytes: bytes,
+            end,
+            end_seen_unix_ms,
+        }
+    }
+}
+
 /// The chain of every snapshot: for each, the segments of its incarnation
-/// that reach furthest without a gap (the classic interval cover: of the
-/// segments that start at or before the revision after the current end,
-/// the one that ends last). Ordered as the snapshots: by incarnation, then
-/// revision.
+/// that reach furthest without a gap. Ordered as the snapshots: by
+/// incarnation, then revision. Memory: the chains, and one reference per
+/// segment while they are worked out.
 pub fn chains(snapshots: &[SnapshotPoint], segments: &[SegmentEntry]) -> Vec<Chain> {
-    let mut by_first: Vec<&SegmentEntry> = segments.iter().filter(|s| s.first <= s.last).collect();
-    by_first.sort_by(|a, b| {
-        (a.incarnation, a.first, a.last, &a.name).cmp(&(b.incarnation, b.first, b.last, &b.name))
-    });
-    let mut ordered: Vec<&SnapshotPoint> = snapshots.iter().collect();
-    ordered.sort_by(|a, b| {
+    chains_of(&Ordered::new(segments), snapshots)
+}
+
+fn chains_of(ordered: &Ordered, snapshots: &[SnapshotPoint]) -> Vec<Chain> {
+    let mut points: Vec<&SnapshotPoint> = snapshots.iter().collect();
+    points.sort_by(|a, b| {
         (a.incarnation, a.revision, &a.name).cmp(&(b.incarnation, b.revision, &b.name))
     });
-    ordered
-        .into_iter()
-        .map(|snapshot| {
-            let mine: Vec<&SegmentEntry> = by_first
-                .iter()
-                .copied()
-                .filter(|s| s.incarnation == snapshot.incarnation)
-                .collect();
-            let mut end = snapshot.revision;
-            let mut end_seen = snapshot.taken_unix_ms;
-            let mut path = Vec::new();
-            let mut i = 0;
-            loop {
-                let mut best: Option<&SegmentEntry> = None;
-                while i < mine.len() && mine[i].first <= end.saturating_add(1) {
-                    let s = mine[i];
-                    if s.last > end && best.is_none_or(|b| s.last > b.last) {
-                        best = Some(s);
-                    }
-                    i += 1;
-                }
-                match best {
-                    Some(s) => {
-                        end = s.last;
-                        end_seen = s.last_seen_unix_ms.max(end_seen);
-                        path.push(s.clone());
-                    }
-                    None => break,
-                }
-            }
-            Chain {
-                snapshot: snapshot.clone(),
-                segments: path,
-                end,
-                end_seen_unix_ms: end_seen,
-            }
-        })
-        .collect()
+    points.into_iter().map(|s| ordered.chain(s)).collect()
+}
+
+/// The segments of `snapshot`'s chain, in replay order.
+pub fn chain_segments<'a>(
+    snapshot: &SnapshotPoint,
+    segments: &'a [SegmentEntry],
+) -> Vec<&'a SegmentEntry> {
+    let mut path = Vec::new();
+    Ordered::new(segments).walk(snapshot, |s| path.push(s));
+    path
 }
 
 /// Where the archive's writer goes on, for the incarnation it archives.
@@ -138,7 +197,7 @@ pub fn resume(snapshots: &[SnapshotPoint], segments: &[SegmentEntry], incarnatio
                 "the store holds no snapshot of incarnation {incarnation} for the archive to continue"
             ),
         },
-        Some(c) if c.segments.is_empty() => Resume::From {
+        Some(c) if c.segments == 0 => Resume::From {
             revision: c.end.saturating_add(1),
             reason: format!(
                 "continuing after snapshot {} (revision {})",
@@ -149,9 +208,7 @@ pub fn resume(snapshots: &[SnapshotPoint], segments: &[SegmentEntry], incarnatio
             revision: c.end.saturating_add(1),
             reason: format!(
                 "continuing the chain of snapshot {} after revision {} ({} segments)",
-                c.snapshot.name,
-                c.end,
-                c.segments.len()
+                c.snapshot.name, c.end, c.segments
             ),
         },
     }
@@ -247,7 +304,8 @@ pub fn plan_restore(
     segments: &[SegmentEntry],
     point: Point,
 ) -> Result<RestorePlan, NoPlan> {
-    let all = chains(snapshots, segments);
+    let ordered = Ordered::new(segments);
+    let all = chains_of(&ordered, snapshots);
     if all.is_empty() {
         return Err(NoPlan::NoSnapshot);
     }
@@ -267,9 +325,10 @@ pub fn plan_restore(
                 return Err(NoPlan::NoSnapshot);
             };
             Ok(plan_of(
+                &ordered,
                 c,
                 Until::Revision(c.end),
-                c.end,
+                Some(c.end),
                 "the newest point the archive reaches".into(),
             ))
         }
@@ -278,7 +337,13 @@ pub fn plan_restore(
             match found {
                 Some(c) => Ok(RestorePlan {
                     exact: true,
-                    ..plan_of(c, Until::Revision(r), r, format!("revision {r}"))
+                    ..plan_of(
+                        &ordered,
+                        c,
+                        Until::Revision(r),
+                        Some(r),
+                        format!("revision {r}"),
+                    )
                 }),
                 None => Err(NoPlan::RevisionNotCovered {
                     wanted: r,
@@ -292,21 +357,13 @@ pub fn plan_restore(
             let found = newest_first()
                 .find(|c| c.snapshot.taken_unix_ms > 0 && c.snapshot.taken_unix_ms <= t);
             match found {
-                Some(c) => {
-                    let reaches = c
-                        .segments
-                        .iter()
-                        .take_while(|s| s.first_seen_unix_ms <= t)
-                        .map(|s| s.last)
-                        .last()
-                        .unwrap_or(c.snapshot.revision);
-                    Ok(plan_of(
-                        c,
-                        Until::Time(t),
-                        reaches,
-                        format!("the time {t} ms since the epoch"),
-                    ))
-                }
+                Some(c) => Ok(plan_of(
+                    &ordered,
+                    c,
+                    Until::Time(t),
+                    None,
+                    format!("the time {t} ms since the epoch"),
+                )),
                 None => Err(NoPlan::TimeBeforeEverySnapshot {
                     wanted_unix_ms: t,
                     oldest_unix_ms: all
@@ -329,23 +386,41 @@ pub fn plan_chain_end(
     segments: &[SegmentEntry],
     snapshot: &str,
 ) -> Option<RestorePlan> {
-    let chain = chains(snapshots, segments)
-        .into_iter()
-        .find(|c| c.snapshot.name == snapshot)?;
-    (!chain.segments.is_empty()).then(|| {
+    let point = snapshots.iter().find(|s| s.name == snapshot)?;
+    let ordered = Ordered::new(segments);
+    let chain = ordered.chain(point);
+    (chain.segments > 0).then(|| {
         plan_of(
+            &ordered,
             &chain,
             Until::Revision(chain.end),
-            chain.end,
+            Some(chain.end),
             "the newest point of the seeding snapshot's chain".into(),
         )
     })
 }
 
-fn plan_of(c: &Chain, until: Until, reaches: i64, what: String) -> RestorePlan {
-    let segments: Vec<SegmentEntry> = c
-        .segments
-        .iter()
+/// The plan replaying `c`'s segments while `until` includes them; it
+/// reaches `reaches`, or (for a time) as far as the segments received up to
+/// it go. Only this chain's segments are cloned.
+fn plan_of(
+    ordered: &Ordered,
+    c: &Chain,
+    until: Until,
+    reaches: Option<i64>,
+    what: String,
+) -> RestorePlan {
+    let mut path = Vec::with_capacity(c.segments);
+    ordered.walk(&c.snapshot, |s| path.push(s));
+    let reaches = reaches.unwrap_or_else(|| {
+        path.iter()
+            .take_while(|s| until.includes(s.first, s.first_seen_unix_ms))
+            .map(|s| s.last)
+            .last()
+            .unwrap_or(c.snapshot.revision)
+    });
+    let segments: Vec<SegmentEntry> = path
+        .into_iter()
         .filter(|s| match until {
             // Only segments with a revision after the snapshot's to give.
             Until::Revision(r) => s.first.max(c.snapshot.revision.saturating_add(1)) <= r,
@@ -524,8 +599,13 @@ mod tests {
         }
     }
 
-    fn names(c: &Chain) -> Vec<String> {
-        c.segments.iter().map(|s| s.name.clone()).collect()
+    fn names(c: &Chain, segments: &[SegmentEntry]) -> Vec<String> {
+        let path: Vec<String> = chain_segments(&c.snapshot, segments)
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        assert_eq!(path.len(), c.segments, "the chain counts its path");
+        path
     }
 
     #[test]
@@ -536,7 +616,14 @@ mod tests {
         );
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].end, 160);
-        assert_eq!(names(&c[0]), ["g-i1-r101-r150", "g-i1-r151-r160"]);
+        assert_eq!(c[0].segment_bytes, 2);
+        assert_eq!(
+            names(
+                &c[0],
+                &[seg(1, 101, 150), seg(1, 151, 160), seg(1, 170, 180)]
+            ),
+            ["g-i1-r101-r150", "g-i1-r151-r160"]
+        );
     }
 
     #[test]
@@ -552,18 +639,18 @@ mod tests {
         let c = chains(&[snap(1, 100, 1000), snap(1, 145, 2000)], &segs);
         assert_eq!(c[0].end, 171);
         assert_eq!(
-            names(&c[0]),
+            names(&c[0], &segs),
             ["g-i1-r101-r150", "g-i1-r141-r170", "g-i1-r171-r171"]
         );
         assert_eq!(c[1].end, 171);
-        assert_eq!(names(&c[1]), ["g-i1-r141-r170", "g-i1-r171-r171"]);
+        assert_eq!(names(&c[1], &segs), ["g-i1-r141-r170", "g-i1-r171-r171"]);
     }
 
     #[test]
     fn another_incarnations_segments_never_continue_a_snapshot() {
         let c = chains(&[snap(1, 100, 1000)], &[seg(2, 101, 150)]);
         assert_eq!(c[0].end, 100);
-        assert!(c[0].segments.is_empty());
+        assert_eq!(c[0].segments, 0);
     }
 
     #[test]
@@ -729,7 +816,9 @@ mod tests {
             }
             proptest::prop_assert_eq!(c.end, naive);
             let mut end = start;
-            for s in &c.segments {
+            let path = chain_segments(&c.snapshot, &segs);
+            proptest::prop_assert_eq!(path.len(), c.segments);
+            for s in path {
                 proptest::prop_assert!(s.first <= end + 1 && s.last > end);
                 end = s.last;
             }

@@ -7,7 +7,7 @@
 use super::name::SegmentName;
 use crate::snapshot::listing::taken_ms;
 use crate::snapshot::name::SnapshotName;
-use crate::store::{ObjectInfo, ObjectStore, StoreError, list_all_matching};
+use crate::store::{ObjectInfo, ObjectStore, StoreError};
 use recovery::archive::{SegmentEntry, SnapshotPoint};
 
 /// Metadata keys of segment objects.
@@ -67,13 +67,12 @@ fn not_this_clusters(cluster: &str, name: &SegmentName, o: &ObjectInfo) -> Optio
         .or_else(|| differs(meta::LAST, name.last.to_string()))
 }
 
-/// Lists `cluster`'s snapshots and segments (every page of each).
+/// Lists `cluster`'s snapshots and segments (every page of each). Each
+/// page's object infos become entries before the next page is asked for:
+/// what stays is an entry a segment (its name and six numbers), not its
+/// info (sha256, metadata).
 pub async fn list(store: &dyn ObjectStore, cluster: &str) -> Result<ArchiveListing, StoreError> {
     let snapshots = crate::snapshot::listing::list(store, cluster).await?;
-    let objects = list_all_matching(store, &SegmentName::prefix(cluster), &|name: &str| {
-        SegmentName::parse(name).is_some()
-    })
-    .await?;
     let mut listing = ArchiveListing {
         snapshots: snapshots
             .snapshots
@@ -82,23 +81,40 @@ pub async fn list(store: &dyn ObjectStore, cluster: &str) -> Result<ArchiveListi
             .collect(),
         ..Default::default()
     };
-    for o in objects {
-        let Some(name) = SegmentName::parse(&o.name) else {
-            continue;
-        };
-        if let Some(why) = not_this_clusters(cluster, &name, &o) {
-            listing.foreign.push((o.name.clone(), why));
-            continue;
+    let prefix = SegmentName::prefix(cluster);
+    let wanted = |name: &str| SegmentName::parse(name).is_some();
+    let mut after: Option<String> = None;
+    loop {
+        let page = store
+            .list_matching(&prefix, after.as_deref(), &wanted)
+            .await?;
+        for o in page.objects {
+            add(&mut listing, cluster, o);
         }
-        listing.segments.push(SegmentEntry {
-            incarnation: name.incarnation,
-            first: name.first,
-            last: name.last,
-            first_seen_unix_ms: number(&o, meta::FIRST_SEEN_UNIX_MS).unwrap_or(0),
-            last_seen_unix_ms: number(&o, meta::LAST_SEEN_UNIX_MS).unwrap_or(0),
-            size: o.size,
-            name: o.name,
-        });
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return Ok(listing),
+        }
     }
-    Ok(listing)
+}
+
+/// Adds one listed object to the listing: a segment entry, or a foreign
+/// object with why.
+fn add(listing: &mut ArchiveListing, cluster: &str, o: ObjectInfo) {
+    let Some(name) = SegmentName::parse(&o.name) else {
+        return;
+    };
+    if let Some(why) = not_this_clusters(cluster, &name, &o) {
+        listing.foreign.push((o.name, why));
+        return;
+    }
+    listing.segments.push(SegmentEntry {
+        incarnation: name.incarnation,
+        first: name.first,
+        last: name.last,
+        first_seen_unix_ms: number(&o, meta::FIRST_SEEN_UNIX_MS).unwrap_or(0),
+        last_seen_unix_ms: number(&o, meta::LAST_SEEN_UNIX_MS).unwrap_or(0),
+        size: o.size,
+        name: o.name,
+    });
 }

@@ -143,8 +143,8 @@ pub fn render_chains(archive: &crate::archive::listing::ArchiveListing) -> Strin
             c.snapshot.incarnation,
             c.snapshot.revision,
             c.end,
-            c.segments.len(),
-            c.segments.iter().map(|s| s.size).sum::<u64>(),
+            c.segments,
+            c.segment_bytes,
             reached
         ));
     }
