@@ -129,13 +129,8 @@ pub fn run(eco: &Path, etcd_bin_dir: &Path, size_mib: u64) -> anyhow::Result<Rej
         )
     })?;
     let back_s = t0.elapsed().as_secs_f64();
-    let (sending, sent, bytes) = snapshot_send(&c.nodes[&leader].log(), since)
-        .context("the leader's log has no database snapshot sent after the wipe")?;
-    let secs =
-        |a: SystemTime, b: SystemTime| b.duration_since(a).map(|d| d.as_secs_f64()).unwrap_or(0.0);
-    let etcd_send_s = secs(sending, sent);
-    let before_send_s = secs(since, sending);
-    let ratio = back_s / etcd_send_s.max(1e-3);
+    // The steps first: they tell where the time went even when the send
+    // below is not found.
     let mut timeline = Vec::new();
     for (id, every_line) in [(&wiped, true), (&leader, false)] {
         timeline.extend(events_after(&c.nodes[id].log(), since, id, every_line));
@@ -145,6 +140,17 @@ pub fn run(eco: &Path, etcd_bin_dir: &Path, size_mib: u64) -> anyhow::Result<Rej
     for line in &timeline {
         eprintln!("scale-bench: rejoin: {line}");
     }
+    let (sending, sent, bytes) = snapshot_send(&c.nodes[&leader].log(), since)
+        .with_context(|| {
+            format!(
+                "the leader's log has no database snapshot sent after the wipe (back a voter in {back_s:.1} s)"
+            )
+        })?;
+    let secs =
+        |a: SystemTime, b: SystemTime| b.duration_since(a).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let etcd_send_s = secs(sending, sent);
+    let before_send_s = secs(since, sending);
+    let ratio = back_s / etcd_send_s.max(1e-3);
     for id in &group {
         let _ = c.stop(id, libc::SIGTERM);
     }
