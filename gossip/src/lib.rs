@@ -51,6 +51,9 @@ pub mod transport;
 pub mod wire;
 
 pub use metrics::GossipMetrics;
-pub use node::{Event, Gossip, GossipConfig, GossipError, KeysHandle, Liveness, PeerView};
+pub use node::{
+    DEFAULT_GOSSIP_FANOUT, DEFAULT_PROBE_PERIOD, DEFAULT_SUSPICION, Event, Gossip, GossipConfig,
+    GossipError, KeysHandle, Liveness, PeerView,
+};
 pub use peer_state::{DataFacts, EtcdFacts, Formats, PeerState, Version};
 pub use seal::{Keyring, SealError, parse_keys};

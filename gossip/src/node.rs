@@ -28,6 +28,14 @@ const ANNOUNCE_MAX: Duration = Duration::from_secs(5);
 const ANNOUNCE_FANOUT: usize = 3;
 /// Retransmissions per update, as a multiple of foca's LAN default.
 const RETRANSMISSION_FACTOR: NonZeroU8 = NonZeroU8::new(2).expect("2 is not zero");
+/// The default probe period and suspicion (docs/benchmarks.md, "Gossip",
+/// measures the trade between detection and false verdicts).
+pub const DEFAULT_PROBE_PERIOD: Duration = Duration::from_millis(500);
+pub const DEFAULT_SUSPICION: Duration = Duration::from_millis(1500);
+/// Members each periodic gossip round sends to (foca's LAN default: 3).
+pub const DEFAULT_GOSSIP_FANOUT: usize = 3;
+/// How often a periodic gossip round runs (foca's LAN default).
+const GOSSIP_EVERY: Duration = Duration::from_millis(200);
 /// Datagrams handled in a row before due timers run regardless: a flood
 /// of datagrams never starves the probes.
 const DATAGRAMS_BEFORE_TIMERS: usize = 64;
@@ -44,8 +52,15 @@ pub struct GossipConfig {
     pub boot: u64,
     /// Seed of the node's RNG (deterministic under simulation).
     pub rng_seed: u64,
-    /// SWIM probe period; suspicion and gossip timing derive from it.
+    /// SWIM probe period: each node probes one member per period, and a
+    /// member that answered neither the probe nor the indirect probes by
+    /// the next period is suspected.
     pub probe_period: Duration,
+    /// How long a member stays suspected before it is marked down: the time
+    /// it has to refute the suspicion (a live member hears of it and says
+    /// so). The false "down" verdicts under loss and pauses depend on this
+    /// more than on the probe period.
+    pub suspicion: Duration,
     /// How often the own state is re-published even if unchanged: a safety
     /// net for a lost broadcast (states are also published on every change
     /// and whenever a member comes up). Default: 400 ms per group member,
@@ -55,6 +70,11 @@ pub struct GossipConfig {
     /// The address peers reach this node on (its identity). Default: the
     /// socket's local address, which is wrong for a wildcard bind.
     pub advertise: Option<SocketAddr>,
+    /// Members each periodic gossip round (every 200 ms, only while there
+    /// are updates to spread) sends to. More spreads news — a suspicion, a
+    /// down verdict, its refutation — in fewer rounds; each update is still
+    /// sent the same number of times in all, so the bytes barely change.
+    pub gossip_fanout: usize,
 }
 
 impl GossipConfig {
@@ -74,9 +94,11 @@ impl GossipConfig {
             seeds,
             boot,
             rng_seed: boot ^ 0x9e37_79b9_7f4a_7c15,
-            probe_period: Duration::from_millis(500),
+            probe_period: DEFAULT_PROBE_PERIOD,
+            suspicion: DEFAULT_SUSPICION,
             republish_every,
             advertise: None,
+            gossip_fanout: DEFAULT_GOSSIP_FANOUT,
         }
     }
 
@@ -91,7 +113,7 @@ impl GossipConfig {
         let mut c = Config::new_lan(size);
         c.probe_period = self.probe_period;
         c.probe_rtt = self.probe_period / 2;
-        c.suspect_to_down_after = self.probe_period * 3;
+        c.suspect_to_down_after = self.suspicion;
         c.remove_down_after = Some(Duration::from_secs(60));
         // Twice foca's default retransmissions per update (4 × log10(n+1)):
         // with the default, a node now and then missed both the suspicion
@@ -100,6 +122,11 @@ impl GossipConfig {
         c.max_transmissions = c.max_transmissions.saturating_mul(RETRANSMISSION_FACTOR);
         c.max_packet_size = std::num::NonZeroUsize::new(1400 - crate::seal::OVERHEAD - 16)
             .unwrap_or(c.max_packet_size);
+        c.periodic_gossip = Some(foca::PeriodicParams {
+            frequency: GOSSIP_EVERY,
+            num_members: std::num::NonZeroUsize::new(self.gossip_fanout)
+                .unwrap_or(std::num::NonZeroUsize::MIN),
+        });
         c
     }
 }
@@ -763,5 +790,47 @@ impl<T: Transport> Node<T> {
             Err(_) => return,
         };
         let _ = self.view.send(view);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> GossipConfig {
+        let keys = Keyring::new(&[[7u8; 32]], "c").expect("a key");
+        let seeds = vec!["127.0.0.1:7946".parse().expect("an address")];
+        GossipConfig::lan("c", "i", keys, seeds, 1)
+    }
+
+    #[test]
+    fn the_defaults_are_what_the_benchmarks_measured() {
+        let c = config().foca_config();
+        assert_eq!(c.probe_period, Duration::from_millis(500));
+        assert_eq!(c.probe_rtt, Duration::from_millis(250));
+        assert_eq!(c.suspect_to_down_after, Duration::from_millis(1500));
+        let gossip = c.periodic_gossip.expect("periodic gossip");
+        assert_eq!(
+            (gossip.frequency, gossip.num_members.get()),
+            (GOSSIP_EVERY, 3)
+        );
+    }
+
+    #[test]
+    fn the_suspicion_and_the_fan_out_are_set_apart_from_the_probe_period() {
+        let mut g = config();
+        g.probe_period = Duration::from_millis(300);
+        g.suspicion = Duration::from_secs(2);
+        g.gossip_fanout = 5;
+        let c = g.foca_config();
+        assert_eq!(c.probe_period, Duration::from_millis(300));
+        assert_eq!(c.suspect_to_down_after, Duration::from_secs(2));
+        assert_eq!(c.periodic_gossip.map(|p| p.num_members.get()), Some(5));
+        g.gossip_fanout = 0;
+        assert_eq!(
+            g.foca_config().periodic_gossip.map(|p| p.num_members.get()),
+            Some(1),
+            "a fan-out of 0 sends to one member"
+        );
     }
 }

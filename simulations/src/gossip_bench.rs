@@ -1,9 +1,11 @@
 //! `gossip-bench`: on the turmoil harness, per cluster size, over trials:
 //! time until every live node marks a crashed node down, time until a
-//! PeerState change reaches every node, and bytes sent per node per second
-//! in steady state. Simulated time: deterministic for a seed.
+//! PeerState change reaches every node, bytes sent per node per second
+//! in steady state, and the price of fast detection: the false "down"
+//! verdicts about live nodes under packet loss and while one node is
+//! paused. Simulated time: deterministic for a seed.
 
-use crate::gossip_sim::{self, name};
+use crate::gossip_sim::{self, Tuning, name};
 use gossip::GossipMetrics;
 use std::time::Duration;
 
@@ -12,11 +14,66 @@ pub struct BenchResult {
     pub nodes: usize,
     pub trials: usize,
     pub probe_period_ms: u64,
+    pub suspicion_ms: u64,
+    pub gossip_fanout: usize,
     pub detect_p50_s: f64,
     pub detect_p99_s: f64,
     pub propagate_p50_s: f64,
     pub propagate_p99_s: f64,
     pub bytes_per_node_per_s: f64,
+    /// The packet loss of the loss window, and the false "down" verdicts
+    /// (an observer marking a live node down) during it and until every
+    /// node sees every other up again, summed over trials.
+    pub loss: f64,
+    pub loss_window_s: u64,
+    pub false_downs_under_loss: u64,
+    /// The pause, and how many observers marked the paused node down
+    /// (summed over trials; each trial has n − 1 observers), and the false
+    /// verdicts about any node in that phase.
+    pub pause_ms: u64,
+    pub paused_node_marked_down_by: u64,
+    pub false_downs_around_pause: u64,
+}
+
+/// The faults a trial measures false verdicts under (none when zero).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faults {
+    /// Per-message loss rate during the loss window.
+    pub loss: f64,
+    /// How long one node's links hold every datagram (a paused process:
+    /// nothing it sends leaves, what is sent to it waits).
+    pub pause: Duration,
+}
+
+/// How long the loss window lasts.
+pub const LOSS_WINDOW: Duration = Duration::from_secs(60);
+/// How long after a fault the group has to see every node up again.
+const RECOVER_WITHIN: Duration = Duration::from_secs(60);
+
+/// Every (observer, node) "down" verdict so far, summed.
+fn downs(board: &gossip_sim::Shared) -> u64 {
+    board
+        .lock()
+        .map(|b| b.times_down.values().flat_map(|m| m.values()).sum())
+        .unwrap_or(0)
+}
+
+/// How many observers have marked `node` down so far, in total.
+fn downs_of(board: &gossip_sim::Shared, node: &str) -> u64 {
+    board
+        .lock()
+        .map(|b| b.times_down.values().filter_map(|m| m.get(node)).sum())
+        .unwrap_or(0)
+}
+
+/// What one trial measured.
+struct Trial {
+    detect: f64,
+    propagate: f64,
+    bandwidth: f64,
+    false_downs_under_loss: u64,
+    paused_marked_down_by: u64,
+    false_downs_around_pause: u64,
 }
 
 /// After convergence, how long the join traffic is left to drain before
@@ -54,8 +111,8 @@ fn bytes_sent(board: &gossip_sim::Shared) -> u64 {
 }
 
 /// One trial; `None` if the cluster did not converge.
-fn trial(n: usize, seed: u64, probe: Duration) -> Option<(f64, f64, f64)> {
-    let (mut sim, board) = gossip_sim::build(n, seed, 0.0, probe);
+fn trial(n: usize, seed: u64, tuning: Tuning, faults: Faults) -> Option<Trial> {
+    let (mut sim, board) = gossip_sim::build(n, seed, 0.0, tuning);
     let all: Vec<String> = (0..n).map(name).collect();
     gossip_sim::step_until(&mut sim, Duration::from_secs(120), || {
         gossip_sim::converged(&board, &all, &[], |_| "up".into())
@@ -80,6 +137,36 @@ fn trial(n: usize, seed: u64, probe: Duration) -> Option<(f64, f64, f64)> {
     let propagate = gossip_sim::step_until(&mut sim, Duration::from_secs(60), || {
         gossip_sim::converged(&board, &all, &[], phase)
     })?;
+    // False verdicts under packet loss: every node is alive throughout.
+    let mut false_downs_under_loss = 0;
+    if faults.loss > 0.0 {
+        let before = downs(&board);
+        sim.set_fail_rate(faults.loss);
+        gossip_sim::step_until(&mut sim, LOSS_WINDOW, || false);
+        sim.set_fail_rate(0.0);
+        gossip_sim::step_until(&mut sim, RECOVER_WITHIN, || {
+            gossip_sim::converged(&board, &all, &[], phase)
+        })?;
+        false_downs_under_loss = downs(&board) - before;
+    }
+    // A paused node: its datagrams held both ways, then let go.
+    let (mut paused_marked_down_by, mut false_downs_around_pause) = (0, 0);
+    if !faults.pause.is_zero() && n > 1 {
+        let paused = name(1);
+        let (before, before_paused) = (downs(&board), downs_of(&board, &paused));
+        for other in all.iter().filter(|h| **h != paused) {
+            sim.hold(paused.as_str(), other.as_str());
+        }
+        gossip_sim::step_until(&mut sim, faults.pause, || false);
+        for other in all.iter().filter(|h| **h != paused) {
+            sim.release(paused.as_str(), other.as_str());
+        }
+        gossip_sim::step_until(&mut sim, RECOVER_WITHIN, || {
+            gossip_sim::converged(&board, &all, &[], phase)
+        })?;
+        paused_marked_down_by = downs_of(&board, &paused) - before_paused;
+        false_downs_around_pause = downs(&board) - before;
+    }
     // Detection of a crashed node.
     let victim = name(n - 1);
     sim.crash(victim.as_str());
@@ -88,17 +175,28 @@ fn trial(n: usize, seed: u64, probe: Duration) -> Option<(f64, f64, f64)> {
     let detect = gossip_sim::step_until(&mut sim, Duration::from_secs(60), || {
         gossip_sim::converged(&board, &live, &dead, phase)
     })?;
-    Some((detect.as_secs_f64(), propagate.as_secs_f64(), bw))
+    Some(Trial {
+        detect: detect.as_secs_f64(),
+        propagate: propagate.as_secs_f64(),
+        bandwidth: bw,
+        false_downs_under_loss,
+        paused_marked_down_by,
+        false_downs_around_pause,
+    })
 }
 
-pub fn run(n: usize, trials: usize, seed: u64, probe: Duration) -> BenchResult {
+pub fn run(n: usize, trials: usize, seed: u64, tuning: Tuning, faults: Faults) -> BenchResult {
     let (mut detect, mut propagate, mut bw) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut under_loss, mut paused_down, mut around_pause) = (0, 0, 0);
     for t in 0..trials {
-        match trial(n, seed.wrapping_add(t as u64 * 7919), probe) {
-            Some((d, p, b)) => {
-                detect.push(d);
-                propagate.push(p);
-                bw.push(b);
+        match trial(n, seed.wrapping_add(t as u64 * 7919), tuning, faults) {
+            Some(r) => {
+                detect.push(r.detect);
+                propagate.push(r.propagate);
+                bw.push(r.bandwidth);
+                under_loss += r.false_downs_under_loss;
+                paused_down += r.paused_marked_down_by;
+                around_pause += r.false_downs_around_pause;
             }
             None => eprintln!("gossip-bench: nodes={n} trial {t} did not converge"),
         }
@@ -111,11 +209,23 @@ pub fn run(n: usize, trials: usize, seed: u64, probe: Duration) -> BenchResult {
     BenchResult {
         nodes: n,
         trials: detect.len(),
-        probe_period_ms: probe.as_millis() as u64,
+        probe_period_ms: tuning.probe.as_millis() as u64,
+        suspicion_ms: tuning.suspicion.as_millis() as u64,
+        gossip_fanout: tuning.gossip_fanout,
         detect_p50_s: percentile(&mut detect.clone(), 50.0),
         detect_p99_s: percentile(&mut detect, 99.0),
         propagate_p50_s: percentile(&mut propagate.clone(), 50.0),
         propagate_p99_s: percentile(&mut propagate, 99.0),
         bytes_per_node_per_s: mean_bw,
+        loss: faults.loss,
+        loss_window_s: if faults.loss > 0.0 {
+            LOSS_WINDOW.as_secs()
+        } else {
+            0
+        },
+        false_downs_under_loss: under_loss,
+        pause_ms: faults.pause.as_millis() as u64,
+        paused_node_marked_down_by: paused_down,
+        false_downs_around_pause: around_pause,
     }
 }

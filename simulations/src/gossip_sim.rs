@@ -38,12 +38,32 @@ pub struct Board {
 
 pub type Shared = Arc<Mutex<Board>>;
 
+/// The gossip settings a simulation runs with.
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    pub probe: Duration,
+    pub suspicion: Duration,
+    /// Members each periodic gossip round sends to.
+    pub gossip_fanout: usize,
+}
+
+impl Default for Tuning {
+    /// eco's own settings.
+    fn default() -> Self {
+        Tuning {
+            probe: gossip::DEFAULT_PROBE_PERIOD,
+            suspicion: gossip::DEFAULT_SUSPICION,
+            gossip_fanout: gossip::DEFAULT_GOSSIP_FANOUT,
+        }
+    }
+}
+
 pub fn name(i: usize) -> String {
     format!("n{i}")
 }
 
 /// Builds a simulation of `n` nodes; returns it and the shared board.
-pub fn build<'a>(n: usize, seed: u64, loss: f64, probe: Duration) -> (turmoil::Sim<'a>, Shared) {
+pub fn build<'a>(n: usize, seed: u64, loss: f64, tuning: Tuning) -> (turmoil::Sim<'a>, Shared) {
     let mut b = turmoil::Builder::new();
     b.rng_seed(seed)
         .simulation_duration(Duration::from_secs(3600))
@@ -58,7 +78,7 @@ pub fn build<'a>(n: usize, seed: u64, loss: f64, probe: Duration) -> (turmoil::S
         let board = board.clone();
         let host_name = id.clone();
         sim.host(host_name, move || {
-            host(id.clone(), id.clone(), n, seed, probe, board.clone())
+            host(id.clone(), id.clone(), n, seed, tuning, board.clone())
         });
     }
     (sim, board)
@@ -74,13 +94,13 @@ pub fn move_instance(
     on: &str,
     n: usize,
     seed: u64,
-    probe: Duration,
+    tuning: Tuning,
 ) {
     let (instance, on) = (instance.to_string(), on.to_string());
     let board = board.clone();
     let host_name = on.clone();
     sim.host(host_name, move || {
-        host(on.clone(), instance.clone(), n, seed, probe, board.clone())
+        host(on.clone(), instance.clone(), n, seed, tuning, board.clone())
     });
 }
 
@@ -89,7 +109,7 @@ async fn host(
     id: String,
     n: usize,
     seed: u64,
-    probe: Duration,
+    tuning: Tuning,
     board: Shared,
 ) -> turmoil::Result {
     let socket = turmoil::net::UdpSocket::bind((std::net::Ipv4Addr::UNSPECIFIED, PORT)).await?;
@@ -104,7 +124,9 @@ async fn host(
     let keys = Keyring::new(&[KEY], "sim")?;
     let mut config = GossipConfig::lan("sim", &id, keys, seeds, boot);
     config.rng_seed = seed ^ (boot << 8) ^ id.len() as u64 ^ id.bytes().map(u64::from).sum::<u64>();
-    config.probe_period = probe;
+    config.probe_period = tuning.probe;
+    config.suspicion = tuning.suspicion;
+    config.gossip_fanout = tuning.gossip_fanout;
     config.advertise = Some(advertise);
     let phase = board
         .lock()

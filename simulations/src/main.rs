@@ -42,9 +42,24 @@ enum Command {
         /// Seed of the first trial.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// SWIM probe period in milliseconds (the default LAN config: 500).
-        #[arg(long, default_value_t = 500)]
+        /// SWIM probe period in milliseconds (default: eco's).
+        #[arg(long, default_value_t = gossip::DEFAULT_PROBE_PERIOD.as_millis() as u64)]
         probe_ms: u64,
+        /// How long a member stays suspected before it is marked down, in
+        /// milliseconds (default: eco's).
+        #[arg(long, default_value_t = gossip::DEFAULT_SUSPICION.as_millis() as u64)]
+        suspicion_ms: u64,
+        /// Members each periodic gossip round sends to (default: eco's).
+        #[arg(long, default_value_t = gossip::DEFAULT_GOSSIP_FANOUT)]
+        gossip_fanout: usize,
+        /// Per-message loss during a 60 s window of every live node, where
+        /// the false "down" verdicts are counted (0: no window).
+        #[arg(long, default_value_t = 0.01)]
+        loss: f64,
+        /// How long one node is paused (its datagrams held both ways);
+        /// the observers that mark it down are counted (0: no pause).
+        #[arg(long, default_value_t = 2000)]
+        pause_ms: u64,
         /// Print JSON (one object for a single size, else an array).
         #[arg(long)]
         json: bool,
@@ -548,18 +563,24 @@ fn main() {
             trials,
             seed,
             probe_ms,
+            suspicion_ms,
+            gossip_fanout,
+            loss,
+            pause_ms,
             json,
         } => {
+            let tuning = simulations::gossip_sim::Tuning {
+                probe: Duration::from_millis(probe_ms),
+                suspicion: Duration::from_millis(suspicion_ms),
+                gossip_fanout,
+            };
+            let faults = simulations::gossip_bench::Faults {
+                loss,
+                pause: Duration::from_millis(pause_ms),
+            };
             let results: Vec<_> = nodes
                 .iter()
-                .map(|n| {
-                    simulations::gossip_bench::run(
-                        *n,
-                        trials,
-                        seed,
-                        Duration::from_millis(probe_ms),
-                    )
-                })
+                .map(|n| simulations::gossip_bench::run(*n, trials, seed, tuning, faults))
                 .collect();
             if json {
                 let text = if results.len() == 1 {
@@ -570,25 +591,31 @@ fn main() {
                 println!("{}", text.unwrap_or_default());
             } else {
                 println!(
-                    "{:>6} {:>7} {:>13} {:>13} {:>16} {:>16} {:>18}",
+                    "{:>6} {:>7} {:>13} {:>13} {:>16} {:>16} {:>18} {:>16} {:>16} {:>18}",
                     "nodes",
                     "trials",
                     "detect p50 s",
                     "detect p99 s",
                     "propagate p50 s",
                     "propagate p99 s",
-                    "bytes/node/s"
+                    "bytes/node/s",
+                    "false downs/loss",
+                    "paused down by",
+                    "false downs/pause"
                 );
                 for r in results {
                     println!(
-                        "{:>6} {:>7} {:>13.2} {:>13.2} {:>16.2} {:>16.2} {:>18.0}",
+                        "{:>6} {:>7} {:>13.2} {:>13.2} {:>16.2} {:>16.2} {:>18.0} {:>16} {:>16} {:>18}",
                         r.nodes,
                         r.trials,
                         r.detect_p50_s,
                         r.detect_p99_s,
                         r.propagate_p50_s,
                         r.propagate_p99_s,
-                        r.bytes_per_node_per_s
+                        r.bytes_per_node_per_s,
+                        r.false_downs_under_loss,
+                        r.paused_node_marked_down_by,
+                        r.false_downs_around_pause
                     );
                 }
             }

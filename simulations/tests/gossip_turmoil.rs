@@ -4,10 +4,8 @@
 //! its name) is followed without ever being seen down. All in simulated
 //! time, deterministic per seed.
 
-use simulations::gossip_sim::{self, converged, name, step_until};
+use simulations::gossip_sim::{self, Tuning, converged, name, step_until};
 use std::time::Duration;
-
-const PROBE: Duration = Duration::from_millis(500);
 
 fn names(ids: &[usize]) -> Vec<String> {
     ids.iter().map(|i| name(*i)).collect()
@@ -36,7 +34,7 @@ fn heal(sim: &turmoil::Sim, a: &[String], b: &[String]) {
 #[test]
 fn partitions_minority_majority_and_isolated_heal() {
     for seed in [1u64, 2, 3] {
-        let (mut sim, board) = gossip_sim::build(5, seed, 0.0, PROBE);
+        let (mut sim, board) = gossip_sim::build(5, seed, 0.0, Tuning::default());
         let all = names(&[0, 1, 2, 3, 4]);
         step_until(&mut sim, Duration::from_secs(30), || {
             converged(&board, &all, &[], up)
@@ -67,7 +65,7 @@ fn partitions_minority_majority_and_isolated_heal() {
 
 #[test]
 fn ten_percent_loss_converges_and_spreads_state() {
-    let (mut sim, board) = gossip_sim::build(7, 42, 0.10, PROBE);
+    let (mut sim, board) = gossip_sim::build(7, 42, 0.10, Tuning::default());
     let all = names(&[0, 1, 2, 3, 4, 5, 6]);
     step_until(&mut sim, Duration::from_secs(60), || {
         converged(&board, &all, &[], up)
@@ -94,7 +92,7 @@ fn ten_percent_loss_converges_and_spreads_state() {
 /// Five instances converged, then n2 crashed and seen down by the four
 /// others; n2's boot before the crash.
 fn five_with_n2_crashed(seed: u64) -> (turmoil::Sim<'static>, gossip_sim::Shared, u64) {
-    let (mut sim, board) = gossip_sim::build(5, seed, 0.0, PROBE);
+    let (mut sim, board) = gossip_sim::build(5, seed, 0.0, Tuning::default());
     let all = names(&[0, 1, 2, 3, 4]);
     step_until(&mut sim, Duration::from_secs(30), || {
         converged(&board, &all, &[], up)
@@ -161,7 +159,7 @@ fn a_restart_long_after_the_first_boot_is_admitted_at_once() {
 #[test]
 fn an_instance_on_a_new_address_is_followed_without_flapping() {
     for seed in [1u64, 2, 3, 4, 5] {
-        let (mut sim, board) = gossip_sim::build(5, seed, 0.0, PROBE);
+        let (mut sim, board) = gossip_sim::build(5, seed, 0.0, Tuning::default());
         let all = names(&[0, 1, 2, 3, 4]);
         step_until(&mut sim, Duration::from_secs(30), || {
             converged(&board, &all, &[], up)
@@ -169,7 +167,15 @@ fn an_instance_on_a_new_address_is_followed_without_flapping() {
         .expect("converge");
         // The pod of n2 is replaced at once by one on another address.
         sim.crash("n2");
-        gossip_sim::move_instance(&mut sim, &board, "n2", "n2-moved", 5, seed, PROBE);
+        gossip_sim::move_instance(
+            &mut sim,
+            &board,
+            "n2",
+            "n2-moved",
+            5,
+            seed,
+            Tuning::default(),
+        );
         step_until(&mut sim, Duration::from_secs(30), || {
             converged(&board, &all, &[], up)
         })
@@ -224,8 +230,16 @@ fn an_instance_on_a_new_address_is_followed_without_flapping() {
 
 #[test]
 fn bench_smoke() {
-    let r = simulations::gossip_bench::run(8, 2, 11, PROBE);
-    assert_eq!(r.trials, 2, "both trials converged");
+    let faults = simulations::gossip_bench::Faults {
+        loss: 0.01,
+        pause: Duration::from_secs(2),
+    };
+    let r = simulations::gossip_bench::run(8, 2, 11, Tuning::default(), faults);
+    assert_eq!(
+        r.trials, 2,
+        "both trials converged, and again after the loss and the pause"
+    );
+
     assert!(
         r.detect_p99_s > 0.0 && r.propagate_p99_s > 0.0 && r.bytes_per_node_per_s > 0.0,
         "{r:?}"
