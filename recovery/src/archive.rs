@@ -130,6 +130,13 @@ impl<'a> Ordered<'a> {
         }
     }
 
+    /// The segments of `snapshot`'s chain, in replay order.
+    fn path(&self, snapshot: &SnapshotPoint) -> Vec<&'a SegmentEntry> {
+        let mut path = Vec::new();
+        self.walk(snapshot, |s| path.push(s));
+        path
+    }
+
     fn chain(&self, snapshot: &SnapshotPoint) -> Chain {
         let (mut count, mut bytes) = (0usize, 0u64);
         let (end, end_seen_unix_ms) = self.walk(snapshot, |s| {
@@ -167,9 +174,7 @@ pub fn chain_segments<'a>(
     snapshot: &SnapshotPoint,
     segments: &'a [SegmentEntry],
 ) -> Vec<&'a SegmentEntry> {
-    let mut path = Vec::new();
-    Ordered::new(segments).walk(snapshot, |s| path.push(s));
-    path
+    Ordered::new(segments).path(snapshot)
 }
 
 /// Where the archive's writer goes on, for the incarnation it archives.
@@ -410,8 +415,7 @@ fn plan_of(
     reaches: Option<i64>,
     what: String,
 ) -> RestorePlan {
-    let mut path = Vec::with_capacity(c.segments);
-    ordered.walk(&c.snapshot, |s| path.push(s));
+    let path = ordered.path(&c.snapshot);
     let reaches = reaches.unwrap_or_else(|| {
         path.iter()
             .take_while(|s| until.includes(s.first, s.first_seen_unix_ms))

@@ -7,7 +7,7 @@
 use super::name::SegmentName;
 use crate::snapshot::listing::taken_ms;
 use crate::snapshot::name::SnapshotName;
-use crate::store::{ObjectInfo, ObjectStore, StoreError};
+use crate::store::{ObjectInfo, ObjectStore, StoreError, for_each_matching};
 use recovery::archive::{SegmentEntry, SnapshotPoint};
 
 /// Metadata keys of segment objects.
@@ -81,21 +81,14 @@ pub async fn list(store: &dyn ObjectStore, cluster: &str) -> Result<ArchiveListi
             .collect(),
         ..Default::default()
     };
-    let prefix = SegmentName::prefix(cluster);
-    let wanted = |name: &str| SegmentName::parse(name).is_some();
-    let mut after: Option<String> = None;
-    loop {
-        let page = store
-            .list_matching(&prefix, after.as_deref(), &wanted)
-            .await?;
-        for o in page.objects {
-            add(&mut listing, cluster, o);
-        }
-        match page.next {
-            Some(next) => after = Some(next),
-            None => return Ok(listing),
-        }
-    }
+    for_each_matching(
+        store,
+        &SegmentName::prefix(cluster),
+        &|name: &str| SegmentName::parse(name).is_some(),
+        |o| add(&mut listing, cluster, o),
+    )
+    .await?;
+    Ok(listing)
 }
 
 /// Adds one listed object to the listing: a segment entry, or a foreign

@@ -239,15 +239,28 @@ pub async fn list_all_matching(
     wanted: &NameFilter,
 ) -> Result<Vec<ObjectInfo>, StoreError> {
     let mut all = Vec::new();
+    for_each_matching(store, prefix, wanted, |o| all.push(o)).await?;
+    Ok(all)
+}
+
+/// Gives every object under `prefix` whose name `wanted` accepts to `each`,
+/// a page at a time: one page's infos are held at once, whatever the store
+/// holds.
+pub async fn for_each_matching(
+    store: &dyn ObjectStore,
+    prefix: &str,
+    wanted: &NameFilter,
+    mut each: impl FnMut(ObjectInfo),
+) -> Result<(), StoreError> {
     let mut after: Option<String> = None;
     loop {
         let page = store
             .list_matching(prefix, after.as_deref(), wanted)
             .await?;
-        all.extend(page.objects);
+        page.objects.into_iter().for_each(&mut each);
         match page.next {
             Some(next) => after = Some(next),
-            None => return Ok(all),
+            None => return Ok(()),
         }
     }
 }
