@@ -28,7 +28,17 @@
 //!   by the member count;
 //! - **otherwise**, a member whose reclaimable space passes both the ratio
 //!   and the floor of the [`SpacePolicy`] is defragmented, the one with the
-//!   most reclaimable space first, followers before the leader.
+//!   most reclaimable space first, followers before the leader; and the
+//!   leader's turn is a **leadership handover** first, to a voter that
+//!   answered (the one with the least reclaimable space): the leader's
+//!   stall would be the cluster's (its applies wait; at 8 GiB a
+//!   defragmentation takes tens of seconds), a follower's is only its own
+//!   clients'. The instance beside the new leader then governs and
+//!   defragments the old leader as a follower. A leader with no voter to
+//!   hand over to (a cluster of one) is defragmented as it is. Under
+//!   `NOSPACE` the leader keeps its turn last without a handover: writes
+//!   are refused until the alarm is disarmed anyway, and the episode's
+//!   memory is this instance's.
 //!
 //! What it does not do: compact for space outside `NOSPACE` (etcd's own
 //! `--auto-compaction-*` does), or defragment while any member is
@@ -107,6 +117,14 @@ pub enum SpaceStep {
     /// Defragment this member (through its own endpoint).
     Defragment {
         member_id: u64,
+        name: String,
+        reason: String,
+    },
+    /// Hand raft leadership to voter `to` (`MoveLeader`, on this
+    /// instance's member: the leader), before the leader's own
+    /// defragmentation.
+    HandOver {
+        to: u64,
         name: String,
         reason: String,
     },
@@ -195,21 +213,43 @@ pub fn next_step(f: &SpaceFacts) -> SpaceStep {
         let r = m.reclaimable();
         r >= f.policy.min_bytes && (r as f64) >= f.policy.min_ratio * m.db_size as f64
     };
-    match next_of(f.members.iter().filter(due)) {
-        Some(m) => SpaceStep::Defragment {
-            member_id: m.id,
-            name: m.name.clone(),
-            reason: format!(
-                "member {} holds {} reclaimable of {} (at least {:.0} % and {}): defragment it, one member at a time, the leader last",
-                label(m),
-                mib(m.reclaimable()),
-                mib(m.db_size),
-                f.policy.min_ratio * 100.0,
-                mib(f.policy.min_bytes)
-            ),
-        },
-        None => SpaceStep::Nothing {
+    let Some(m) = next_of(f.members.iter().filter(due)) else {
+        return SpaceStep::Nothing {
             reason: "no member holds enough reclaimable space to defragment".into(),
+        };
+    };
+    let why = format!(
+        "member {} holds {} reclaimable of {} (at least {:.0} % and {})",
+        label(m),
+        mib(m.reclaimable()),
+        mib(m.db_size),
+        f.policy.min_ratio * 100.0,
+        mib(f.policy.min_bytes)
+    );
+    if m.is_leader {
+        let heir = f
+            .members
+            .iter()
+            .filter(|h| h.answered && !h.is_learner && !h.is_leader)
+            .min_by_key(|h| (h.reclaimable(), h.id));
+        if let Some(h) = heir {
+            return SpaceStep::HandOver {
+                to: h.id,
+                name: h.name.clone(),
+                reason: format!(
+                    "{why} and leads: hand leadership to {} first (a defragmentation stalls its member; the leader's stall is the cluster's), then defragment it as a follower",
+                    label(h)
+                ),
+            };
+        }
+    }
+    SpaceStep::Defragment {
+        member_id: m.id,
+        name: m.name.clone(),
+        reason: if m.is_leader {
+            format!("{why}: defragment it (it leads, with no voter to hand leadership to)")
+        } else {
+            format!("{why}: defragment it, one member at a time, followers first")
         },
     }
 }
@@ -259,6 +299,7 @@ mod tests {
             SpaceStep::Compact { revision, .. } => format!("compact {revision}"),
             SpaceStep::Defragment { member_id, .. } => format!("defrag {member_id}"),
             SpaceStep::Disarm { members, .. } => format!("disarm {members:?}"),
+            SpaceStep::HandOver { to, .. } => format!("hand over to {to}"),
         }
     }
 
@@ -299,8 +340,36 @@ mod tests {
                 "defrag 2",
             ),
             (
-                "the leader when it alone needs it",
+                "the leader when it alone needs it: leadership handed to a voter first",
                 |f| f.members[0] = member(1, true, 900, 100),
+                "hand over to 2",
+            ),
+            (
+                "the heir is the voter with the least reclaimable space",
+                |f| {
+                    f.members[0] = member(1, true, 900, 100);
+                    f.members[1] = member(2, false, 110, 60);
+                    f.members[2] = member(3, false, 100, 95);
+                },
+                "hand over to 3",
+            ),
+            (
+                "a learner is no heir: a leader beside one is defragmented as it is",
+                |f| {
+                    f.members[0] = member(1, true, 900, 100);
+                    f.members.truncate(1);
+                    let mut l = member(4, false, 100, 100);
+                    l.is_learner = true;
+                    f.members.push(l);
+                },
+                "defrag 1",
+            ),
+            (
+                "a cluster of one: its leader defragmented as it is",
+                |f| {
+                    f.members[0] = member(1, true, 900, 100);
+                    f.members.truncate(1);
+                },
                 "defrag 1",
             ),
             (
@@ -472,6 +541,48 @@ mod tests {
                 vec![2, 3, 1],
                 "restart at {restart_at}: every member once since the last restart, one at a time, the leader last"
             );
+        }
+    }
+
+    #[test]
+    fn a_roll_defragments_every_member_once_and_never_the_leader_while_it_leads() {
+        // Every member due; each step's effect applied (a handover moves
+        // leadership: the new leader's instance governs next), bounded.
+        for first_leader in 1..=3u64 {
+            let mut f = facts();
+            f.members = (1..=3)
+                .map(|id| member(id, id == first_leader, 400, 100))
+                .collect();
+            let mut defrags = Vec::new();
+            let mut handovers = 0;
+            for _ in 0..12 {
+                match next_step(&f) {
+                    SpaceStep::Defragment { member_id, .. } => {
+                        let m = f.members.iter_mut().find(|m| m.id == member_id).unwrap();
+                        assert!(
+                            !m.is_leader,
+                            "leader {member_id} defragmented while leading"
+                        );
+                        m.db_size = 100 * MIB;
+                        defrags.push(member_id);
+                    }
+                    SpaceStep::HandOver { to, .. } => {
+                        handovers += 1;
+                        for m in &mut f.members {
+                            m.is_leader = m.id == to;
+                        }
+                    }
+                    SpaceStep::Nothing { .. } => break,
+                    other => panic!("{other:?}"),
+                }
+            }
+            defrags.sort();
+            assert_eq!(
+                defrags,
+                vec![1, 2, 3],
+                "leader {first_leader}: each member once"
+            );
+            assert_eq!(handovers, 1, "leader {first_leader}: one handover");
         }
     }
 }

@@ -189,7 +189,11 @@ enum Command {
         /// `restore` (one member, filled once for both), `rejoin` (an
         /// empty-disk instance of three back to a voter, against etcd's
         /// own snapshot transfer; three members filled), `steady` (eco's
-        /// CPU and memory beside the member at rest; one instance filled).
+        /// CPU and memory beside the member at rest; one instance filled),
+        /// `quorum-loss` (two of three replaced empty under a write
+        /// ledger) and `defrag` (the space governor defragmenting every
+        /// member; after the quorum loss when both: three members filled
+        /// once).
         #[arg(
             long,
             value_enum,

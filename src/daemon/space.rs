@@ -4,8 +4,8 @@
 //! probes) and the cluster's `NOSPACE` alarms, ask the pure rules for one
 //! step, and do it: a physical compaction, a defragmentation of one member
 //! (through its own endpoint, bounded by `etcd.defrag.timeout`; the pass
-//! waits for it: nothing else should change meanwhile), or disarming the
-//! alarm. Each is an event; defragmentations are counted by outcome.
+//! waits for it: nothing else should change meanwhile), a leadership
+//! handover before the leader's own turn, or disarming the alarm. Each is an event; defragmentations are counted by outcome.
 
 use super::Daemon;
 use super::observe::Observed;
@@ -124,6 +124,27 @@ impl Daemon {
                         error,
                         Event::SpaceFailed,
                         step = "defragment",
+                        error = %format!("{e:#}"),
+                        %reason,
+                        "the space step failed; trying again next pass"
+                    ),
+                }
+            }
+            SpaceStep::HandOver { to, name, reason } => {
+                // MoveLeader goes to the leader: this instance's member.
+                match crate::etcd::members::move_leader(&mut client, to, timeout).await {
+                    Ok(()) => crate::event!(
+                        info,
+                        Event::LeadershipTransferred,
+                        member_id = format!("{to:x}"),
+                        %name,
+                        %reason,
+                        "handed leadership away before defragmenting this member"
+                    ),
+                    Err(e) => crate::event!(
+                        error,
+                        Event::SpaceFailed,
+                        step = "hand_over",
                         error = %format!("{e:#}"),
                         %reason,
                         "the space step failed; trying again next pass"

@@ -17,17 +17,21 @@
 //! voter at that size, against etcd's own transfer of its database to the
 //! learner ([`rejoin`]); with `--measure steady`, eco's CPU and memory
 //! beside a member of that size at rest, with eco's production defaults
-//! ([`steady`]).
+//! ([`steady`]); with `--measure quorum-loss` and `--measure defrag`,
+//! on three instances filled once ([`faulted_cluster`]), two of three
+//! replaced empty under a write ledger ([`quorum_loss`]: M3 at size),
+//! then the space governor's defragmentation of every member under one
+//! writer per member ([`defrag`]: the cluster's write gap).
 //!
 //! Each size's directory (etcd's data, the files) is removed before the
 //! next size starts, so 8 GiB fits a machine with ~40 GB free (a rejoin:
 //! three copies). The results are JSON (`--json`) for
 //! `scripts/plot-scale-bench.py`.
 //!
-//! Not measured here (yet): the quorum loss at size, the
-//! defragmentation's write gap. docs/benchmarks.md says which figures exist.
-
 mod cluster_fill;
+pub mod defrag;
+mod faulted_cluster;
+pub mod quorum_loss;
 pub mod rejoin;
 pub mod restore;
 pub mod steady;
@@ -64,6 +68,11 @@ pub enum Measure {
     /// eco's CPU and memory beside the member at rest (one instance,
     /// eco's production defaults).
     Steady,
+    /// Two of three instances replaced empty under a write ledger (M3).
+    QuorumLoss,
+    /// The space governor's defragmentation of every member, the
+    /// cluster's write gap (after the quorum loss when both are asked).
+    Defrag,
 }
 
 /// One size's figures.
@@ -81,6 +90,8 @@ pub struct SizeResult {
     pub restore: Option<restore::RestoreResult>,
     pub rejoin: Option<rejoin::RejoinResult>,
     pub steady: Option<steady::SteadyResult>,
+    pub quorum_loss: Option<quorum_loss::QuorumLossResult>,
+    pub defrag: Option<defrag::DefragResult>,
     pub seconds: f64,
 }
 
@@ -118,6 +129,8 @@ pub fn run(opts: &Options) -> anyhow::Result<Vec<SizeResult>> {
             restore: None,
             rejoin: None,
             steady: None,
+            quorum_loss: None,
+            defrag: None,
             seconds: 0.0,
         };
         if wants(Measure::Snapshots) || wants(Measure::Restore) {
@@ -179,6 +192,22 @@ pub fn run(opts: &Options) -> anyhow::Result<Vec<SizeResult>> {
                 r.fill_s = x.fill_s;
             }
             r.steady = Some(x);
+        }
+        if wants(Measure::QuorumLoss) || wants(Measure::Defrag) {
+            let x = faulted_cluster::run(
+                &opts.eco_bin,
+                &opts.etcd_bin_dir,
+                size_mib,
+                wants(Measure::QuorumLoss),
+                wants(Measure::Defrag),
+            )?;
+            if r.db_mib == 0.0 {
+                r.db_mib = x.filled.db_bytes as f64 / (1u64 << 20) as f64;
+                r.puts = x.filled.puts;
+                r.fill_s = x.filled.seconds;
+            }
+            r.quorum_loss = x.quorum_loss;
+            r.defrag = x.defrag;
         }
         r.seconds = started.elapsed().as_secs_f64();
         eprintln!(

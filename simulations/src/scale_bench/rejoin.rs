@@ -177,7 +177,7 @@ pub fn run(eco: &Path, etcd_bin_dir: &Path, size_mib: u64) -> anyhow::Result<Rej
 /// `RUST_LOG` asks for), and etcd's lines about the database snapshot and
 /// the member's publication, each as (seconds after `since`, `+seconds
 /// instance: what`, cut at 240 characters).
-fn events_after(
+pub(crate) fn events_after(
     log: &str,
     since: SystemTime,
     instance: &str,

@@ -202,9 +202,17 @@ async fn connect() -> anyhow::Result<etcd_client::Client> {
 
 /// A client of `endpoints` (plain text), calls bounded by 30 s.
 pub(crate) async fn connect_to(endpoints: &[String]) -> anyhow::Result<etcd_client::Client> {
+    connect_bounded(endpoints, Duration::from_secs(30)).await
+}
+
+/// A client of `endpoints` (plain text), calls bounded by `calls`.
+pub(crate) async fn connect_bounded(
+    endpoints: &[String],
+    calls: Duration,
+) -> anyhow::Result<etcd_client::Client> {
     let opts = etcd_client::ConnectOptions::new()
         .with_connect_timeout(Duration::from_secs(1))
-        .with_timeout(Duration::from_secs(30));
+        .with_timeout(calls);
     tokio::time::timeout(
         Duration::from_secs(3),
         etcd_client::Client::connect(endpoints, Some(opts)),
@@ -302,6 +310,9 @@ pub(crate) async fn fill_through(
     alive: &mut dyn FnMut() -> anyhow::Result<()>,
 ) -> anyhow::Result<Filled> {
     let client = connect_to(endpoints).await?;
+    // A physical compaction of gigabytes on a loaded machine takes longer
+    // than a put may.
+    let compactor = connect_bounded(endpoints, COMPACTION_LIMIT).await?;
     let total = size_mib << 20;
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     let mut written = 0u64;
@@ -375,7 +386,7 @@ pub(crate) async fn fill_through(
         }
         if written >= next_report && total > 0 {
             if kind == Fill::Kubernetes {
-                compact_all(&client, &mut compacted).await?;
+                compact_all(&compactor, &mut compacted).await?;
             }
             eprintln!(
                 "snapshot-bench: filled {} / {} MiB ({:.0} s)",
@@ -388,7 +399,7 @@ pub(crate) async fn fill_through(
         alive()?;
     }
     if kind == Fill::Kubernetes {
-        compact_all(&client, &mut compacted).await?;
+        compact_all(&compactor, &mut compacted).await?;
     }
     let mut c = connect_to(endpoints).await?;
     let status = tokio::time::timeout(Duration::from_secs(10), c.status())
@@ -417,6 +428,9 @@ pub(crate) struct Filled {
     pub(crate) seconds: f64,
 }
 
+/// The longest a physical compaction may take.
+const COMPACTION_LIMIT: Duration = Duration::from_secs(600);
+
 /// Compacts etcd's history to its current revision and waits until the
 /// compaction is done (physical), so no compaction runs during the
 /// timed commands.
@@ -429,13 +443,10 @@ async fn compact_all(client: &etcd_client::Client, compacted: &mut i64) -> anyho
     let revision = read.header().map(|h| h.revision()).unwrap_or(0);
     if revision > (*compacted).max(1) {
         let physical = etcd_client::CompactionOptions::new().with_physical();
-        tokio::time::timeout(
-            Duration::from_secs(300),
-            kv.compact(revision, Some(physical)),
-        )
-        .await
-        .context("compacting: no answer within 300 s")?
-        .with_context(|| format!("compacting to revision {revision}"))?;
+        tokio::time::timeout(COMPACTION_LIMIT, kv.compact(revision, Some(physical)))
+            .await
+            .with_context(|| format!("compacting: no answer within {COMPACTION_LIMIT:?}"))?
+            .with_context(|| format!("compacting to revision {revision}"))?;
         *compacted = revision;
     }
     Ok(())
