@@ -81,6 +81,9 @@ render() {
   mkdir -p "$out/$s"
   template -f "$chart/ci/$s.yaml" > "$out/$s/manifests.yaml"
   "$py" "$helper" split "$out/$s/manifests.yaml" "$out/$s"
+  # What NOTES.txt tells the user (tests/chart_config.rs checks its
+  # commands against the image and eco's own CLI).
+  notes -f "$chart/ci/$s.yaml" | sed -n '/^NOTES:$/,$p' > "$out/$s/NOTES.txt"
 }
 for s in "${sets[@]}"; do
   check "helm template + eco.toml -> target/chart/$s/eco.toml" render "$s"

@@ -266,8 +266,10 @@ enum CertsCommand {
         /// user it authenticates as).
         #[arg(long, value_name = "NAME")]
         user: String,
-        /// Directory the files go to (ca.crt, NAME.crt, NAME.key).
-        #[arg(long, value_name = "DIR")]
+        /// Directory the files go to (ca.crt, NAME.crt, NAME.key), or `-`:
+        /// a tar archive of them on standard output (`kubectl exec POD --
+        /// eco certs client … --out - | tar -x`).
+        #[arg(long, value_name = "DIR|-")]
         out: PathBuf,
         /// How long it is valid: positive, and no longer than the CA has
         /// left (refused otherwise, naming the longest possible).
@@ -385,9 +387,14 @@ fn main() -> ExitCode {
                     validity,
                 },
         } => match load_or_exit(&config) {
-            Ok(c) => {
-                one_shot(async move { commands::certs::client(&c, &user, validity, &out).await })
-            }
+            Ok(c) => one_shot(async move {
+                let out = if out.as_os_str() == "-" {
+                    commands::certs::Output::TarToStdout
+                } else {
+                    commands::certs::Output::Dir(&out)
+                };
+                commands::certs::client(&c, &user, validity, out).await
+            }),
             Err(code) => code,
         },
         Command::Snapshot {

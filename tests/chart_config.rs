@@ -3,7 +3,10 @@
 //! files they name are the pod's and are not looked at here). The chart
 //! step of `make test` (scripts/check-chart.sh) renders them into
 //! `target/chart/<value set>/eco.toml`; run alone, this test renders them
-//! itself.
+//! itself. Beside each, the `NOTES.txt` an install prints: every command
+//! it runs in a pod (`kubectl … exec POD -- …`) must be a program the
+//! image has (eco's image has no shell, no `cat`), and every `eco`
+//! command a subcommand of this eco with the flags it takes.
 
 use std::path::PathBuf;
 
@@ -110,5 +113,77 @@ fn the_cloud_stores_render_their_tables_and_credentials_as_files() {
         manifests.contains("secretName: eco-snapshot-identity")
             && manifests.contains("mountPath: /etc/eco/snapshot-identity"),
         "the identity Secret is mounted as a file"
+    );
+}
+
+/// The rendered NOTES beside each `eco.toml`.
+fn rendered_notes() -> Vec<(PathBuf, String)> {
+    rendered()
+        .into_iter()
+        .map(|toml| {
+            let path = toml.with_file_name("NOTES.txt");
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (path, text)
+        })
+        .collect()
+}
+
+/// The programs eco's image has on its `PATH` (scripts/build-image.sh).
+const IMAGE_PROGRAMS: [&str; 3] = ["eco", "etcdctl", "etcdutl"];
+
+#[test]
+fn every_command_notes_runs_in_a_pod_exists_there_with_its_flags() {
+    let mut checked = 0;
+    for (path, text) in rendered_notes() {
+        assert!(text.starts_with("NOTES:"), "{}: no NOTES", path.display());
+        for line in text.lines().filter(|l| l.contains(" exec ")) {
+            let Some((_, inside)) = line.split_once(" -- ") else {
+                panic!("{}: an exec without `--`: {line}", path.display());
+            };
+            // Up to a pipe: what runs in the pod.
+            let inside = inside.split(" | ").next().unwrap_or(inside);
+            let words: Vec<&str> = inside.split_whitespace().collect();
+            let program = words.first().copied().unwrap_or_default();
+            assert!(
+                IMAGE_PROGRAMS.contains(&program),
+                "{}: runs {program:?} in a pod, which the image does not have: {line}",
+                path.display()
+            );
+            if program != "eco" {
+                continue;
+            }
+            let subcommand: Vec<&str> = words[1..]
+                .iter()
+                .take_while(|w| !w.starts_with('-'))
+                .copied()
+                .collect();
+            let help = std::process::Command::new(testkit::eco_bin!())
+                .args(&subcommand)
+                .arg("--help")
+                .output()
+                .expect("eco --help");
+            let help_text = String::from_utf8_lossy(&help.stdout).into_owned();
+            assert!(
+                help.status.success(),
+                "{}: `eco {}` is no command of eco: {line}",
+                path.display(),
+                subcommand.join(" ")
+            );
+            for flag in words.iter().filter(|w| w.starts_with("--")) {
+                assert!(
+                    help_text.contains(&format!("{flag} "))
+                        || help_text.contains(&format!("{flag}=")),
+                    "{}: `eco {}` takes no {flag}: {line}",
+                    path.display(),
+                    subcommand.join(" ")
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 3,
+        "too few eco commands found in the NOTES: {checked}"
     );
 }

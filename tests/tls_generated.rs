@@ -155,6 +155,58 @@ fn a_cluster_makes_its_ca_issues_its_certificates_and_serves_an_operator() {
     });
     assert_eq!(alice, Ok(1), "alice writes and reads over TLS");
 
+    // `--out -`: the files as a tar archive on standard output (a pod's
+    // image has no shell to `cat` them out), unpacked by tar(1).
+    let issued = std::process::Command::new(eco_bin!())
+        .args(["certs", "client", "--user", "carol", "--validity", "1h"])
+        .args(["--out", "-", "--config"])
+        .arg(&c.nodes["eco-1"].config)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&issued.stderr).to_string();
+    assert!(issued.status.success(), "{said}");
+    assert!(said.contains("tar -xf"), "{said}");
+    let unpacked = c.root().join("carol");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let mut tar = std::process::Command::new("tar")
+        .args(["-x", "-f", "-", "-C"])
+        .arg(&unpacked)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("tar");
+    std::io::Write::write_all(tar.stdin.as_mut().unwrap(), &issued.stdout).unwrap();
+    drop(tar.stdin.take());
+    assert!(tar.wait().unwrap().success(), "tar -x of the archive");
+    let mut names: Vec<String> = std::fs::read_dir(&unpacked)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["ca.crt", "carol.crt", "carol.key"]);
+    assert_eq!(mode(&unpacked.join("carol.key")), 0o600);
+    let carol = testkit::etcd::rt().block_on(async {
+        let tls = etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(
+                std::fs::read_to_string(unpacked.join("ca.crt")).unwrap(),
+            ))
+            .identity(etcd_client::Identity::from_pem(
+                std::fs::read_to_string(unpacked.join("carol.crt")).unwrap(),
+                std::fs::read_to_string(unpacked.join("carol.key")).unwrap(),
+            ));
+        let opts = etcd_client::ConnectOptions::new()
+            .with_timeout(Duration::from_secs(3))
+            .with_tls(tls);
+        let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(opts))
+            .await
+            .map_err(|e| e.to_string())?;
+        let got = client
+            .get("alice/hello", None)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>(got.kvs().len())
+    });
+    assert_eq!(carol, Ok(1), "carol's archived certificate reads over TLS");
+
     // A validity of zero, or past the CA's own expiry, is refused, saying
     // the longest one possible; nothing is written.
     for (validity, why) in [

@@ -55,7 +55,8 @@ pub fn one_shot(work: impl std::future::Future<Output = anyhow::Result<String>>)
     match done {
         Ok(text) => {
             print_out(&text);
-            if !text.ends_with('\n') {
+            // (Empty: the command wrote its own output, an archive.)
+            if !text.is_empty() && !text.ends_with('\n') {
                 print_out("\n");
             }
             ExitCode::SUCCESS

@@ -382,18 +382,21 @@ pub async fn ensure_files(
     Ok(outcomes)
 }
 
+/// A client certificate's files: (file name, PEM text, mode) for
+/// `ca.crt`, `<user>.key`, `<user>.crt`.
+pub type ClientFiles = [(String, String, u32); 3];
+
 /// A client certificate for `user` (CN) from the cluster's CA, valid
-/// `validity`, written to `out` as `ca.crt`, `<user>.crt`, `<user>.key`
-/// (`eco certs client`). A validity of zero, or longer than the CA has
-/// left, is refused (`recovery::certificates::client_validity`), saying
-/// the longest one possible.
+/// `validity` (`eco certs client`): its files, not written anywhere. A
+/// validity of zero, or longer than the CA has left, is refused
+/// (`recovery::certificates::client_validity`), saying the longest one
+/// possible.
 pub async fn issue_client(
     config: &Config,
     store: &dyn ObjectStore,
     user: &str,
     validity: std::time::Duration,
-    out: &Path,
-) -> anyhow::Result<Vec<std::path::PathBuf>> {
+) -> anyhow::Result<ClientFiles> {
     anyhow::ensure!(
         config.etcd.tls.generated.is_some(),
         "this cluster does not use generated TLS ([etcd.tls.generated]): issue client certificates from your own CA"
@@ -431,14 +434,46 @@ pub async fn issue_client(
                 )
             })?;
     let issued = ca.issue(Purpose::Client, user, &[], validity, now)?;
+    Ok([
+        ("ca.crt".to_string(), ca.cert_pem.clone(), 0o644),
+        (format!("{user}.key"), issued.key_pem, 0o600),
+        (format!("{user}.crt"), issued.cert_pem, 0o644),
+    ])
+}
+
+/// Writes [`issue_client`]'s files into `out` (created if missing), each
+/// atomically with its mode; their paths.
+pub fn write_client_files(
+    files: &ClientFiles,
+    out: &Path,
+) -> anyhow::Result<Vec<std::path::PathBuf>> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let files = [
-        (out.join("ca.crt"), ca.cert_pem.clone(), 0o644),
-        (out.join(format!("{user}.key")), issued.key_pem, 0o600),
-        (out.join(format!("{user}.crt")), issued.cert_pem, 0o644),
-    ];
-    for (path, text, mode) in &files {
-        write(path, text.as_bytes(), *mode)?;
+    let mut paths = Vec::new();
+    for (name, text, mode) in files {
+        let path = out.join(name);
+        write(&path, text.as_bytes(), *mode)?;
+        paths.push(path);
     }
-    Ok(files.into_iter().map(|(p, _, _)| p).collect())
+    Ok(paths)
+}
+
+/// [`issue_client`]'s files as a tar archive (ustar, each file's mode
+/// kept, owned by uid 0): what `eco certs client --out -` writes to its
+/// standard output, for a container with no shell to copy files from.
+pub fn client_files_tar(files: &ClientFiles) -> anyhow::Result<Vec<u8>> {
+    let mut tar = tar::Builder::new(Vec::new());
+    let mtime = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    for (name, text, mode) in files {
+        let mut header = tar::Header::new_ustar();
+        header.set_size(text.len() as u64);
+        header.set_mode(*mode);
+        header.set_mtime(mtime);
+        header.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut header, name, text.as_bytes())
+            .with_context(|| format!("adding {name} to the archive"))?;
+    }
+    tar.into_inner().context("finishing the archive")
 }
