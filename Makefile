@@ -15,7 +15,7 @@ deps:
 build: deps
 	$(CARGO) build --workspace --all-targets
 
-run: deps
+run:
 	bash scripts/run-local.sh
 
 test: deps

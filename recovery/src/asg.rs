@@ -2,7 +2,7 @@
 //! the AWS provider's answers, decided from what the Auto Scaling and EC2
 //! APIs reported (plain rows in, plain answers out).
 //!
-//! The lifecycle table (DESIGN §9; docs/aws.md shows it to operators):
+//! The lifecycle table (docs/aws.md shows it to operators):
 //!
 //! | Auto Scaling lifecycle state | standing |
 //! |---|---|

@@ -1,6 +1,5 @@
 //! Forming a cluster from nothing (incarnation 1 of a multi-instance group):
-//! a pure decision on **positive evidence of emptiness** (DESIGN §7,
-//! bootstrap):
+//! a pure decision on **positive evidence of emptiness**:
 //!
 //! - no etcd member answers anywhere (a cluster that answers is joined, not
 //!   formed);

@@ -13,7 +13,7 @@
 //! - [`pass`]: every pass — who decides now (the refusal, the quorum-loss
 //!   protocol, formation, the planner), whether the instance is ready, and
 //!   its phase: the daemon's `Ready`.
-//! - [`fenced`]: the fenced seeding protocol of DESIGN §7 — whether the
+//! - [`fenced`]: the fenced seeding protocol — whether the
 //!   quorum is lost, who reseeds and from which data — with what its state
 //!   owes at the end of a pass ([`fenced::Owed`]: stop a frozen etcd, seed,
 //!   join) and its deterministic multi-node harness (`harness` feature).

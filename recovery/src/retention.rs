@@ -1,4 +1,4 @@
-//! Which snapshots to delete (DESIGN §8). Pure.
+//! Which snapshots to delete. Pure.
 //!
 //! Always keep the newest `keep_last` (at least 1), anything protected (a
 //! snapshot an `incarnations/` record references), and beyond that the

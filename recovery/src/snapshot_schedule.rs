@@ -1,4 +1,4 @@
-//! Who writes snapshots and when (DESIGN §8). Pure.
+//! Who writes snapshots and when (docs/concepts.md, "Snapshot writer"). Pure.
 //!
 //! Only the instance beside the etcd leader writes, and only while it is
 //! ready ([`LeaderFacts::writes`]). It snapshots when the revision advanced

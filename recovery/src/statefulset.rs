@@ -4,7 +4,7 @@
 //!
 //! A StatefulSet's pods are `<set>-0` … `<set>-(n-1)`: the ordinal is the
 //! identity, stable across restarts and rescheduling (the pod's IP is not).
-//! The rules (DESIGN §9):
+//! The rules:
 //!
 //! - **members**: every ordinal below the desired size, whether its pod
 //!   exists right now or not — a pod being rescheduled is still a member

@@ -1,6 +1,6 @@
 //! Whether the snapshot store may hold the record of truth of quorum-loss
 //! recovery. The seeding record is created by a conditional create that
-//! exactly one instance wins (DESIGN §7); that holds only when the create
+//! exactly one instance wins; that holds only when the create
 //! is atomic and every instance sees the same object. A store that fails
 //! either is still written to (snapshots) but quorum-loss recovery is off,
 //! and a lost quorum waits for a human.

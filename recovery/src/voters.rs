@@ -1,11 +1,11 @@
 //! Keeping `V_n`, the voting members of the current incarnation, where
-//! quorum-loss recovery reads it (DESIGN §6, §7): every member records it
-//! in its own state file; the member beside the etcd leader also writes it
-//! to the store's `incarnations/<n>.voters` record, with the raft index of
-//! the membership it describes (the store never replaces a record with one
-//! describing an earlier index). Both also keep the started learners: a
-//! round after a second loss waits for them too (they may hold writes no
-//! voter survived with).
+//! quorum-loss recovery reads it (docs/concepts.md, `V_n`): every member
+//! records it in its own state file; the member beside the etcd leader also
+//! writes it to the store's `incarnations/<n>.voters` record, with the raft
+//! index of the membership it describes (the store never replaces a record
+//! with one describing an earlier index). Both also keep the started
+//! learners: a round after a second loss waits for them too (they may hold
+//! writes no voter survived with).
 //!
 //! A promotion is recorded in the store **before** it takes effect
 //! ([`before_promotion`]): the record then lists the learner among the

@@ -14,7 +14,7 @@
 //!
 //! The listener is bound on the instance's routable address by default,
 //! so it is built to be hit by anyone on the network without hurting eco
-//! (DESIGN: the API must never starve the control loop). Each listener
+//! (the API must never starve the control loop). Each listener
 //! has:
 //!
 //! - **its own file-descriptor budget** ([`crate::api::budget`]): at most

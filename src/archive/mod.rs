@@ -1,4 +1,4 @@
-//! The change archive (DESIGN's "change archive"): every change etcd
+//! The change archive (docs/concepts.md, "Change archive"): every change etcd
 //! makes, in segments of about a second, beside the full snapshots, so a
 //! total loss costs about a second of writes and a restore can go to any
 //! revision or time the archive covers.

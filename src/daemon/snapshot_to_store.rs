@@ -1,9 +1,10 @@
 //! The daemon's own snapshots into the store, taken before a risky step:
-//! before a member removal (DESIGN §8), before the first step of a rolling
-//! upgrade, and the final one before a termination. One way for all
-//! three: on record (`take_recorded`: the snapshot metrics and one
-//! `snapshot.stored` or `snapshot.failed` event carrying why), each call
-//! given more time than an ordinary one.
+//! before a member removal (`recovery::planner::snapshot_first` says
+//! which), before the first step of a rolling upgrade, and the final one
+//! before a termination. One way for all three: on record
+//! (`take_recorded`: the snapshot metrics and one `snapshot.stored` or
+//! `snapshot.failed` event carrying why), each call given more time than
+//! an ordinary one.
 
 use super::Daemon;
 use crate::snapshot::recorded::take_recorded;

@@ -1,4 +1,4 @@
-//! The instance's durable local state (DESIGN §4), kept beside the etcd data
+//! The instance's durable local state, kept beside the etcd data
 //! directory as `eco-state.json`.
 //!
 //! Written atomically (see [`crate::base::atomic_file`]) and versioned by a

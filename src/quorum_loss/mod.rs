@@ -1,6 +1,7 @@
 //! The daemon's side of quorum-loss recovery, the fenced seeding protocol
-//! of DESIGN §7: the pure `recovery::fenced::Protocol` decides; this module
-//! drives it and holds the I/O its effects need.
+//! (docs/concepts.md, "Fencing and promises"): the pure
+//! `recovery::fenced::Protocol` decides; this module drives it and holds
+//! the I/O its effects need.
 //!
 //! - [`driver`]: the driver, generic over a [`driver::QuorumLossHost`] (its
 //!   I/O): feeds the protocol every pass and on every message, executes its

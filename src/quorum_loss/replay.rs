@@ -1,10 +1,10 @@
-//! Replaying a stopped member's WAL up to its commit index (DESIGN §7,
-//! seeding step 7): etcd is started with `--force-new-cluster` on a
-//! **copy** of the data directory, listening on `127.0.0.1` ports nobody
-//! else knows, so entries committed but not yet applied to the backend are
-//! applied and kept, and no old member can reach it. The caller snapshots
-//! it ([`Replayed::endpoint`]) and then [`Replayed::finish`]es it; the
-//! original data directory is never touched.
+//! Replaying a stopped member's WAL up to its commit index (the `ReplayWal`
+//! step of `recovery::seeding`): etcd is started with `--force-new-cluster`
+//! on a **copy** of the data directory, listening on `127.0.0.1` ports
+//! nobody else knows, so entries committed but not yet applied to the
+//! backend are applied and kept, and no old member can reach it. The caller
+//! snapshots it ([`Replayed::endpoint`]) and then [`Replayed::finish`]es
+//! it; the original data directory is never touched.
 //!
 //! A **learner's** WAL cannot be replayed that way: etcd refuses
 //! `--force-new-cluster` on it ("removed all voters": the only member it

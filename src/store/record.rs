@@ -1,7 +1,8 @@
-//! The record of truth in the store (DESIGN §7): `<cluster>/incarnations/<n>`
-//! says how incarnation `n` was seeded; `<cluster>/incarnations/<n>.voters`
-//! holds its current voting-member set `V_n`, rewritten by the instance
-//! beside the etcd leader after membership changes.
+//! The record of truth in the store (docs/concepts.md, "Record of truth"):
+//! `<cluster>/incarnations/<n>` says how incarnation `n` was seeded;
+//! `<cluster>/incarnations/<n>.voters` holds its current voting-member set
+//! `V_n`, rewritten by the instance beside the etcd leader after
+//! membership changes.
 //!
 //! The seeding record is created only by a conditional create: of several
 //! creators exactly one wins, and the others read the winner's record. A

@@ -33,7 +33,7 @@ pub struct ProtocolConfig {
     pub faults: Faults,
 }
 
-/// `T` when nothing else is configured (DESIGN §7): one minute.
+/// `T` when nothing else is configured: one minute.
 pub const DEFAULT_QUORUM_LOSS_TIMEOUT: Millis = 60_000;
 
 /// The longest a non-lowest coordinator waits before taking over, and the

@@ -1,4 +1,4 @@
-//! The fenced seeding protocol (DESIGN §7): deciding, with no human and no
+//! The fenced seeding protocol: deciding, with no human and no
 //! etcd, how incarnation `n+1` of a cluster is seeded — after a quorum
 //! loss of incarnation `n ≥ 1`. Incarnation 1 is formed by
 //! `crate::formation` (the same evidence of emptiness and the same commit

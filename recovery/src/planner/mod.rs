@@ -1,4 +1,4 @@
-//! The steady-state planner (DESIGN §6): while the cluster has quorum, what
+//! The steady-state planner: while the cluster has quorum, what
 //! should this instance do next, and why?
 //!
 //! `plan(&Observation) -> Plan` is pure: plain data in, plain data out, no

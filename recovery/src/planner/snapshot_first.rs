@@ -1,5 +1,5 @@
 //! Whether a member's removal waits for a full snapshot into the store
-//! first (DESIGN §8: "before risky membership changes").
+//! first.
 //!
 //! A removal is risky when it takes away a voter that serves: one copy of
 //! the data fewer, and in an odd-sized cluster one failure fewer before

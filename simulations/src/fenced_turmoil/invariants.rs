@@ -4,8 +4,8 @@
 //! (what each instance holds, the best surviving data, whether a value can
 //! still be executed). One invariant is this world's own, because only it
 //! models acknowledged writes: they are lost only where no surviving
-//! instance holds them committed, beyond DESIGN §7's residual
-//! ([`World::writes_lost`]).
+//! instance holds them committed, beyond the residual docs/runbook.md
+//! documents ([`World::writes_lost`]).
 //!
 //! Where they are checked: records as the store creates them, seeds as
 //! they run, promises and acceptances as they are persisted and sent
@@ -16,7 +16,7 @@
 use super::world::World;
 use recovery::fenced::{Envelope, Incarnation, PersistedState, SeedPlan, SeedRecord, decode};
 
-/// The residual of DESIGN §7 — writes a leader acknowledged before its
+/// The residual (docs/runbook.md) — writes a leader acknowledged before its
 /// commit index reached any survivor — is at most this many writes (a
 /// follower's commit index lags by about one heartbeat: one write in this
 /// model).

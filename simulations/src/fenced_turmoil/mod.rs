@@ -56,9 +56,9 @@
 //! unless a member of its `V_n` never returns (waiting is then correct)
 //! or the protocol paged a human (`NoDataAnywhere`). Acknowledged writes
 //! lost with no surviving holder (beyond the fault tolerance) are counted,
-//! not violations; so are writes lost as DESIGN §7's residual (acknowledged
-//! while only in survivors' logs above their WAL commit index, which a
-//! replay discards), which must stay within
+//! not violations; so are writes lost as the residual docs/runbook.md
+//! documents (acknowledged while only in survivors' logs above their WAL
+//! commit index, which a replay discards), which must stay within
 //! [`invariants::RESIDUAL_BOUND`] per seeding.
 //!
 //! # What it does not model

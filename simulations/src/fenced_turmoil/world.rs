@@ -193,9 +193,9 @@ pub struct World {
     pub listing_truncated: bool,
     /// Members apply slowly: a backlog between commit and applied grows.
     pub slow_apply: bool,
-    /// Residual loss (DESIGN §7): acknowledged writes that survived only
-    /// above every survivor's WAL commit index (in logs, not known
-    /// committed) and were discarded by a replay.
+    /// Residual loss (as docs/runbook.md documents it): acknowledged
+    /// writes that survived only above every survivor's WAL commit index
+    /// (in logs, not known committed) and were discarded by a replay.
     pub residual_writes: u64,
     /// Since when the newest incarnation has had no leader (a loss, or a
     /// leaderless moment), while it has none.

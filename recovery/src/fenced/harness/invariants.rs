@@ -1,10 +1,10 @@
-//! The safety invariants of DESIGN §7 — one set, checked by both
-//! harnesses: the pure multi-node harness of this module ([`super::World`])
-//! and the turmoil simulation of the `simulations` crate, which runs the
-//! daemon's own driver. Each world keeps an [`Invariants`] and feeds it the
-//! facts only it knows (what a node holds on disk, the best data that
-//! survives, whether a value can still be executed); the checks and their
-//! bookkeeping live here, once.
+//! The safety invariants of the fenced protocol (`crate::fenced`) — one
+//! set, checked by both harnesses: the pure multi-node harness of this
+//! module ([`super::World`]) and the turmoil simulation of the
+//! `simulations` crate, which runs the daemon's own driver. Each world
+//! keeps an [`Invariants`] and feeds it the facts only it knows (what a
+//! node holds on disk, the best data that survives, whether a value can
+//! still be executed); the checks and their bookkeeping live here, once.
 //!
 //! - a promise or acceptance is persisted before it is sent; a persisted
 //!   promise never goes back and is never broken (restarts included, disk

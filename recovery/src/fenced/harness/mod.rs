@@ -2,9 +2,9 @@
 //! instances of the real [`Protocol`](crate::fenced::Protocol) exchange
 //! messages through a lossy, duplicating, reordering network, crash and
 //! restart (keeping their state file, or losing their disk), against a
-//! store with conditional create and outages. The invariants of DESIGN §7
-//! are checked on every step; liveness once the faults stop. Plain Rust, a
-//! local SplitMix64: a seed replays exactly.
+//! store with conditional create and outages. The invariants of
+//! `crate::fenced` are checked on every step; liveness once the faults
+//! stop. Plain Rust, a local SplitMix64: a seed replays exactly.
 
 pub mod invariants;
 pub mod rng;
