@@ -171,6 +171,7 @@ bench-scale: deps
 	python3 scripts/plot-scale-bench.py < target/scale-bench.json > target/scale-bench.svg
 	./target/release/simulations scale-bench --sizes-mib 1024,4096 --measure rejoin --json > target/scale-rejoin.json
 	./target/release/simulations scale-bench --sizes-mib 8192 --measure steady --json > target/scale-steady.json
+	./target/release/simulations scale-bench --sizes-mib 8192 --measure quorum-loss,defrag --json > target/scale-faults.json
 
 clean-run:
 	rm -rf .run

@@ -72,13 +72,23 @@ impl Daemon {
             SpaceStep::Nothing { .. } => {}
             SpaceStep::Wait { reason } => tracing::debug!(%reason, "space governor waits"),
             SpaceStep::Compact { revision, reason } => {
-                match maintenance::compact(
-                    &mut client,
-                    revision,
-                    timeout * crate::etcd::access::LONG_CALL_TIMEOUTS,
-                )
-                .await
+                // A client whose every call may take the long bound: the
+                // connection's own per-call timeout would cut the
+                // compaction of a large database at `etcd.call_timeout`.
+                let long = timeout * crate::etcd::access::LONG_CALL_TIMEOUTS;
+                let compacted = match self
+                    .ctx
+                    .access
+                    .with_call_timeout(long)
+                    .connect(&self.ctx.client_url.get())
+                    .await
                 {
+                    Ok(mut c) => maintenance::compact(&mut c, revision, long)
+                        .await
+                        .map_err(anyhow::Error::from),
+                    Err(e) => Err(e.into()),
+                };
+                match compacted {
                     Ok(()) => {
                         self.nospace_episode = Some(Vec::new());
                         crate::event!(warn, Event::SpaceCompacted, revision, %reason, "compacted to the current revision");
@@ -97,7 +107,12 @@ impl Daemon {
                     return;
                 };
                 let started = Instant::now();
-                let done = match self.ctx.access.connect(&endpoint).await {
+                // Bounded by `etcd.defrag.timeout`, the connection too (its
+                // per-call timeout is otherwise `etcd.call_timeout`, which
+                // cut every defragmentation longer than that: a member of
+                // a few GiB takes tens of seconds).
+                let access = self.ctx.access.with_call_timeout(d.timeout.get());
+                let done = match access.connect(&endpoint).await {
                     Ok(mut client) => maintenance::defragment(&mut client, d.timeout.get())
                         .await
                         .map_err(anyhow::Error::from),

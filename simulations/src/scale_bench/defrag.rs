@@ -14,7 +14,7 @@
 //! the last one's end).
 
 use anyhow::Context;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use testkit::cluster::Cluster;
 
@@ -22,7 +22,8 @@ use testkit::cluster::Cluster;
 pub struct MemberDefrag {
     pub name: String,
     pub duration_s: f64,
-    /// It led when its defragmentation began.
+    /// It led while it was defragmented: the instance that defragmented it
+    /// was its own (the governor runs beside the leader only).
     pub was_leader: bool,
     /// The longest time its own writer was acknowledged nothing.
     pub member_write_gap_s: f64,
@@ -237,8 +238,6 @@ pub fn run_on(
         .iter()
         .map(|id| LogTail::at_end(c.nodes[id].dir.join("eco.log")))
         .collect();
-    // Who led when each defragmentation began: sampled while they run.
-    let leaders: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
     eprintln!("scale-bench: defrag at {size_mib} MiB: deleting most of the fill, compacting");
     rt.block_on(free_most_of_it(&c.nodes[&group[0]].endpoint()))?;
     let freed = spaces(c, group);
@@ -253,15 +252,15 @@ pub fn run_on(
     let mut events = Vec::new();
     let mut done = None;
     while t0.elapsed() < limit {
-        if let Some(l) = c.leader() {
-            if let Ok(mut v) = leaders.lock() {
-                v.push((Instant::now(), l));
-            }
+        for (t, id) in tails.iter_mut().zip(group) {
+            events.extend(
+                defragmented(&t.more(), since)
+                    .into_iter()
+                    .map(|(at, name, secs)| (at, name, secs, id.clone())),
+            );
         }
-        for t in &mut tails {
-            events.extend(defragmented(&t.more(), since));
-        }
-        let names: std::collections::BTreeSet<&String> = events.iter().map(|(_, n, _)| n).collect();
+        let names: std::collections::BTreeSet<&String> =
+            events.iter().map(|(_, n, _, _)| n).collect();
         if names.len() >= group.len() {
             done = Some(events);
             break;
@@ -282,30 +281,23 @@ pub fn run_on(
         let ago = now_sys.duration_since(at).unwrap_or_default();
         Instant::now().checked_sub(ago).unwrap_or(t0)
     };
-    let mut spans: Vec<(Instant, Instant, String, f64)> = Vec::new();
-    for (at, name, secs) in &events {
+    let mut spans: Vec<(Instant, Instant, String, f64, bool)> = Vec::new();
+    for (at, name, secs, by) in &events {
         if spans.iter().any(|s| &s.2 == name) {
             continue;
         }
         let e = to_instant(*at);
         let s = e.checked_sub(Duration::from_secs_f64(*secs)).unwrap_or(t0);
-        spans.push((s, e, name.clone(), *secs));
+        spans.push((s, e, name.clone(), *secs, by == name));
     }
     spans.sort_by_key(|s| s.0);
     let roll_from = spans.first().map(|s| s.0).unwrap_or(t0);
     let roll_to = spans.last().map(|s| s.1).unwrap_or(end).min(end);
     let all: Vec<Instant> = acks.iter().flatten().copied().collect();
     let cluster_gap = longest_gap(&all, roll_from, roll_to);
-    let leaders = leaders.lock().map(|v| v.clone()).unwrap_or_default();
     let members = spans
         .iter()
-        .map(|(s, e, name, secs)| {
-            let was_leader = leaders
-                .iter()
-                .rev()
-                .find(|(at, _)| at <= s)
-                .or_else(|| leaders.first())
-                .is_some_and(|(_, l)| l == name);
+        .map(|(s, e, name, secs, was_leader)| {
             let i = group.iter().position(|g| g == name);
             let gap = i
                 .map(|i| longest_gap(&acks[i], *s, *e + Duration::from_secs(1)))
@@ -313,7 +305,7 @@ pub fn run_on(
             MemberDefrag {
                 name: name.clone(),
                 duration_s: *secs,
-                was_leader,
+                was_leader: *was_leader,
                 member_write_gap_s: gap.as_secs_f64(),
             }
         })
