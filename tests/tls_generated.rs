@@ -128,30 +128,12 @@ fn a_cluster_makes_its_ca_issues_its_certificates_and_serves_an_operator() {
     assert!(said.contains("etcdctl --endpoints https://"), "{said}");
     assert_eq!(mode(&out.join("alice.key")), 0o600);
     let endpoint = c.nodes["eco-3"].endpoint();
-    let alice = testkit::etcd::rt().block_on(async {
-        let tls = etcd_client::TlsOptions::new()
-            .ca_certificate(etcd_client::Certificate::from_pem(
-                std::fs::read_to_string(out.join("ca.crt")).unwrap(),
-            ))
-            .identity(etcd_client::Identity::from_pem(
-                std::fs::read_to_string(out.join("alice.crt")).unwrap(),
-                std::fs::read_to_string(out.join("alice.key")).unwrap(),
-            ));
-        let opts = etcd_client::ConnectOptions::new()
-            .with_timeout(Duration::from_secs(3))
-            .with_tls(tls);
-        let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(opts))
-            .await
-            .map_err(|e| e.to_string())?;
+    let alice = client_over_tls(&endpoint, &out, "alice", |mut client| async move {
         client
             .put("alice/hello", "world", None)
             .await
             .map_err(|e| e.to_string())?;
-        let got = client
-            .get("alice/hello", None)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>(got.kvs().len())
+        Ok(client)
     });
     assert_eq!(alice, Ok(1), "alice writes and reads over TLS");
 
@@ -184,27 +166,7 @@ fn a_cluster_makes_its_ca_issues_its_certificates_and_serves_an_operator() {
     names.sort();
     assert_eq!(names, ["ca.crt", "carol.crt", "carol.key"]);
     assert_eq!(mode(&unpacked.join("carol.key")), 0o600);
-    let carol = testkit::etcd::rt().block_on(async {
-        let tls = etcd_client::TlsOptions::new()
-            .ca_certificate(etcd_client::Certificate::from_pem(
-                std::fs::read_to_string(unpacked.join("ca.crt")).unwrap(),
-            ))
-            .identity(etcd_client::Identity::from_pem(
-                std::fs::read_to_string(unpacked.join("carol.crt")).unwrap(),
-                std::fs::read_to_string(unpacked.join("carol.key")).unwrap(),
-            ));
-        let opts = etcd_client::ConnectOptions::new()
-            .with_timeout(Duration::from_secs(3))
-            .with_tls(tls);
-        let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(opts))
-            .await
-            .map_err(|e| e.to_string())?;
-        let got = client
-            .get("alice/hello", None)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>(got.kvs().len())
-    });
+    let carol = client_over_tls(&endpoint, &unpacked, "carol", |client| async { Ok(client) });
     assert_eq!(carol, Ok(1), "carol's archived certificate reads over TLS");
 
     // A validity of zero, or past the CA's own expiry, is refused, saying
@@ -689,4 +651,40 @@ fn a_key_set_without_the_key_the_ca_was_sealed_under_keeps_the_certificates_and_
         c.log_tail("eco-1", 20)
     );
     assert_eq!(made_cas(&c), 1);
+}
+
+/// Connects to `endpoint` with `user`'s files in `dir` (ca.crt,
+/// USER.crt, USER.key), runs `first`, then reads `alice/hello`: how many
+/// keys it found, or the error.
+fn client_over_tls<F, Fut>(
+    endpoint: &str,
+    dir: &std::path::Path,
+    user: &str,
+    first: F,
+) -> Result<usize, String>
+where
+    F: FnOnce(etcd_client::Client) -> Fut,
+    Fut: std::future::Future<Output = Result<etcd_client::Client, String>>,
+{
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    testkit::etcd::rt().block_on(async {
+        let tls = etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(read("ca.crt")))
+            .identity(etcd_client::Identity::from_pem(
+                read(&format!("{user}.crt")),
+                read(&format!("{user}.key")),
+            ));
+        let opts = etcd_client::ConnectOptions::new()
+            .with_timeout(Duration::from_secs(3))
+            .with_tls(tls);
+        let client = etcd_client::Client::connect([endpoint], Some(opts))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut client = first(client).await?;
+        let got = client
+            .get("alice/hello", None)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(got.kvs().len())
+    })
 }
