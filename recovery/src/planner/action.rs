@@ -60,9 +60,6 @@ pub enum WaitReason {
     Left,
     /// Another learner is still joining (one at a time).
     OneLearnerAtATime,
-    /// A started learner does not answer its probe yet (it may still be
-    /// restoring the database etcd sent it): promoted once it answers.
-    LearnerNotAnswering,
     /// A learner belongs to no instance of the group as this instance
     /// read it, but it is new: the instance that added it may have read a
     /// newer group (`PlannerConfig::group_lag_ms`).
@@ -80,14 +77,13 @@ pub enum WaitReason {
 }
 
 impl WaitReason {
-    pub const ALL: [WaitReason; 11] = [
+    pub const ALL: [WaitReason; 10] = [
         WaitReason::MemberListUnknown,
         WaitReason::MemberNotNamedYet,
         WaitReason::RemovalWouldLoseQuorum,
         WaitReason::Leaving,
         WaitReason::Left,
         WaitReason::OneLearnerAtATime,
-        WaitReason::LearnerNotAnswering,
         WaitReason::LearnerOwnerUnknown,
         WaitReason::DepartureUnconfirmed,
         WaitReason::TooFewHealthyVoters,
@@ -103,7 +99,6 @@ impl WaitReason {
             WaitReason::Leaving => "leaving",
             WaitReason::Left => "left",
             WaitReason::OneLearnerAtATime => "one_learner_at_a_time",
-            WaitReason::LearnerNotAnswering => "learner_not_answering",
             WaitReason::LearnerOwnerUnknown => "learner_owner_unknown",
             WaitReason::DepartureUnconfirmed => "departure_unconfirmed",
             WaitReason::TooFewHealthyVoters => "too_few_healthy_voters",

@@ -144,27 +144,9 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
                 ),
             ));
         }
-        // Once it started (it has published its name) and answers its
-        // probe, ask: etcd itself refuses to promote a learner that has
-        // not caught up ("not in sync", a wait), which it knows better
-        // and sooner than a probe. Not before it answers: etcd counts a
-        // learner it has just sent its database to as in sync while the
-        // learner still restores it (tens of seconds at 8 GiB), and a
-        // voter that does not answer is an unhealthy voter — one the rule
-        // below removes, only for its instance to fetch the whole
-        // database again.
-        if !m.never_started() && !m.healthy {
-            return Some(Step::new(
-                Action::Wait {
-                    on: WaitReason::LearnerNotAnswering,
-                },
-                format!(
-                    "learner {} has started but does not answer its probe yet (it may still be restoring the database etcd sent it): promote it once it answers (removed if not promoted within {} ms)",
-                    label(m),
-                    o.config.learner_timeout_ms
-                ),
-            ));
-        }
+        // Once it started (it has published its name), ask: etcd itself
+        // refuses to promote a learner that has not caught up ("not in
+        // sync", a wait), which it knows better and sooner than a probe.
         if !m.never_started() {
             return Some(Step::new(
                 Action::Promote {

@@ -408,9 +408,9 @@ fn table() {
     o.members.as_mut().unwrap().push(catching_up);
     o.group.push(("d".into(), D.into()));
     cases.push((
-        "a started learner that does not answer yet (restoring what it was sent) is not promoted",
+        "a started learner is promoted when etcd says it caught up",
         o,
-        vec!["wait"],
+        vec!["promote"],
     ));
 
     let mut o = leader();
