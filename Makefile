@@ -136,8 +136,8 @@ bench-pitr: deps
 	$(CARGO) build --release -p eco -p simulations
 	./target/release/simulations archive-bench --archive-only --seconds 600 --runs 1 --points 20 --snapshot-interval-s 180 --clients 4 --seed 7
 
-# What a total loss costs: wipe-all (every disk lost at once) under 600
-# writes/s from 8 writers, 10 runs at 3 and at 5 instances (release
+# What a total loss costs: wipe-all (every disk lost at once) under a load
+# paced at 800 writes/s from 12 writers, 10 runs at 3 and at 5 instances (release
 # build); each run's loss window and load are in the JSON and the
 # report under target/chaos-rpo/; see docs/benchmarks.md.
 bench-rpo: deps

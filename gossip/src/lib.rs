@@ -32,9 +32,9 @@
 //!   to up to three of them per round (round-robin), with back-off (200 ms
 //!   doubling to 5 s), so a healed partition converges in seconds and a
 //!   single dead seed costs little.
-//! - **Budget** (`docs/benchmarks.md`, `simulations gossip-bench`): at 100
-//!   nodes, detection p99 3.3 s, propagation p99 0.7 s, 1.9 KB per node
-//!   per second, nearly flat from 10 nodes.
+//! - **Budget**: detection, propagation and bytes per node per second are
+//!   measured by `simulations gossip-bench` up to 100 nodes; the current
+//!   figures are in `docs/benchmarks.md` ("Gossip").
 //!
 //! What it does not do: decide anything about etcd, persist anything, or
 //! guarantee delivery. Runtime: tokio (its UDP and timers); the transport is

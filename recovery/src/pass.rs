@@ -59,6 +59,19 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase (docs/operations.md lists them: `tests/docs_vocabulary.rs`).
+    pub const ALL: [Phase; 9] = [
+        Phase::Starting,
+        Phase::Bootstrapping,
+        Phase::Running,
+        Phase::Refused,
+        Phase::Stopping,
+        Phase::Frozen,
+        Phase::Seeding,
+        Phase::Leaving,
+        Phase::Paused,
+    ];
+
     /// The word `/status` and the logs use.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -58,6 +58,30 @@ variable "etcd_package_sha256" {
   description = "sha256 of etcd-v3.5.30-linux-amd64.tar.gz (from the release's SHA256SUMS)."
 }
 
+variable "client_cidr_blocks" {
+  type        = list(string)
+  description = "Networks of etcd's clients (the load balancer's port 2379)."
+  default     = ["10.20.0.0/16"]
+}
+
+variable "monitoring_cidr_blocks" {
+  type        = list(string)
+  description = "Networks that scrape eco's /metrics (port 2390)."
+  default     = ["10.99.0.0/24"]
+}
+
+variable "key_name" {
+  type        = string
+  description = "EC2 key pair for SSH to the members; null: no SSH."
+  default     = null
+}
+
+variable "ssh_cidr_blocks" {
+  type        = list(string)
+  description = "Networks SSH (22) is open from, with key_name only."
+  default     = []
+}
+
 module "etcd" {
   source = "../.."
 
@@ -78,8 +102,13 @@ module "etcd" {
   # The application's network may reach etcd (TLS, with a client
   # certificate); Prometheus scrapes eco's /metrics from the monitoring
   # network.
-  client_cidr_blocks     = ["10.20.0.0/16"]
-  monitoring_cidr_blocks = ["10.99.0.0/24"]
+  client_cidr_blocks     = var.client_cidr_blocks
+  monitoring_cidr_blocks = var.monitoring_cidr_blocks
+
+  # SSH to the members (eco certs client, eco status there): a key pair
+  # and the networks it is open from; none by default.
+  key_name        = var.key_name
+  ssh_cidr_blocks = var.ssh_cidr_blocks
 
   tags = {
     team        = "platform"
