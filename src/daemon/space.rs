@@ -5,7 +5,8 @@
 //! step, and do it: a physical compaction, a defragmentation of one member
 //! (through its own endpoint, bounded by `etcd.defrag.timeout`; the pass
 //! waits for it: nothing else should change meanwhile), a leadership
-//! handover before the leader's own turn, or disarming the alarm. Each is an event; defragmentations are counted by outcome.
+//! handover before the leader's own turn, or disarming the alarm. Each is
+//! an event; defragmentations are counted by outcome.
 
 use super::Daemon;
 use super::observe::Observed;
