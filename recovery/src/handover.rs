@@ -78,6 +78,7 @@ mod tests {
             healthy,
             unhealthy_since_ms: None,
             learner_since_ms: None,
+            promoted_at_ms: None,
         }
     }
 

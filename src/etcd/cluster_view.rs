@@ -4,11 +4,11 @@
 //! (Status answers for the member it is connected to). Every call has a
 //! timeout and they run concurrently, so a slow or silent member never
 //! makes a pass slower than two call timeouts (the quorum-loss detector's
-//! evidence comes one sample per pass). It also remembers since when a
-//! member has been unhealthy or a learner — observation memory, not a
-//! decision.
+//! evidence comes one sample per pass). Since when a member has been
+//! unhealthy, a learner or promoted is kept by `member_clocks`.
 
 use crate::etcd::access::EtcdAccess;
+use crate::etcd::member_clocks::MemberClocks;
 use crate::etcd::members::{self, Member};
 use crate::etcd::probe::{MemberProbe, MemberStatus};
 use recovery::planner::MemberFacts;
@@ -23,8 +23,7 @@ pub struct ClusterView {
     /// once, while this pass's list is being fetched.
     last_members: Vec<(u64, String)>,
     probes: HashMap<String, MemberProbe>,
-    unhealthy_since: HashMap<u64, u64>,
-    learner_since: HashMap<u64, u64>,
+    clocks: MemberClocks,
     /// Where the next pass's few other candidates start (they rotate).
     cursor: usize,
 }
@@ -113,8 +112,7 @@ impl ClusterView {
             access,
             last_members: Vec::new(),
             probes: HashMap::new(),
-            unhealthy_since: HashMap::new(),
-            learner_since: HashMap::new(),
+            clocks: MemberClocks::default(),
             cursor: 0,
         }
     }
@@ -288,33 +286,8 @@ impl ClusterView {
     /// Member facts for the planner, with the since-times updated.
     pub fn facts(&mut self, seen: &Seen, now_ms: u64) -> Option<Vec<MemberFacts>> {
         let (list, _) = seen.members.as_ref()?;
-        let mut out = Vec::new();
-        for m in list {
-            let healthy = seen.statuses.get(&m.id).is_some_and(|s| s.has_leader());
-            if healthy {
-                self.unhealthy_since.remove(&m.id);
-            } else {
-                self.unhealthy_since.entry(m.id).or_insert(now_ms);
-            }
-            if m.is_learner {
-                self.learner_since.entry(m.id).or_insert(now_ms);
-            } else {
-                self.learner_since.remove(&m.id);
-            }
-            out.push(MemberFacts {
-                id: m.id,
-                name: m.name.clone(),
-                peer_urls: m.peer_urls.clone(),
-                is_learner: m.is_learner,
-                healthy,
-                unhealthy_since_ms: self.unhealthy_since.get(&m.id).copied(),
-                learner_since_ms: self.learner_since.get(&m.id).copied(),
-            });
-        }
-        let present: std::collections::HashSet<u64> = list.iter().map(|m| m.id).collect();
-        self.unhealthy_since.retain(|id, _| present.contains(id));
-        self.learner_since.retain(|id, _| present.contains(id));
-        Some(out)
+        let healthy = |id: u64| seen.statuses.get(&id).is_some_and(|st| st.has_leader());
+        Some(self.clocks.facts(list, healthy, now_ms))
     }
 }
 

@@ -14,6 +14,7 @@ pub mod flags;
 pub mod launched;
 pub mod local_endpoint;
 pub mod maintenance;
+pub mod member_clocks;
 pub mod members;
 pub mod metrics_text;
 pub mod output;

@@ -169,6 +169,11 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
     //    alive — from the later of "unhealthy since" and "alive since" — so
     //    a healed instance whose etcd is still reconnecting gets the whole
     //    TTL. Without gossip, liveness is unknown and the TTL alone decides.
+    //    A voter promoted since it turned unhealthy counts from its
+    //    promotion: etcd promotes a learner while it still restores the
+    //    database it was sent (tens of seconds at gigabytes), and counting
+    //    its learner time would remove it the moment it became a voter, to
+    //    fetch the whole database again.
     for m in members
         .iter()
         .filter(|m| !m.is_learner && !m.healthy && m.name != o.local.instance_id)
@@ -176,6 +181,7 @@ pub(super) fn plan_leader(o: &Observation) -> Option<Step> {
         let Some(unhealthy_since) = m.unhealthy_since_ms else {
             continue;
         };
+        let unhealthy_since = unhealthy_since.max(m.promoted_at_ms.unwrap_or(0));
         let since = match (&o.live, o.owner_of(m)) {
             (None, _) => unhealthy_since,
             (Some(live), Some(owner)) => match live.get(owner) {

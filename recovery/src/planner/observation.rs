@@ -41,6 +41,13 @@ pub struct MemberFacts {
     pub unhealthy_since_ms: Option<u64>,
     /// Since when (ms) it has been seen as a learner.
     pub learner_since_ms: Option<u64>,
+    /// When (ms) this instance saw it become a voter after seeing it as a
+    /// learner: its promotion. etcd promotes a learner it has just sent
+    /// its database to while the learner still restores it (tens of
+    /// seconds on gigabytes, answering no probe), so a voter's unhealthy
+    /// time counts from here, never from the learner's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promoted_at_ms: Option<u64>,
 }
 
 impl MemberFacts {

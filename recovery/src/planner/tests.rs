@@ -18,6 +18,7 @@ fn member(id: u64, name: &str, url: &str) -> MemberFacts {
         healthy: true,
         unhealthy_since_ms: None,
         learner_since_ms: None,
+        promoted_at_ms: None,
     }
 }
 
@@ -705,6 +706,40 @@ fn a_healed_instance_gets_the_whole_ttl() {
         Some(3),
         "unhealthy for the ttl while alive"
     );
+}
+
+/// A learner that failed its probes (it restores the database it was sent,
+/// or etcd's authentication hides a learner's Status) and is then promoted
+/// gets the whole TTL as a voter: counted from its promotion, not from its
+/// first failed probe as a learner — which would remove it the moment it
+/// became a voter, to fetch the whole database again.
+#[test]
+fn a_voter_just_promoted_gets_the_whole_ttl() {
+    let mut o = leader();
+    let ttl = o.config.unhealthy_member_ttl_ms;
+    let promoted_at = o.now_ms - 1;
+    if let Some(m) = o.members.as_mut() {
+        m[2] = sick(member(3, "c", C), 0);
+        m[2].promoted_at_ms = Some(promoted_at);
+    }
+    assert!(o.now_ms > ttl, "unhealthy for longer than the ttl");
+    assert_eq!(
+        kinds(&plan(&o)),
+        ["nothing"],
+        "c was promoted 1 ms ago: its ttl starts there"
+    );
+    o.now_ms = promoted_at + ttl + 1;
+    assert_eq!(
+        removes(&plan(&o)),
+        Some(3),
+        "unhealthy for the ttl since its promotion"
+    );
+    // A promotion before it turned unhealthy changes nothing.
+    if let Some(m) = o.members.as_mut() {
+        m[2] = sick(member(3, "c", C), promoted_at);
+        m[2].promoted_at_ms = Some(0);
+    }
+    assert_eq!(removes(&plan(&o)), Some(3), "unhealthy since, past the ttl");
 }
 
 /// An instance the provider no longer lists is leaving: it never joins
