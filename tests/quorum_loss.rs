@@ -114,6 +114,66 @@ fn two_of_three_replaced(mut c: Cluster, base: &str, label: &str) {
         })
         .count();
     assert_eq!(aside, 1, "the old data dir is kept aside");
+    // The replay's snapshot seeded from the seeder's disk, never through
+    // the store, and is gone with its marker and copy once done.
+    assert!(
+        c.nodes["eco-1"]
+            .log()
+            .contains("event=\"seeding.replayed\""),
+        "the survivor's WAL was replayed"
+    );
+    for leftover in ["seed-2.replayed.db", "seed-2.source", "replay-2"] {
+        assert!(
+            !parent.join(leftover).exists(),
+            "{leftover} is removed once the state file names incarnation 2"
+        );
+    }
+}
+
+/// The seeder killed (with its etcd) the moment its WAL replay is kept,
+/// then started again: the seeding resumes from the replay's snapshot on
+/// its disk — its WAL may already be moved aside — and every acknowledged
+/// write is there. Wherever in the restore, the state file or the start
+/// the kill lands, the plan resumes from what is on disk.
+#[test]
+fn a_seeder_killed_after_its_replay_resumes_from_the_kept_snapshot() {
+    let mut c = Cluster::integration(eco_bin!()).expect("cluster");
+    let base = "127.0.17";
+    three(&mut c, base);
+    let ledger = Ledger::start(c.endpoints(&["eco-1", "eco-2", "eco-3"]), 20_000);
+    ledger.wait_acked(100, Duration::from_secs(30));
+    let lost_at = c.lose_two_of_three(base).unwrap();
+    let replayed = wait_until(Duration::from_secs(90), || {
+        c.nodes["eco-1"]
+            .log()
+            .contains("event=\"seeding.replayed\"")
+            .then_some(())
+    });
+    assert!(replayed.is_some(), "the survivor replays its WAL");
+    c.kill_with_etcd("eco-1").unwrap();
+    c.start("eco-1").unwrap();
+    c.wait_voters(&["eco-1", "eco-4", "eco-5"], Duration::from_secs(120))
+        .expect("three voters again");
+    let timed = ledger.finish_timed();
+    let residual = wal_residual(&timed, &[lost_at]);
+    assert!(!record_exists(&c, 3), "one reseed, resumed");
+    let log = c.nodes["eco-1"].log();
+    for line in log.lines().filter(|l| l.contains("event=\"seeding.started\"")) {
+        eprintln!("{line}");
+    }
+    assert_eq!(
+        log.matches("event=\"seeding.replayed\"").count(),
+        1,
+        "the WAL is replayed once: the restarted seeder resumes from its snapshot"
+    );
+    for id in ["eco-1", "eco-4", "eco-5"] {
+        let lost = lost_beyond_residual(
+            id,
+            lost_writes(&c.nodes[id].endpoint(), &timed.acked),
+            &residual,
+        );
+        assert!(lost.is_empty(), "{id} misses acknowledged writes: {lost:?}");
+    }
 }
 
 #[test]

@@ -392,6 +392,16 @@ pub fn plan_chain_end(
     snapshot: &str,
 ) -> Option<RestorePlan> {
     let point = snapshots.iter().find(|s| s.name == snapshot)?;
+    plan_chain_end_from(point, segments)
+}
+
+/// What carries `point` — a snapshot that may not be in the store (the
+/// seeding's WAL replay keeps its snapshot beside the data directory) — to
+/// the newest point of its chain: `None` when no segment continues it.
+pub fn plan_chain_end_from(
+    point: &SnapshotPoint,
+    segments: &[SegmentEntry],
+) -> Option<RestorePlan> {
     let ordered = Ordered::new(segments);
     let chain = ordered.chain(point);
     (chain.segments > 0).then(|| {
@@ -758,6 +768,20 @@ mod tests {
             "no segment: the snapshot alone"
         );
         assert_eq!(plan_chain_end(&snaps, &segs, "s-i9-r1"), None, "not listed");
+        // A snapshot the store does not hold (a WAL replay's, kept on the
+        // seeder's disk) at revision 230 is carried by the same segments.
+        let local = SnapshotPoint {
+            name: "seed-2.replayed.db".into(),
+            ..snap(1, 230, 2300)
+        };
+        let p = plan_chain_end_from(&local, &segs).unwrap();
+        assert_eq!((p.reaches, p.segments.len()), (240, 1));
+        assert_eq!(p.snapshot.name, "seed-2.replayed.db");
+        let ahead = SnapshotPoint {
+            revision: 240,
+            ..local
+        };
+        assert_eq!(plan_chain_end_from(&ahead, &segs), None, "nothing past it");
     }
 
     #[test]

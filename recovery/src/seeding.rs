@@ -14,11 +14,11 @@
 //! - **incarnation n+1** (quorum-loss recovery): the old incarnation's data
 //!   is turned into the seed *before* the state file names `n+1` — a state
 //!   file of `n+1` beside data of `n` would restart old data under the new
-//!   token. A WAL replay's result is stored in the store first and its
-//!   name remembered beside the data directory (the replay marker), so a
-//!   seeder that crashes after moving its WAL aside restores the stored
-//!   replay instead of replaying a WAL it no longer has. Not ready before
-//!   the new cluster leads and a snapshot of it is in the store.
+//!   token. A WAL replay's result is kept as a snapshot file beside the
+//!   data directory, named by the replay marker, so a seeder that crashes
+//!   after moving its WAL aside restores the replay instead of replaying a
+//!   WAL it no longer has. Not ready before the new cluster leads and a
+//!   snapshot of it is in the store.
 //!
 //! What it does not do: decide who seeds or from what (formation and the
 //! fenced protocol do), or any of the I/O.
@@ -81,8 +81,8 @@ pub struct SeedingFacts<'a> {
     pub from: &'a SeedFrom,
     pub state: Option<StateAt<'a>>,
     pub data: DataState,
-    /// The name of the snapshot a WAL replay stored, when the replay
-    /// marker says one was.
+    /// The snapshot a WAL replay produced, when the replay marker names
+    /// one.
     pub replayed: Option<&'a str>,
     /// The etcd process runs (or is about to restart).
     pub etcd_running: bool,
@@ -93,8 +93,8 @@ pub struct SeedingFacts<'a> {
 pub enum SeedStep {
     StopEtcd,
     /// Replay the old incarnation's WAL up to `commit_index` on a loopback
-    /// copy, store a snapshot of the result, and remember its name (the
-    /// replay marker). `from_backend`: the data is not a voter's (a
+    /// copy, keep a snapshot of the result beside the data directory, and
+    /// write the replay marker naming it. `from_backend`: the data is not a voter's (a
     /// learner's WAL cannot be replayed with `--force-new-cluster`): the
     /// copy applies its WAL as it is and its backend seeds the replay.
     ReplayWal {
@@ -115,7 +115,7 @@ pub enum SeedStep {
     /// Write the state file: incarnation `k`, its token, `V_k` = this
     /// instance, member id unknown.
     RecordState,
-    /// Remove the replay marker.
+    /// Remove the replay's snapshot and its marker.
     ForgetReplay,
     /// Start etcd as a new one-member cluster.
     StartEtcd,

@@ -21,7 +21,6 @@ use super::listing;
 use super::segment::{self, Change};
 use crate::etcd::access::EtcdAccess;
 use crate::etcd::binaries::EtcdBinaries;
-use crate::snapshot::trailing_hash::TrailingHash;
 use crate::snapshot::verify::{self, HashAt, Throwaway, WorkDir};
 use crate::store::ObjectStore;
 use etcd_client::{Txn, TxnOp};
@@ -30,7 +29,7 @@ use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
 use super::segment::MAX_SEGMENT_OBJECT;
 
@@ -92,26 +91,57 @@ pub async fn replay_plan(
     req: &ReplayRequest<'_>,
     plan: &RestorePlan,
 ) -> Result<Replayed, ReplayError> {
-    let plan = plan.clone();
-    let dir = WorkDir::make(req.work_in).map_err(|e| {
-        ReplayError::Throwaway(format!(
-            "cannot make a temporary directory in {}: {e}",
-            req.work_in.display()
-        ))
-    })?;
+    let dir = work_dir(req)?;
     let base = dir.path().join("base.db");
     crate::snapshot::restore::fetch_verified(req.store, &plan.snapshot.name, &base, req.identities)
         .await
         .map_err(|e| ReplayError::Throwaway(e.to_string()))?;
+    replay_onto(req, plan, &dir, &base, true).await
+}
+
+/// Replays `plan` into a snapshot file, its snapshot being the local
+/// snapshot file `base` (left as it is): the seeding's WAL replay, which
+/// never went through the store.
+pub async fn replay_plan_on(
+    req: &ReplayRequest<'_>,
+    plan: &RestorePlan,
+    base: &Path,
+) -> Result<Replayed, ReplayError> {
+    let dir = work_dir(req)?;
+    replay_onto(req, plan, &dir, base, false).await
+}
+
+fn work_dir(req: &ReplayRequest<'_>) -> Result<WorkDir, ReplayError> {
+    WorkDir::make(req.work_in).map_err(|e| {
+        ReplayError::Throwaway(format!(
+            "cannot make a temporary directory in {}: {e}",
+            req.work_in.display()
+        ))
+    })
+}
+
+/// The throwaway member restored from `base` in `dir`, the plan's segments
+/// replayed into it, its snapshot written; `base` removed once restored
+/// when `remove_base`.
+async fn replay_onto(
+    req: &ReplayRequest<'_>,
+    plan: &RestorePlan,
+    dir: &WorkDir,
+    base: &Path,
+    remove_base: bool,
+) -> Result<Replayed, ReplayError> {
+    let plan = plan.clone();
     let t = Throwaway {
         binaries: req.binaries,
         access: req.access,
         timeout: req.timeout,
     };
-    let (mut etcd, url) = verify::launch(&t, &base, dir.path())
+    let (mut etcd, url) = verify::launch(&t, base, dir.path())
         .await
         .map_err(ReplayError::Throwaway)?;
-    let _ = std::fs::remove_file(&base);
+    if remove_base {
+        let _ = std::fs::remove_file(base);
+    }
     let result = async {
         let restored = verify::ask(&t, &url, HashAt::Nothing, dir.path(), &mut etcd)
             .await
@@ -309,34 +339,8 @@ async fn save_snapshot(
     file: &Path,
     timeout: Duration,
 ) -> Result<(), ReplayError> {
-    let fail =
-        |why: String| ReplayError::Throwaway(format!("the snapshot of the replayed data: {why}"));
-    let mut out = tokio::fs::File::create(file)
+    crate::snapshot::to_file::save(client, file, timeout)
         .await
-        .map_err(|e| fail(format!("creating {}: {e}", file.display())))?;
-    let mut stream = tokio::time::timeout(timeout, client.snapshot())
-        .await
-        .map_err(|_| fail(format!("no answer within {timeout:?}")))?
-        .map_err(|e| fail(e.to_string()))?;
-    let mut check = TrailingHash::new();
-    loop {
-        match tokio::time::timeout(timeout, stream.message()).await {
-            Err(_) => return Err(fail(format!("no chunk within {timeout:?}"))),
-            Ok(Err(e)) => return Err(fail(e.to_string())),
-            Ok(Ok(None)) => break,
-            Ok(Ok(Some(m))) => {
-                check.update(m.blob());
-                out.write_all(m.blob())
-                    .await
-                    .map_err(|e| fail(e.to_string()))?;
-            }
-        }
-    }
-    out.sync_all().await.map_err(|e| fail(e.to_string()))?;
-    if !check.verify() {
-        return Err(fail(
-            "etcd's trailing sha256 does not match the data".into(),
-        ));
-    }
-    Ok(())
+        .map(|_| ())
+        .map_err(|e| ReplayError::Throwaway(format!("the snapshot of the replayed data: {e}")))
 }

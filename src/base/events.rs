@@ -42,6 +42,7 @@ pub enum Event {
     PeerSchemeChanged,
     // Seeding a new incarnation (formation or recovery).
     SeedingStarted,
+    SeedingReplayed,
     SeedingRestored,
     SeedingStored,
     // Quorum-loss recovery.
@@ -99,7 +100,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 68] = [
+    pub const ALL: [Event; 69] = [
         Event::EtcdStarted,
         Event::EtcdStopped,
         Event::EtcdExited,
@@ -124,6 +125,7 @@ impl Event {
         Event::MovedAsideDeleted,
         Event::PeerSchemeChanged,
         Event::SeedingStarted,
+        Event::SeedingReplayed,
         Event::SeedingRestored,
         Event::SeedingStored,
         Event::RecoveryFrozen,
@@ -197,6 +199,7 @@ impl Event {
             Event::MovedAsideDeleted => "data.moved_aside_deleted",
             Event::PeerSchemeChanged => "peer_scheme.changed",
             Event::SeedingStarted => "seeding.started",
+            Event::SeedingReplayed => "seeding.replayed",
             Event::SeedingRestored => "seeding.restored",
             Event::SeedingStored => "seeding.stored",
             Event::RecoveryFrozen => "recovery.frozen",
@@ -272,6 +275,7 @@ impl Event {
             Event::MovedAsideDeleted => &["path", "why"],
             Event::PeerSchemeChanged => &["scheme", "reason"],
             Event::SeedingStarted => &["incarnation", "steps"],
+            Event::SeedingReplayed => &["incarnation", "revision", "bytes", "snapshot"],
             Event::SeedingRestored => &["snapshot", "incarnation"],
             Event::SeedingStored => &["snapshot"],
             Event::RecoveryFrozen => &["reason"],

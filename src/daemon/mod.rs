@@ -46,6 +46,7 @@ mod pass;
 mod peer_scheme;
 mod publish;
 mod quorum_loss;
+mod replay_marker;
 mod seeding;
 mod self_replacement;
 mod signals;

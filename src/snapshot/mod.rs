@@ -19,6 +19,9 @@
 //! - [`codec_choice`] says which layers (`crate::codec`: zstd, age) a
 //!   snapshot or segment is written with, from the config and the
 //!   cluster's format; [`restore::fetch_verified`] undoes them.
+//! - [`to_file`] streams a member's snapshot into a local file, checked
+//!   and renamed into place (the seeding's WAL replay, the archive's
+//!   replay).
 //! - [`import`] puts a snapshot file made by any tool into the store as
 //!   this cluster's, checked first by a restore into a throwaway member.
 
@@ -29,6 +32,7 @@ pub mod name;
 pub mod recorded;
 pub mod restore;
 pub mod take;
+pub mod to_file;
 pub mod trailing_hash;
 pub mod verify;
 pub mod writer;
