@@ -76,7 +76,7 @@ fn the_package_installs_a_hardened_notify_service_that_runs_etcd_and_keeps_its_d
     }
     let deb = machine::build_debian_package(
         std::path::Path::new(env!("CARGO_BIN_EXE_eco")),
-        &testkit::workspace_root().join("target/machines/deb-build"),
+        &machine::files_root().join("deb-build"),
     )
     .expect("build the package");
     let m = Machine::boot("eco-deb").expect("boot the machine");

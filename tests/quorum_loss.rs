@@ -158,7 +158,10 @@ fn a_seeder_killed_after_its_replay_resumes_from_the_kept_snapshot() {
     let residual = wal_residual(&timed, &[lost_at]);
     assert!(!record_exists(&c, 3), "one reseed, resumed");
     let log = c.nodes["eco-1"].log();
-    for line in log.lines().filter(|l| l.contains("event=\"seeding.started\"")) {
+    for line in log
+        .lines()
+        .filter(|l| l.contains("event=\"seeding.started\""))
+    {
         eprintln!("{line}");
     }
     assert_eq!(

@@ -211,10 +211,10 @@ impl Drop for Setup {
 }
 
 fn setup(net: u8, eco_sha256_override: Option<&str>) -> Setup {
-    // Under target/, not /tmp: the machine and eco.service (PrivateTmp)
-    // have /tmp of their own, and read the emulator's AWS config files.
-    let parent = root().join("target/machines");
-    std::fs::create_dir_all(&parent).expect("target/machines");
+    // Where the machine and eco.service (PrivateTmp) read the emulator's
+    // AWS config files: never under /tmp, wherever the checkout is.
+    let parent = testkit::machine::files_root();
+    std::fs::create_dir_all(&parent).expect("the machines' files root");
     let dir = tempfile::Builder::new()
         .prefix("user-data-")
         .tempdir_in(parent)

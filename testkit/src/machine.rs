@@ -4,9 +4,11 @@
 //! Debian machine, and the host is left untouched.
 //!
 //! - **Root:** an overlayfs whose lower layer is the host's `/` and whose
-//!   upper layer is `target/machines/<name>/upper`: `dpkg -i`, users made
-//!   by `systemd-sysusers`, files written by a script land there. `/run`
-//!   and `/tmp` are fresh tmpfs, `/proc` the machine's own.
+//!   upper layer is `<files_root>/<name>/upper` ([`files_root`]:
+//!   `target/machines` of the checkout): `dpkg -i`, users made by
+//!   `systemd-sysusers`, files written by a script land there. `/run` and
+//!   `/tmp` are fresh tmpfs (a checkout under `/tmp` is bound into it, at
+//!   its own path), `/proc` the machine's own.
 //! - **systemd:** the host's `/lib/systemd/systemd`, booted to
 //!   `basic.target` (so the host's own services, such as Debian's etcd
 //!   or PostgreSQL, are not started), in a cgroup subtree of its own
@@ -56,6 +58,8 @@ mount --rbind /sys "$m/sys"
 mount --rbind /dev "$m/dev"
 mount -t tmpfs -o mode=0755 tmpfs "$m/run"
 mount -t tmpfs -o mode=1777 tmpfs "$m/tmp"
+# A checkout under /tmp stays visible at its own path (its tools).
+if [ -n "${4:-}" ]; then mkdir -p "$m$4"; mount --rbind "$4" "$m$4"; fi
 if [ "$3" = own ]; then ip link set lo up; fi
 hostname "$name"
 echo "$name" > "$m/etc/hostname"
@@ -70,6 +74,32 @@ umount -l .
 exec env container=eco-testkit /lib/systemd/systemd --unit=basic.target --log-target=console
 "#;
 
+/// Where machines' files go, and files a test makes for a machine's units
+/// to read: `target/machines` of the checkout — or, for a checkout under
+/// `/tmp` or `/var/tmp`, `/var/lib/eco-testkit/<the checkout's path as a
+/// name>/machines`: a machine mounts a `/tmp` of its own and a unit with
+/// `PrivateTmp=` gets another, either of which would hide them.
+pub fn files_root() -> PathBuf {
+    let checkout = crate::workspace_root();
+    if under_a_private_tmp(&checkout) {
+        let name: String = checkout
+            .to_string_lossy()
+            .trim_matches('/')
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        PathBuf::from("/var/lib/eco-testkit")
+            .join(name)
+            .join("machines")
+    } else {
+        checkout.join("target/machines")
+    }
+}
+
+fn under_a_private_tmp(path: &Path) -> bool {
+    path.starts_with("/tmp") || path.starts_with("/var/tmp")
+}
+
 /// One booted machine; see the module docs.
 pub struct Machine {
     name: String,
@@ -80,7 +110,7 @@ pub struct Machine {
 
 impl Machine {
     /// Boots a machine named `name` (letters, digits, '-') with its files
-    /// under `target/machines/<name>` and a network namespace of its own
+    /// under `<files_root>/<name>` and a network namespace of its own
     /// (loopback only), and waits (at most 60 s) until systemd says the
     /// boot is over.
     pub fn boot(name: &str) -> anyhow::Result<Machine> {
@@ -99,7 +129,8 @@ impl Machine {
             !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'),
             "machine name {name:?}: letters, digits and '-' only"
         );
-        let dir = crate::workspace_root().join("target/machines").join(name);
+        let dir = files_root().join(name);
+        let checkout = crate::workspace_root();
         // (the processes of an earlier machine of this name whose test was
         // itself killed before it could clean up)
         crate::process::kill_processes_rooted_under(&dir);
@@ -120,6 +151,11 @@ impl Machine {
             .args(["--propagation", "private", "bash", "-c", BOOT, "boot", name])
             .arg(&dir)
             .arg(if own_network { "own" } else { "host" })
+            .arg(if checkout.starts_with("/tmp") {
+                checkout.as_os_str()
+            } else {
+                std::ffi::OsStr::new("")
+            })
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -339,4 +375,18 @@ pub fn build_debian_package(eco_bin: &Path, out: &Path) -> anyhow::Result<PathBu
         String::from_utf8_lossy(&built.stderr)
     );
     Ok(PathBuf::from(String::from_utf8_lossy(&built.stdout).trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkout_under_a_private_tmp_keeps_machine_files_outside_it() {
+        assert!(under_a_private_tmp(Path::new("/tmp/x/eco")));
+        assert!(under_a_private_tmp(Path::new("/var/tmp/eco")));
+        assert!(!under_a_private_tmp(Path::new("/tmpfoo/eco")));
+        assert!(!under_a_private_tmp(Path::new("/work/eco")));
+        assert!(!under_a_private_tmp(&files_root()), "never under /tmp");
+    }
 }
