@@ -72,10 +72,10 @@ fn every_alert_is_valid_tested_and_has_its_runbook_section() {
         let t = line.trim_start();
         if let Some(name) = t.strip_prefix("alertname:") {
             current = Some(name.trim().to_string());
-        } else if t.starts_with("- exp_labels:") {
-            if let Some(name) = &current {
-                fired.insert(name.clone());
-            }
+        } else if t.starts_with("- exp_labels:")
+            && let Some(name) = &current
+        {
+            fired.insert(name.clone());
         }
     }
     let untested: Vec<_> = alerts.difference(&fired).collect();

@@ -116,14 +116,12 @@ fn calls_in(dir: &Path) -> BTreeSet<String> {
             if let Some(name) = piece
                 .strip_suffix("()")
                 .or_else(|| piece.split_once("()").map(|(n, _)| n))
+                && !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
             {
-                if !name.is_empty()
-                    && name
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-                {
-                    found.insert(name.to_string());
-                }
+                found.insert(name.to_string());
             }
         }
     }

@@ -70,3 +70,21 @@ fn make_run_installs_only_what_a_local_cluster_needs() {
         assert!(at > exit_at, "{later} is installed before --run stops");
     }
 }
+
+/// The oldest Rust the README asks for is the workspace's `rust-version`.
+#[test]
+fn the_readmes_rust_is_the_workspaces_rust_version() {
+    let manifest: toml::Table = root_file("Cargo.toml").parse().expect("Cargo.toml");
+    let version = manifest["workspace"]["package"]["rust-version"]
+        .as_str()
+        .expect("workspace.package.rust-version");
+    let readme = root_file("README.md");
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("| Rust with `cargo`"))
+        .expect("README.md's prerequisites name Rust");
+    assert!(
+        row.contains(&format!("{version} or later")),
+        "README.md asks for another Rust than rust-version {version}: {row}"
+    );
+}

@@ -61,26 +61,26 @@ pub fn diagnose(f: &JoinFacts) -> Option<String> {
         Some(r) => format!("etcd exits before it joins: \"{r}\""),
         None => "etcd exits before it joins (it logged no fatal line)".to_string(),
     };
-    if f.peers_check_certificates {
-        if let Some(s) = f.sources.iter().find(|s| !s.named) {
-            let remedy = match f.names_key {
-                Some(key) => format!("add \"{}\" to {key}", s.source),
-                None => format!(
-                    "reissue the certificate with \"{}\" among its names",
-                    s.source
-                ),
-            };
-            return Some(format!(
-                "{said}; the peers reject this member's certificate: they check it against the address its connections come from, {} (toward {}), which the certificate does not name (it names {}): {remedy}",
-                s.source,
-                s.peer,
-                if f.certificate_names.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    f.certificate_names.join(", ")
-                }
-            ));
-        }
+    if f.peers_check_certificates
+        && let Some(s) = f.sources.iter().find(|s| !s.named)
+    {
+        let remedy = match f.names_key {
+            Some(key) => format!("add \"{}\" to {key}", s.source),
+            None => format!(
+                "reissue the certificate with \"{}\" among its names",
+                s.source
+            ),
+        };
+        return Some(format!(
+            "{said}; the peers reject this member's certificate: they check it against the address its connections come from, {} (toward {}), which the certificate does not name (it names {}): {remedy}",
+            s.source,
+            s.peer,
+            if f.certificate_names.is_empty() {
+                "nothing".to_string()
+            } else {
+                f.certificate_names.join(", ")
+            }
+        ));
     }
     Some(format!(
         "{said}; check that the peers' peer port is reachable from this instance (a firewall, a security group) and that they accept its certificate; etcd is restarted with a growing back-off"

@@ -99,10 +99,10 @@ impl StartDecision {
 
 pub fn decide(f: &StartFacts) -> StartDecision {
     use DataState::*;
-    if let (Some(s), false) = (f.state, f.held) {
-        if let Some(reason) = stale_incarnation(s.incarnation, f.recorded.newest()) {
-            return StartDecision::DiscardStale { reason };
-        }
+    if let (Some(s), false) = (f.state, f.held)
+        && let Some(reason) = stale_incarnation(s.incarnation, f.recorded.newest())
+    {
+        return StartDecision::DiscardStale { reason };
     }
     let alone = f.group_size == 1;
     let decision = match (f.state, f.data) {

@@ -151,17 +151,17 @@ const KEYS_PER_WRITER: u64 = 2_000;
 /// keys, over [`KEYS_PER_WRITER`] keys.
 async fn operate(client: &mut etcd_client::Client, w: usize, n: u64) -> bool {
     let key = |k: u64| format!("bench/{w}/{:08}", k % KEYS_PER_WRITER);
-    let result = if n % 20 == 0 {
+    let result = if n.is_multiple_of(20) {
         let txn = etcd_client::Txn::new().and_then(vec![
             etcd_client::TxnOp::put(key(n), "t".repeat(100), None),
             etcd_client::TxnOp::put(key(n + 1), "t".repeat(100), None),
             etcd_client::TxnOp::delete(key(n / 2), None),
         ]);
         client.txn(txn).await.map(|_| ())
-    } else if n % 10 == 0 {
+    } else if n.is_multiple_of(10) {
         client.delete(key(n / 3), None).await.map(|_| ())
     } else {
-        let k = if n % 3 == 0 { n / 4 } else { n };
+        let k = if n.is_multiple_of(3) { n / 4 } else { n };
         client
             .put(key(k), format!("{n}-{}", "v".repeat(200)), None)
             .await

@@ -172,14 +172,14 @@ async fn host(
         for (to, bytes) in b.outbox.remove(&id).unwrap_or_default() {
             let _ = g.send(&to, bytes);
         }
-        if let Some(want) = b.wanted_phase.get(&id).cloned() {
-            if want != published {
-                let _ = g.set_state(PeerState {
-                    phase: want.clone(),
-                    ..Default::default()
-                });
-                published = want;
-            }
+        if let Some(want) = b.wanted_phase.get(&id).cloned()
+            && want != published
+        {
+            let _ = g.set_state(PeerState {
+                phase: want.clone(),
+                ..Default::default()
+            });
+            published = want;
         }
     }
 }

@@ -405,26 +405,24 @@ impl ArchiveWriter {
                 self.max_segment_bytes,
                 ms(tick_every).saturating_add(ms(s.last_upload)),
             );
-            if due {
-                if let Err(failed) = self.store_held(&ident, format, s).await {
-                    // Held changes stay held and are tried again at the next
-                    // tick, or the watch restarts from the archive's newest
-                    // point (etcd still has them).
-                    let (e, lost) = match failed {
-                        HeldNotStored::Retry(e) => (e, false),
-                        HeldNotStored::Lost(e) => (e, true),
-                    };
-                    match archive::after_store_failure(s.held_bytes, self.max_segment_bytes, lost) {
-                        archive::AfterStoreFailure::KeepHolding => {}
-                        archive::AfterStoreFailure::RestartWatch => {
-                            return Ended::Failed(ArchiveFailure::Store, e);
-                        }
+            if due && let Err(failed) = self.store_held(&ident, format, s).await {
+                // Held changes stay held and are tried again at the next
+                // tick, or the watch restarts from the archive's newest
+                // point (etcd still has them).
+                let (e, lost) = match failed {
+                    HeldNotStored::Retry(e) => (e, false),
+                    HeldNotStored::Lost(e) => (e, true),
+                };
+                match archive::after_store_failure(s.held_bytes, self.max_segment_bytes, lost) {
+                    archive::AfterStoreFailure::KeepHolding => {}
+                    archive::AfterStoreFailure::RestartWatch => {
+                        return Ended::Failed(ArchiveFailure::Store, e);
                     }
-                    s.failures += 1;
-                    s.last_error = Some(e.clone());
-                    self.metrics.failed(ArchiveFailure::Store);
-                    crate::event!(warn, Event::ArchiveFailed, failure = ArchiveFailure::Store.as_str(), error = %e, "a segment could not be stored; retrying");
                 }
+                s.failures += 1;
+                s.last_error = Some(e.clone());
+                self.metrics.failed(ArchiveFailure::Store);
+                crate::event!(warn, Event::ArchiveFailed, failure = ArchiveFailure::Store.as_str(), error = %e, "a segment could not be stored; retrying");
             }
             // `/status` and the metrics once a second, or when a segment
             // was stored (not at every check).

@@ -28,14 +28,13 @@ pub fn check_files(config: &Config) -> (Vec<String>, Vec<String>) {
         let tls = config.etcd.tls_files();
         // Generated certificates do not exist before eco's first start.
         let generated = config.etcd.tls.generated.is_some();
-        if let Some(eco) = &tls.eco {
-            if !generated || eco.cert_file.exists() {
-                if let Err(e) = certificate_cn(&eco.cert_file) {
-                    problems.push(format!(
-                        "auth: eco's identity is its client certificate's CN (etcd.tls.eco.cert_file): {e}"
-                    ));
-                }
-            }
+        if let Some(eco) = &tls.eco
+            && (!generated || eco.cert_file.exists())
+            && let Err(e) = certificate_cn(&eco.cert_file)
+        {
+            problems.push(format!(
+                "auth: eco's identity is its client certificate's CN (etcd.tls.eco.cert_file): {e}"
+            ));
         }
     }
     (problems, warnings)

@@ -38,22 +38,22 @@ pub fn referenced_files(config: &Config) -> FilesChecked {
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
     let mut not_checked = Vec::new();
-    if config.provider.kind == ProviderKind::Static {
-        if let Some(s) = &config.provider.static_group {
-            let path = &s.group_file;
-            match std::fs::read_to_string(path) {
-                // Whose file it is does not matter here: ids, addresses
-                // and sizes are checked the same for every instance.
-                Ok(text) => {
-                    if let Err(e) = crate::provider::parse_group_file(text.as_str(), path, "") {
-                        problems.push(format!("provider.static.group_file: {e}"));
-                    }
+    if config.provider.kind == ProviderKind::Static
+        && let Some(s) = &config.provider.static_group
+    {
+        let path = &s.group_file;
+        match std::fs::read_to_string(path) {
+            // Whose file it is does not matter here: ids, addresses
+            // and sizes are checked the same for every instance.
+            Ok(text) => {
+                if let Err(e) = crate::provider::parse_group_file(text.as_str(), path, "") {
+                    problems.push(format!("provider.static.group_file: {e}"));
                 }
-                Err(e) => problems.push(format!(
-                    "provider.static.group_file: cannot read {}: {e}",
-                    path.display()
-                )),
             }
+            Err(e) => problems.push(format!(
+                "provider.static.group_file: cannot read {}: {e}",
+                path.display()
+            )),
         }
     }
     if let Some(path) = config
@@ -118,15 +118,14 @@ pub fn referenced_files(config: &Config) -> FilesChecked {
             ));
         }
     }
-    if config.snapshot.store == SnapshotStoreKind::Dir {
-        if let Some(dir) = &config.snapshot.dir {
-            if !dir.path.is_dir() {
-                problems.push(format!(
+    if config.snapshot.store == SnapshotStoreKind::Dir
+        && let Some(dir) = &config.snapshot.dir
+        && !dir.path.is_dir()
+    {
+        problems.push(format!(
                     "snapshot.dir.path: {} is not a directory (it must exist: a missing store is an error, never an empty one)",
                     dir.path.display()
                 ));
-            }
-        }
     }
     if config.snapshot.store == SnapshotStoreKind::S3 {
         problems.extend(s3_credential_files(|var| std::env::var_os(var)));
@@ -145,10 +144,10 @@ pub fn referenced_files(config: &Config) -> FilesChecked {
         }),
         _ => None,
     };
-    if let Some((key, file)) = cloud_file {
-        if let Err(e) = std::fs::File::open(file) {
-            problems.push(format!("{key}: {} cannot be read: {e}", file.display()));
-        }
+    if let Some((key, file)) = cloud_file
+        && let Err(e) = std::fs::File::open(file)
+    {
+        problems.push(format!("{key}: {} cannot be read: {e}", file.display()));
     }
     FilesChecked {
         problems,

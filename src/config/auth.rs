@@ -422,13 +422,13 @@ pub(super) fn check(auth: &AuthConfig, tls: &super::EtcdTlsConfig) -> Vec<(Strin
                     Some(_) => {}
                 }
             }
-            if let Some(ttl) = t.ttl {
-                if ttl.get() < std::time::Duration::from_secs(1) {
-                    fail(
-                        "auth.token.ttl".into(),
-                        format!("{ttl} is too short; allowed: at least 1s"),
-                    );
-                }
+            if let Some(ttl) = t.ttl
+                && ttl.get() < std::time::Duration::from_secs(1)
+            {
+                fail(
+                    "auth.token.ttl".into(),
+                    format!("{ttl} is too short; allowed: at least 1s"),
+                );
             }
         }
     }

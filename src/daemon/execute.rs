@@ -204,10 +204,10 @@ impl Daemon {
     /// The incarnation and token of the cluster to join: the store's newest
     /// record (the record of truth), else this instance's state.
     async fn cluster_identity(&self) -> anyhow::Result<(u64, String)> {
-        if let Some(store) = self.ctx.store.as_deref() {
-            if let Some(r) = record::newest(store, self.ctx.cluster()).await? {
-                return Ok((r.incarnation, r.token));
-            }
+        if let Some(store) = self.ctx.store.as_deref()
+            && let Some(r) = record::newest(store, self.ctx.cluster()).await?
+        {
+            return Ok((r.incarnation, r.token));
         }
         if let Some(s) = self.durable.state() {
             return Ok((s.incarnation, s.cluster_token.clone()));

@@ -61,12 +61,12 @@ impl Daemon {
         let newest = facts::newest_snapshot(&objects).map(|s| s.name);
         let configured = self.ctx.config.recovery.bootstrap_from.as_deref();
         let source = startup::initial_source(configured, newest.as_deref());
-        if let (InitialSource::Snapshot { name, .. }, Some(_)) = (&source, configured) {
-            if store.head(name).await?.is_none() {
-                anyhow::bail!(
-                    "recovery.bootstrap_from names {name}, which the store does not hold (see `eco snapshot list`)"
-                );
-            }
+        if let (InitialSource::Snapshot { name, .. }, Some(_)) = (&source, configured)
+            && store.head(name).await?.is_none()
+        {
+            anyhow::bail!(
+                "recovery.bootstrap_from names {name}, which the store does not hold (see `eco snapshot list`)"
+            );
         }
         if let InitialSource::Snapshot { name, reason } = &source {
             tracing::warn!(snapshot = %name, %reason, "seeding incarnation 1 from a snapshot");

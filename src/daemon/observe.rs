@@ -74,10 +74,10 @@ impl NewestRecord {
         let fresh = self
             .read
             .is_some_and(|(_, at)| at.elapsed() < NEWEST_RECORD_FRESH);
-        if let (false, Some(store)) = (fresh, store) {
-            if let Ok(r) = record::newest(store, cluster).await {
-                self.read = Some((r.map(|r| r.incarnation), Instant::now()));
-            }
+        if let (false, Some(store)) = (fresh, store)
+            && let Ok(r) = record::newest(store, cluster).await
+        {
+            self.read = Some((r.map(|r| r.incarnation), Instant::now()));
         }
         self.read.and_then(|(n, _)| n)
     }

@@ -70,10 +70,10 @@ impl Daemon {
             .map(|d| d.names.clone())
             .unwrap_or_default();
         let join_problem = self.join_problem(seen, &peer_names);
-        if join_problem != self.status.borrow().join_problem {
-            if let Some(problem) = &join_problem {
-                crate::event!(warn, Event::JoinFailing, %problem, "this instance's join keeps failing");
-            }
+        if join_problem != self.status.borrow().join_problem
+            && let Some(problem) = &join_problem
+        {
+            crate::event!(warn, Event::JoinFailing, %problem, "this instance's join keeps failing");
         }
         let running = self.ctx.binaries.get().version;
         let etcd_advisories = recovery::etcd_advisories::advisories(running);

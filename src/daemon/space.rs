@@ -121,10 +121,10 @@ impl Daemon {
                 };
                 let duration_ms = started.elapsed().as_millis() as u64;
                 self.ctx.metrics.decisions.defragmented(done.is_ok());
-                if done.is_ok() {
-                    if let Some(defragmented) = &mut self.nospace_episode {
-                        defragmented.push(member_id);
-                    }
+                if done.is_ok()
+                    && let Some(defragmented) = &mut self.nospace_episode
+                {
+                    defragmented.push(member_id);
                 }
                 match done {
                     Ok(()) => crate::event!(

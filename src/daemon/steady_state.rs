@@ -166,10 +166,10 @@ impl Daemon {
             raft_index: seen.cluster.raft_index(),
             written: self.voters_written.as_ref(),
         });
-        if let Some((voters, learners)) = upkeep.record_locally {
-            if let Err(e) = self.durable.record_voters(voters, learners) {
-                tracing::warn!(error = %format!("{e:#}"), "cannot record the voting members");
-            }
+        if let Some((voters, learners)) = upkeep.record_locally
+            && let Err(e) = self.durable.record_voters(voters, learners)
+        {
+            tracing::warn!(error = %format!("{e:#}"), "cannot record the voting members");
         }
         let (Some(record), Some(store)) = (upkeep.write_to_store, self.ctx.store.as_deref()) else {
             return;

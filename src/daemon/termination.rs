@@ -29,14 +29,14 @@ impl Daemon {
     /// when the planner must not act this pass.
     pub(super) async fn terminating(&mut self, seen: &Observed) -> bool {
         let Some(notice) = self.ctx.provider.termination() else {
-            if let Some(t) = self.termination.take() {
-                if !t.completed {
-                    crate::event!(
-                        warn,
-                        Event::TerminationWithdrawn,
-                        "the termination notice was withdrawn; this instance stays"
-                    );
-                }
+            if let Some(t) = self.termination.take()
+                && !t.completed
+            {
+                crate::event!(
+                    warn,
+                    Event::TerminationWithdrawn,
+                    "the termination notice was withdrawn; this instance stays"
+                );
             }
             return false;
         };

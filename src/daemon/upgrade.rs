@@ -189,10 +189,11 @@ impl Daemon {
         if !upgrade::needs_v2store_check(running, configured.version) {
             return None;
         }
-        if let Some((target, at, found)) = &self.configured_etcd.v2store {
-            if *target == configured.version && (found.is_ok() || at.elapsed() < V2STORE_RECHECK) {
-                return Some(found.clone());
-            }
+        if let Some((target, at, found)) = &self.configured_etcd.v2store
+            && *target == configured.version
+            && (found.is_ok() || at.elapsed() < V2STORE_RECHECK)
+        {
+            return Some(found.clone());
         }
         let etcdutl = self.ctx.binaries.get().etcdutl;
         let found =

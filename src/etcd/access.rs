@@ -164,10 +164,10 @@ impl EtcdAccess {
     /// still answer. A password-less identity (a client certificate's CN)
     /// needs neither. The connection is lazy: errors show on calls.
     pub async fn connect_for_status(&self, endpoint: &str) -> Result<Client, ProbeError> {
-        if self.credentials.is_some() {
-            if let Ok((client, _)) = self.connect_authenticated(endpoint).await {
-                return Ok(client);
-            }
+        if self.credentials.is_some()
+            && let Ok((client, _)) = self.connect_authenticated(endpoint).await
+        {
+            return Ok(client);
         }
         self.plain_connect(endpoint).await
     }

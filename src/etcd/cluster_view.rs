@@ -228,10 +228,11 @@ impl ClusterView {
                 }
                 _ => {}
             }
-            if let (Some(s), Some(l)) = (&local_status, local) {
-                if endpoint == l && s.member_id == *id {
-                    seen.statuses.insert(*id, s.clone());
-                }
+            if let (Some(s), Some(l)) = (&local_status, local)
+                && endpoint == l
+                && s.member_id == *id
+            {
+                seen.statuses.insert(*id, s.clone());
             }
         }
         seen.endpoints = endpoints.iter().cloned().collect();
@@ -271,10 +272,10 @@ impl ClusterView {
     ) -> anyhow::Result<MemberStatus> {
         let started = std::time::Instant::now();
         loop {
-            if let Some(m) = self.local(endpoint).await {
-                if m.has_leader() {
-                    return Ok(m);
-                }
+            if let Some(m) = self.local(endpoint).await
+                && m.has_leader()
+            {
+                return Ok(m);
             }
             if started.elapsed() > within {
                 anyhow::bail!("{what} has no leader after {within:?}");

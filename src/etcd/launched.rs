@@ -63,11 +63,11 @@ pub fn load(path: &Path) -> LaunchRecord {
         }
     };
     let value: Result<serde_json::Value, _> = serde_json::from_slice(&bytes);
-    if let Some(format) = value.as_ref().ok().and_then(|v| v.get("format")) {
-        if recovery::cluster_version::unreadable(format.as_u64(), "").is_some() {
-            tracing::warn!(file = %path.display(), %format, "the last launched etcd's record is of a format this eco does not read (a newer eco wrote it); ignoring it");
-            return LaunchRecord::default();
-        }
+    if let Some(format) = value.as_ref().ok().and_then(|v| v.get("format"))
+        && recovery::cluster_version::unreadable(format.as_u64(), "").is_some()
+    {
+        tracing::warn!(file = %path.display(), %format, "the last launched etcd's record is of a format this eco does not read (a newer eco wrote it); ignoring it");
+        return LaunchRecord::default();
     }
     match value.and_then(serde_json::from_value) {
         Ok(l) => l,

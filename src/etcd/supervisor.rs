@@ -341,13 +341,13 @@ async fn spawn(
     match result {
         Ok(mut child) => {
             let pid = child.id();
-            if let Some(pid) = pid {
-                if let Err(e) = crate::base::atomic_file::write_atomic(
+            if let Some(pid) = pid
+                && let Err(e) = crate::base::atomic_file::write_atomic(
                     &spec.pid_file,
                     format!("{pid}\n").as_bytes(),
-                ) {
-                    tracing::warn!(error = %e, "cannot write the etcd pid file");
-                }
+                )
+            {
+                tracing::warn!(error = %e, "cannot write the etcd pid file");
             }
             let mut readers = Vec::new();
             if spec.log_file.is_none() {

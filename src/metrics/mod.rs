@@ -203,14 +203,14 @@ impl Metrics {
                 r.dropped_messages,
             );
         }
-        if let Ok(g) = self.gossip.lock() {
-            if let Some(g) = g.as_ref() {
-                for (counter, seen, read) in &g.counters {
-                    advance(counter, seen, GossipMetrics::get(read(&g.source)));
-                }
-                g.members_up
-                    .set(GossipMetrics::get(&g.source.members_up) as i64);
+        if let Ok(g) = self.gossip.lock()
+            && let Some(g) = g.as_ref()
+        {
+            for (counter, seen, read) in &g.counters {
+                advance(counter, seen, GossipMetrics::get(read(&g.source)));
             }
+            g.members_up
+                .set(GossipMetrics::get(&g.source.members_up) as i64);
         }
     }
 
@@ -297,10 +297,10 @@ impl Metrics {
     /// The text exposition format.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        if let Ok(r) = self.registry.lock() {
-            if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &r) {
-                tracing::warn!(error = %e, "cannot encode metrics");
-            }
+        if let Ok(r) = self.registry.lock()
+            && let Err(e) = prometheus_client::encoding::text::encode(&mut out, &r)
+        {
+            tracing::warn!(error = %e, "cannot encode metrics");
         }
         out
     }

@@ -255,13 +255,13 @@ async fn reading(
                 aws::AwsProvider::connect(aws, config.provider.refresh_interval().get()).await?;
             // The metadata service names this instance; an id given too must
             // be the same (a config copied to the wrong machine).
-            if let Some(id) = instance_id.map(str::trim).filter(|s| !s.is_empty()) {
-                if id != provider.identity().id {
-                    return Err(ProviderError::BadInstanceId(format!(
-                        "{id:?} was given, but the instance metadata service says this is {:?}",
-                        provider.identity().id
-                    )));
-                }
+            if let Some(id) = instance_id.map(str::trim).filter(|s| !s.is_empty())
+                && id != provider.identity().id
+            {
+                return Err(ProviderError::BadInstanceId(format!(
+                    "{id:?} was given, but the instance metadata service says this is {:?}",
+                    provider.identity().id
+                )));
             }
             Ok(Arc::new(provider))
         }

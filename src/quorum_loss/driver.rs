@@ -202,14 +202,15 @@ impl Driver {
         let group = host.group();
         let certified_gone = group.certified_gone.clone();
         inputs.push(Input::Group(group));
-        if let Some((incarnation, voters, learners)) = host.membership() {
-            if !self.protocol.is_frozen() && !voters.is_empty() {
-                inputs.push(Input::Membership {
-                    incarnation,
-                    voters,
-                    learners,
-                });
-            }
+        if let Some((incarnation, voters, learners)) = host.membership()
+            && !self.protocol.is_frozen()
+            && !voters.is_empty()
+        {
+            inputs.push(Input::Membership {
+                incarnation,
+                voters,
+                learners,
+            });
         }
         if self
             .store_read_at

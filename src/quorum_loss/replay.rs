@@ -348,14 +348,14 @@ async fn force_new_cluster(
                 log,
             });
         }
-        if let Ok(mut c) = req.access.connect_for_status(&client).await {
-            if let Ok(s) = probe::status(&mut c, &client, req.access.call_timeout()).await {
-                // Applied up to the last entry (servers too old to report
-                // the applied index say 0: leading is all they tell).
-                let applied = s.raft_applied_index >= s.raft_index || s.raft_applied_index == 0;
-                if s.has_leader() && applied {
-                    break s;
-                }
+        if let Ok(mut c) = req.access.connect_for_status(&client).await
+            && let Ok(s) = probe::status(&mut c, &client, req.access.call_timeout()).await
+        {
+            // Applied up to the last entry (servers too old to report
+            // the applied index say 0: leading is all they tell).
+            let applied = s.raft_applied_index >= s.raft_index || s.raft_applied_index == 0;
+            if s.has_leader() && applied {
+                break s;
             }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

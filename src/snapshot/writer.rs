@@ -489,11 +489,10 @@ impl SnapshotWriter {
                 current.facts.revision(),
                 last.last_snapshot(),
                 self.schedule,
-            ) {
-                if let Some(taken) = self.snapshot_now(&current, &reason, &mut s).await {
-                    last.stored(&taken);
-                    self.learn(&mut s, &mut last).await;
-                }
+            ) && let Some(taken) = self.snapshot_now(&current, &reason, &mut s).await
+            {
+                last.stored(&taken);
+                self.learn(&mut s, &mut last).await;
             }
             self.follow_verification(writes, current.format, &mut s, &mut verification)
                 .await;

@@ -99,12 +99,11 @@ pub async fn read<T: DeserializeOwned>(
     }
     let value: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
-    if let Some(format) = value.get("format") {
-        if let Some(why) =
+    if let Some(format) = value.get("format")
+        && let Some(why) =
             recovery::cluster_version::unreadable(format.as_u64(), &format.to_string())
-        {
-            return Err(unreadable(why));
-        }
+    {
+        return Err(unreadable(why));
     }
     serde_json::from_value(value)
         .map(Some)

@@ -81,18 +81,18 @@ fn parse<T: for<'de> Deserialize<'de>>(name: &str, bytes: &[u8]) -> Result<T, Re
         message: e.to_string(),
     };
     let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(malformed)?;
-    if let Some(object) = value.as_object_mut() {
-        if let Some(format) = object.remove(FORMAT_KEY) {
-            let format = format.as_u64().ok_or_else(|| RecordError::Malformed {
+    if let Some(object) = value.as_object_mut()
+        && let Some(format) = object.remove(FORMAT_KEY)
+    {
+        let format = format.as_u64().ok_or_else(|| RecordError::Malformed {
+            name: name.into(),
+            message: format!("its format is {format}, not a number"),
+        })?;
+        if !cluster_version::reads_number(format) {
+            return Err(RecordError::TooNew {
                 name: name.into(),
-                message: format!("its format is {format}, not a number"),
-            })?;
-            if !cluster_version::reads_number(format) {
-                return Err(RecordError::TooNew {
-                    name: name.into(),
-                    format,
-                });
-            }
+                format,
+            });
         }
     }
     serde_json::from_value(value).map_err(malformed)
@@ -106,10 +106,10 @@ fn encode<T: Serialize>(name: &str, value: &T, format: Format) -> Result<Vec<u8>
         message: e.to_string(),
     };
     let mut json = serde_json::to_value(value).map_err(malformed)?;
-    if format > cluster_version::UNTAGGED {
-        if let Some(object) = json.as_object_mut() {
-            object.insert(FORMAT_KEY.into(), format.into());
-        }
+    if format > cluster_version::UNTAGGED
+        && let Some(object) = json.as_object_mut()
+    {
+        object.insert(FORMAT_KEY.into(), format.into());
     }
     serde_json::to_vec_pretty(&json).map_err(malformed)
 }
@@ -254,10 +254,10 @@ pub async fn write_voters(
     v: &VotersRecord,
     format: Format,
 ) -> Result<bool, RecordError> {
-    if let Some(existing) = voters(store, cluster, v.incarnation).await? {
-        if existing.raft_index > v.raft_index || existing == *v {
-            return Ok(false);
-        }
+    if let Some(existing) = voters(store, cluster, v.incarnation).await?
+        && (existing.raft_index > v.raft_index || existing == *v)
+    {
+        return Ok(false);
     }
     let name = voters_name(cluster, v.incarnation);
     let bytes = encode(&name, v, format)?;

@@ -145,9 +145,10 @@ impl ProtocolConfig {
                 ),
             });
         }
-        if let Some(a) = self.accept_loss_after {
-            if a < t {
-                problems.push(TimingProblem {
+        if let Some(a) = self.accept_loss_after
+            && a < t
+        {
+            problems.push(TimingProblem {
                     setting: Setting::AcceptLossAfter,
                     message: format!(
                         "{} is below quorum_loss_timeout = {}; allowed: at least quorum_loss_timeout, or leave it unset (the safe default)",
@@ -155,7 +156,6 @@ impl ProtocolConfig {
                         show(t)
                     ),
                 });
-            }
         }
         problems
     }

@@ -126,14 +126,13 @@ pub fn lost(
             };
         }
         for v in voters {
-            if let Some(seen) = s.peers.get(v).and_then(|p| p.leader_seen_at) {
-                if seen >= since && s.peers.get(v).is_some_and(|p| p.incarnation == n) {
-                    return Verdict::Healthy {
-                        evidence: format!(
-                            "{v} (member of V_{n}) saw a leader at {seen} ms, within T"
-                        ),
-                    };
-                }
+            if let Some(seen) = s.peers.get(v).and_then(|p| p.leader_seen_at)
+                && seen >= since
+                && s.peers.get(v).is_some_and(|p| p.incarnation == n)
+            {
+                return Verdict::Healthy {
+                    evidence: format!("{v} (member of V_{n}) saw a leader at {seen} ms, within T"),
+                };
             }
         }
     }
@@ -175,12 +174,12 @@ pub fn lost(
                 ),
             };
         }
-    } else if let Some(last) = samples.back() {
-        if let Some(v) = voters.iter().find(|v| !last.certified_gone.contains(*v)) {
-            return Verdict::Undecided {
-                reason: format!("not a member of V_{n}, and {v} (a member) is not certified gone"),
-            };
-        }
+    } else if let Some(last) = samples.back()
+        && let Some(v) = voters.iter().find(|v| !last.certified_gone.contains(*v))
+    {
+        return Verdict::Undecided {
+            reason: format!("not a member of V_{n}, and {v} (a member) is not certified gone"),
+        };
     }
     // 2.
     let q = majority(voters.len());

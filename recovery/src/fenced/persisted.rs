@@ -63,12 +63,12 @@ pub fn encode(state: &PersistedState) -> Result<Vec<u8>, PersistError> {
 pub fn decode(bytes: &[u8]) -> Result<PersistedState, PersistError> {
     // The variant index leads the bytes (a varint): a later variant is a
     // later format, refused by name rather than as corruption.
-    if let Ok((index, _)) = postcard::take_from_bytes::<u32>(bytes) {
-        if index >= 1 {
-            return Err(PersistError::TooNew {
-                found: u64::from(index) + 1,
-            });
-        }
+    if let Ok((index, _)) = postcard::take_from_bytes::<u32>(bytes)
+        && index >= 1
+    {
+        return Err(PersistError::TooNew {
+            found: u64::from(index) + 1,
+        });
     }
     match postcard::from_bytes::<Versioned>(bytes).map_err(PersistError::Decode)? {
         Versioned::V1(s) => Ok(s),

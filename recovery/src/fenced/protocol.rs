@@ -149,18 +149,17 @@ impl Protocol {
                 ),
             ));
         }
-        if self.state.seed_pending {
-            if let Some(record) = self.state.decided.clone() {
-                if let Some(plan) = seed_plan(&record) {
-                    out.push(effect(
-                        EffectKind::Seed(plan),
-                        format!(
-                            "resuming: this instance is the seeder of incarnation {} and has not finished",
-                            record.incarnation
-                        ),
-                    ));
-                }
-            }
+        if self.state.seed_pending
+            && let Some(record) = self.state.decided.clone()
+            && let Some(plan) = seed_plan(&record)
+        {
+            out.push(effect(
+                EffectKind::Seed(plan),
+                format!(
+                    "resuming: this instance is the seeder of incarnation {} and has not finished",
+                    record.incarnation
+                ),
+            ));
         }
         out
     }
@@ -327,20 +326,20 @@ impl Protocol {
     fn on_local_data(&mut self, data: LocalData, out: &mut Vec<Effect>) {
         self.local = Some(data);
         self.local_requested = false;
-        if let Some((to, boot, ballot, target)) = self.report_to.clone() {
-            if let Some(report) = self.report() {
-                self.send(
-                    out,
-                    &to,
-                    Some(boot),
-                    Message::Report {
-                        target,
-                        ballot,
-                        report,
-                    },
-                    format!("data report after the promise to {to}"),
-                );
-            }
+        if let Some((to, boot, ballot, target)) = self.report_to.clone()
+            && let Some(report) = self.report()
+        {
+            self.send(
+                out,
+                &to,
+                Some(boot),
+                Message::Report {
+                    target,
+                    ballot,
+                    report,
+                },
+                format!("data report after the promise to {to}"),
+            );
         }
     }
 
@@ -382,10 +381,10 @@ impl Protocol {
             self.widen_round(&listed, "the store's record lists it");
         }
         // A record newer than what this instance knows wins.
-        if let Some(newest) = records.iter().max_by_key(|r| r.incarnation) {
-            if newest.incarnation > self.state.incarnation {
-                self.adopt(newest.clone(), out, "the store lists it");
-            }
+        if let Some(newest) = records.iter().max_by_key(|r| r.incarnation)
+            && newest.incarnation > self.state.incarnation
+        {
+            self.adopt(newest.clone(), out, "the store lists it");
         }
     }
 
@@ -619,10 +618,10 @@ impl Protocol {
         let n = target - 1;
         let current = n == self.state.incarnation;
         let promised = self.state.promised.clone().filter(|_| current);
-        if let Some(p) = &promised {
-            if &ballot < p {
-                return self.reject(env, target, ballot, Rejection::HigherBallot(p.clone()), out);
-            }
+        if let Some(p) = &promised
+            && &ballot < p
+        {
+            return self.reject(env, target, ballot, Rejection::HigherBallot(p.clone()), out);
         }
         if promised.as_ref() != Some(&ballot) {
             // A new promise needs this instance's own detector to agree —
@@ -745,10 +744,10 @@ impl Protocol {
             );
             return self.reject(env, target, ballot, Rejection::NotLost { evidence }, out);
         }
-        if let Some(p) = self.state.promised.clone() {
-            if ballot < p {
-                return self.reject(env, target, ballot, Rejection::HigherBallot(p), out);
-            }
+        if let Some(p) = self.state.promised.clone()
+            && ballot < p
+        {
+            return self.reject(env, target, ballot, Rejection::HigherBallot(p), out);
         }
         let already = self
             .state
@@ -796,17 +795,17 @@ impl Protocol {
     /// A promiser that accepted nothing resumes when the cluster shows
     /// itself healthy; one that accepted stays frozen until `n+1` exists.
     pub(super) fn maybe_unfreeze(&mut self, verdict: &Verdict, out: &mut Vec<Effect>) {
-        if let Verdict::Healthy { evidence } = verdict {
-            if self.state.frozen && self.state.accepted.is_none() && self.round.is_none() {
-                self.state.frozen = false;
-                self.persist(out, format!("unfreeze: {evidence}"));
-                out.push(effect(
-                    EffectKind::Unfreeze,
-                    format!(
-                        "the cluster is healthy ({evidence}) and this instance accepted nothing"
-                    ),
-                ));
-            }
+        if let Verdict::Healthy { evidence } = verdict
+            && self.state.frozen
+            && self.state.accepted.is_none()
+            && self.round.is_none()
+        {
+            self.state.frozen = false;
+            self.persist(out, format!("unfreeze: {evidence}"));
+            out.push(effect(
+                EffectKind::Unfreeze,
+                format!("the cluster is healthy ({evidence}) and this instance accepted nothing"),
+            ));
         }
     }
 

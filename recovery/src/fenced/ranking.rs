@@ -102,16 +102,16 @@ pub fn rank(
             if pa.0 != pb.0 {
                 continue;
             }
-            if let (Some(ca), Some(cb)) = (a.cluster_id, b.cluster_id) {
-                if ca != cb {
-                    return Err(RankError::ClusterConflict {
-                        a: a.name.clone(),
-                        b: b.name.clone(),
-                        incarnation: pa.0,
-                        ca,
-                        cb,
-                    });
-                }
+            if let (Some(ca), Some(cb)) = (a.cluster_id, b.cluster_id)
+                && ca != cb
+            {
+                return Err(RankError::ClusterConflict {
+                    a: a.name.clone(),
+                    b: b.name.clone(),
+                    incarnation: pa.0,
+                    ca,
+                    cb,
+                });
             }
             // 0 means "not known": a member's revision is only known
             // once its WAL is replayed (the backend applies after the WAL
@@ -131,10 +131,8 @@ pub fn rank(
             }
         }
     }
-    if by_lowest_id {
-        if let Some(c) = all.iter().find(|c| c.live == 1) {
-            return Ok(c.source.clone());
-        }
+    if by_lowest_id && let Some(c) = all.iter().find(|c| c.live == 1) {
+        return Ok(c.source.clone());
     }
     // Max position; then live over store; then lowest id (reports iterate
     // in id order, so the first maximum is the lowest id).

@@ -48,15 +48,13 @@ pub fn plan(o: &Observation) -> Plan {
     // Membership changes go one at a time: a local change (joining,
     // clearing a stale identity) takes the slot first.
     let local_changes_membership = steps.iter().any(|s| s.action.changes_membership());
-    if !local_changes_membership {
-        if let Some(step) = leader::plan_leader(o) {
-            // Where the local rules only wait (a leaving leader), the
-            // leader's change is what happens next.
-            if steps.iter().all(|s| s.action.is_wait()) {
-                steps.clear();
-            }
-            steps.push(step);
+    if !local_changes_membership && let Some(step) = leader::plan_leader(o) {
+        // Where the local rules only wait (a leaving leader), the
+        // leader's change is what happens next.
+        if steps.iter().all(|s| s.action.is_wait()) {
+            steps.clear();
         }
+        steps.push(step);
     }
     if steps.is_empty() {
         steps.push(match &o.members {

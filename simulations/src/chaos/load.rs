@@ -196,7 +196,7 @@ async fn write_loop(
         }
         n += stride;
         written += 1;
-        if written % 50 == 0 {
+        if written.is_multiple_of(50) {
             let read = match client.as_mut() {
                 Some(c) => tokio::time::timeout(Duration::from_secs(1), c.get("chaos/", None))
                     .await
@@ -205,10 +205,8 @@ async fn write_loop(
                     .is_some(),
                 None => false,
             };
-            if !read {
-                if let Ok(mut l) = ledger.lock() {
-                    l.failed_reads += 1;
-                }
+            if !read && let Ok(mut l) = ledger.lock() {
+                l.failed_reads += 1;
             }
         }
         tokio::time::sleep_until(next.into()).await;

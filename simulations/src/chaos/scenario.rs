@@ -420,10 +420,10 @@ pub fn inject(
                 again = again || !c.snapshot_names().is_empty();
                 for id in group {
                     let api = c.nodes.get(id).map(|n| n.api()).unwrap_or_default();
-                    if let Some(v) = super::observe::eco_status(&api) {
-                        if let Some(a) = v["snapshots"]["alert"].as_str() {
-                            alert = Some(a.to_string());
-                        }
+                    if let Some(v) = super::observe::eco_status(&api)
+                        && let Some(a) = v["snapshots"]["alert"].as_str()
+                    {
+                        alert = Some(a.to_string());
                     }
                 }
                 std::thread::sleep(Duration::from_millis(250));

@@ -321,17 +321,17 @@ impl Driver<'_> {
 
     /// The plan's targeted crash, and its restart.
     fn targeted(&mut self, now: Millis) {
-        if let Some((h, at)) = self.targeted_restart {
-            if now >= at {
-                self.targeted_restart = None;
-                lock(&self.shared).log.push(format!(
-                    "t={now} ms: targeted restart (or heal) of host {h}"
-                ));
-                if self.plan.targeted.as_ref().is_some_and(|t| t.isolate) {
-                    self.apply(Fault::Heal);
-                } else {
-                    self.restart(h);
-                }
+        if let Some((h, at)) = self.targeted_restart
+            && now >= at
+        {
+            self.targeted_restart = None;
+            lock(&self.shared).log.push(format!(
+                "t={now} ms: targeted restart (or heal) of host {h}"
+            ));
+            if self.plan.targeted.as_ref().is_some_and(|t| t.isolate) {
+                self.apply(Fault::Heal);
+            } else {
+                self.restart(h);
             }
         }
         let Some(t) = self.plan.targeted.clone() else {

@@ -746,12 +746,12 @@ impl World {
             }
         };
         let newer_record = self.records.keys().any(|r| *r > k);
-        if let (Some(l), true) = (leader, newer_record) {
-            if c.leader.is_none() || write {
-                let newest = self.records.keys().max().copied().unwrap_or(k);
-                let leader = self.slots[l].id.clone();
-                self.inv.stale_leader(self.now, k, &leader, newest);
-            }
+        if let (Some(l), true) = (leader, newer_record)
+            && (c.leader.is_none() || write)
+        {
+            let newest = self.records.keys().max().copied().unwrap_or(k);
+            let leader = self.slots[l].id.clone();
+            self.inv.stale_leader(self.now, k, &leader, newest);
         }
         let Some(l) = leader else {
             if c.leader.is_some() {

@@ -76,10 +76,10 @@ fn snapshot_send(log: &str, since: SystemTime) -> Option<(SystemTime, SystemTime
         };
         if line.contains("\"msg\":\"sending database snapshot\"") {
             sending = Some((at, bytes().unwrap_or(0)));
-        } else if line.contains("\"msg\":\"sent database snapshot\"") {
-            if let Some((start, n)) = sending.take() {
-                found = Some((start, at, bytes().unwrap_or(n)));
-            }
+        } else if line.contains("\"msg\":\"sent database snapshot\"")
+            && let Some((start, n)) = sending.take()
+        {
+            found = Some((start, at, bytes().unwrap_or(n)));
         }
     }
     found

@@ -227,12 +227,11 @@ async fn wait_ready(etcd: &mut Etcd) -> anyhow::Result<String> {
     let start = Instant::now();
     loop {
         etcd.check_running()?;
-        if let Ok(mut c) = connect().await {
-            if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(2), c.status()).await {
-                if s.leader() != 0 {
-                    return Ok(s.version().to_string());
-                }
-            }
+        if let Ok(mut c) = connect().await
+            && let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(2), c.status()).await
+            && s.leader() != 0
+        {
+            return Ok(s.version().to_string());
         }
         if start.elapsed() > Duration::from_secs(30) {
             bail!(

@@ -10,13 +10,13 @@ impl ApiConfig {
     pub fn problems(&self) -> Vec<Problem> {
         let mut ck = Checker::default();
         ck.port("api.port", self.port);
-        if let Some(bind) = self.bind {
-            if bind.port() == 0 {
-                ck.fail(
-                    "api.bind",
-                    "port 0 would pick a random port; give a fixed port",
-                );
-            }
+        if let Some(bind) = self.bind
+            && bind.port() == 0
+        {
+            ck.fail(
+                "api.bind",
+                "port 0 would pick a random port; give a fixed port",
+            );
         }
         if let Some(status) = self.status_bind {
             if status.port() == 0 {

@@ -58,13 +58,13 @@ fn check_gcs(ck: &mut Checker, gcs: &GcsStoreConfig) {
             "is set with snapshot.gcs.credentials_file; keep one of them",
         );
     }
-    if let Some(f) = &gcs.credentials_file {
-        if f.as_os_str().is_empty() {
-            ck.fail(
+    if let Some(f) = &gcs.credentials_file
+        && f.as_os_str().is_empty()
+    {
+        ck.fail(
                 "snapshot.gcs.credentials_file",
                 "an empty path; allowed: the path of a service-account key file (JSON), or remove the key to use the environment's credentials",
             );
-        }
     }
     transfers(ck, "snapshot.gcs", &gcs.transfers());
 }
@@ -103,13 +103,13 @@ fn check_azure(ck: &mut Checker, azure: &AzureStoreConfig) {
     if let Some(e) = &azure.endpoint {
         endpoint(ck, "snapshot.azure.endpoint", e);
     }
-    if let Some(f) = &azure.access_key_file {
-        if f.as_os_str().is_empty() {
-            ck.fail(
+    if let Some(f) = &azure.access_key_file
+        && f.as_os_str().is_empty()
+    {
+        ck.fail(
                 "snapshot.azure.access_key_file",
                 "an empty path; allowed: the path of a file holding the account's access key, or remove the key to use the workload or managed identity",
             );
-        }
     }
     transfers(ck, "snapshot.azure", &azure.transfers());
 }

@@ -8,13 +8,13 @@ impl GossipConfig {
     pub fn problems(&self) -> Vec<Problem> {
         let mut ck = Checker::default();
         ck.port("gossip.port", self.port);
-        if let Some(bind) = self.bind {
-            if bind.port() == 0 {
-                ck.fail(
-                    "gossip.bind",
-                    "port 0 would pick a random port peers cannot find; give a fixed port",
-                );
-            }
+        if let Some(bind) = self.bind
+            && bind.port() == 0
+        {
+            ck.fail(
+                "gossip.bind",
+                "port 0 would pick a random port peers cannot find; give a fixed port",
+            );
         }
         ck.problems
     }

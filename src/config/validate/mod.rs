@@ -217,13 +217,13 @@ pub fn validate(c: &Config) -> Vec<Problem> {
         };
         ck.fail(key, problem.message);
     }
-    if let Some(after) = r.replace_unusable_after {
-        if after.get() < e.election_timeout.get() * 10 {
-            ck.fail(
+    if let Some(after) = r.replace_unusable_after
+        && after.get() < e.election_timeout.get() * 10
+    {
+        ck.fail(
                 "recovery.replace_unusable_after",
                 format!("{after} is shorter than 10 election timeouts; an election is not an unusable member; allowed: at least {}", ConfigDuration(e.election_timeout.get() * 10)),
             );
-        }
     }
     if r.unhealthy_member_ttl.get() < e.election_timeout.get() * 10 {
         ck.fail(

@@ -19,14 +19,13 @@ impl ProviderConfig {
                     if s.group_file.as_os_str().is_empty() {
                         ck.fail("provider.static.group_file", "must not be empty; give the path of the group file");
                     }
-                    if let Some(id) = &s.instance_id {
-                        if !valid_instance_id(id) {
+                    if let Some(id) = &s.instance_id
+                        && !valid_instance_id(id) {
                             ck.fail(
                                 "provider.static.instance_id",
                                 format!("{id:?} is not a valid instance id; allowed: 1 to 128 letters, digits, '-', '_' and '.'"),
                             );
                         }
-                    }
                 }
             },
             ProviderKind::Statefulset => match &self.statefulset {
@@ -38,21 +37,18 @@ impl ProviderConfig {
             },
             ProviderKind::Aws => {
                 if let Some(a) = &self.aws {
-                    if let Some(name) = &a.group_name {
-                        if name.trim().is_empty() || name.len() > 255 {
+                    if let Some(name) = &a.group_name
+                        && (name.trim().is_empty() || name.len() > 255) {
                             ck.fail("provider.aws.group_name", "must be 1 to 255 characters; or remove it to use the instance's own group");
                         }
-                    }
-                    if let Some(region) = &a.region {
-                        if region.is_empty() || !region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+                    if let Some(region) = &a.region
+                        && (region.is_empty() || !region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')) {
                             ck.fail("provider.aws.region", format!("{region:?} is not a region name (like \"eu-west-1\")"));
                         }
-                    }
-                    if let Some(endpoint) = &a.endpoint {
-                        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                    if let Some(endpoint) = &a.endpoint
+                        && !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
                             ck.fail("provider.aws.endpoint", format!("{endpoint:?} is not an http(s) URL"));
                         }
-                    }
                     ck.at_least("provider.aws.leave_timeout", a.leave_timeout, Duration::from_secs(10));
                     if !(1..=10).contains(&a.max_attempts) {
                         ck.fail("provider.aws.max_attempts", format!("{} is out of range; allowed: 1 to 10", a.max_attempts));
@@ -100,21 +96,21 @@ fn statefulset(ck: &mut Checker, s: &crate::config::StatefulSetProviderConfig) {
             format!("{:?} is not a service name; allowed: {label}", s.service),
         );
     }
-    if let Some(set) = &s.set {
-        if !dns_label(set) {
-            ck.fail(
-                "provider.statefulset.set",
-                format!("{set:?} is not a StatefulSet name; allowed: {label}"),
-            );
-        }
+    if let Some(set) = &s.set
+        && !dns_label(set)
+    {
+        ck.fail(
+            "provider.statefulset.set",
+            format!("{set:?} is not a StatefulSet name; allowed: {label}"),
+        );
     }
-    if let Some(ns) = &s.namespace {
-        if !dns_label(ns) {
-            ck.fail(
-                "provider.statefulset.namespace",
-                format!("{ns:?} is not a namespace; allowed: {label}"),
-            );
-        }
+    if let Some(ns) = &s.namespace
+        && !dns_label(ns)
+    {
+        ck.fail(
+            "provider.statefulset.namespace",
+            format!("{ns:?} is not a namespace; allowed: {label}"),
+        );
     }
     if !s.cluster_domain.split('.').all(dns_label) {
         ck.fail(

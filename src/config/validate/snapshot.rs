@@ -99,17 +99,16 @@ fn check_s3(ck: &mut Checker, s3: &S3StoreConfig) {
             format!("{:?} is not a key prefix eco can use; allowed: 1 to 256 bytes of '/'-separated segments of letters, digits and - _ . + =, no segment empty or starting with '.', no leading or trailing '/'", s3.prefix),
         );
     }
-    if let Some(region) = &s3.region {
-        if region.is_empty()
+    if let Some(region) = &s3.region
+        && (region.is_empty()
             || !region
                 .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        {
-            ck.fail(
-                "snapshot.s3.region",
-                format!("{region:?} is not a region name (like \"eu-west-1\")"),
-            );
-        }
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+    {
+        ck.fail(
+            "snapshot.s3.region",
+            format!("{region:?} is not a region name (like \"eu-west-1\")"),
+        );
     }
     if let Some(endpoint) = &s3.endpoint {
         let authority = endpoint

@@ -18,13 +18,13 @@ use std::sync::Arc;
 /// read is an error naming it.
 pub fn connect(config: &GcsStoreConfig, cluster: &str) -> Result<CloudStore, StoreError> {
     let location = format!("gs://{}", config.bucket);
-    if let Some(file) = &config.credentials_file {
-        if let Err(e) = std::fs::metadata(file) {
-            return Err(StoreError::Unavailable(format!(
-                "{location}: snapshot.gcs.credentials_file {}: {e}",
-                file.display()
-            )));
-        }
+    if let Some(file) = &config.credentials_file
+        && let Err(e) = std::fs::metadata(file)
+    {
+        return Err(StoreError::Unavailable(format!(
+            "{location}: snapshot.gcs.credentials_file {}: {e}",
+            file.display()
+        )));
     }
     let endpoint = config
         .endpoint

@@ -91,10 +91,10 @@ pub(super) async fn read_small(
         name: name.to_string(),
         message: format!("{size} bytes, more than a record can hold ({MAX_RECORD})"),
     };
-    if let Some(size) = out.content_length.and_then(|l| u64::try_from(l).ok()) {
-        if size > MAX_RECORD {
-            return Err(too_big(size));
-        }
+    if let Some(size) = out.content_length.and_then(|l| u64::try_from(l).ok())
+        && size > MAX_RECORD
+    {
+        return Err(too_big(size));
     }
     let mut content = Vec::new();
     Box::pin(out.body.into_async_read())

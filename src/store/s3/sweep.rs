@@ -26,11 +26,11 @@ pub(super) async fn sweep(store: &S3Store, age: Duration) -> Result<usize, Store
         .unwrap_or(SystemTime::UNIX_EPOCH);
     let mut removed = 0;
     for o in list_all(&store.conn, &store.layout.scratch_prefix(PROBES)).await? {
-        if let Some(key) = &o.key {
-            if older_than(o.last_modified.as_ref(), cutoff) {
-                store.conn.delete(key, "sweeping").await?;
-                removed += 1;
-            }
+        if let Some(key) = &o.key
+            && older_than(o.last_modified.as_ref(), cutoff)
+        {
+            store.conn.delete(key, "sweeping").await?;
+            removed += 1;
         }
     }
     removed += abort_unfinished(store, cutoff).await?;
@@ -157,22 +157,22 @@ async fn abort_unfinished(store: &S3Store, cutoff: SystemTime) -> Result<usize, 
             }
         };
         for u in out.uploads.unwrap_or_default() {
-            if let (Some(key), Some(id)) = (&u.key, &u.upload_id) {
-                if older_than(u.initiated.as_ref(), cutoff) {
-                    conn.calls
-                        .abort_multipart_upload()
-                        .bucket(&conn.bucket)
-                        .key(key)
-                        .upload_id(id)
-                        .send()
-                        .await
-                        .map_err(store_error(
-                            "aborting the upload of",
-                            &conn.bucket,
-                            Some(key),
-                        ))?;
-                    removed += 1;
-                }
+            if let (Some(key), Some(id)) = (&u.key, &u.upload_id)
+                && older_than(u.initiated.as_ref(), cutoff)
+            {
+                conn.calls
+                    .abort_multipart_upload()
+                    .bucket(&conn.bucket)
+                    .key(key)
+                    .upload_id(id)
+                    .send()
+                    .await
+                    .map_err(store_error(
+                        "aborting the upload of",
+                        &conn.bucket,
+                        Some(key),
+                    ))?;
+                removed += 1;
             }
         }
         if out.is_truncated != Some(true) {

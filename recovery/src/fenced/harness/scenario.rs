@@ -190,10 +190,10 @@ impl Scenario {
                     let j = after.below(i as u64 + 1) as usize;
                     order.swap(i, j);
                 }
-                if after.chance(700) {
-                    if let Some(p) = order.iter().position(|i| *i == 0) {
-                        order.swap(0, p);
-                    }
+                if after.chance(700)
+                    && let Some(p) = order.iter().position(|i| *i == 0)
+                {
+                    order.swap(0, p);
                 }
                 let fate = |after: &mut Rng| match after.below(100) {
                     0..=59 => Fate::Wiped(after.range(2_000, 60_000)),

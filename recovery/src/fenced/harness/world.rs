@@ -387,10 +387,10 @@ impl World {
             self.step(ev);
             self.crash_a_proposing_coordinator();
             self.check_step();
-            if let Some((_, at)) = self.inv.seeds.values().next() {
-                if self.now > at + 30_000 {
-                    break;
-                }
+            if let Some((_, at)) = self.inv.seeds.values().next()
+                && self.now > at + 30_000
+            {
+                break;
             }
             if self.old_has_leader() {
                 let since = *self.healthy_at.get_or_insert(self.now);
@@ -524,10 +524,10 @@ impl World {
                 }
             }
             Ev::Deliver(env) => {
-                if let Some(&i) = self.index.get(&env.to) {
-                    if self.up(i) {
-                        self.input(i, Input::Message(env));
-                    }
+                if let Some(&i) = self.index.get(&env.to)
+                    && self.up(i)
+                {
+                    self.input(i, Input::Message(env));
                 }
             }
         }
