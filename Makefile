@@ -7,7 +7,7 @@
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-snapshot-codec bench-tls bench-archive bench-pitr bench-rpo bench-scale chart-check terraform-check deb compat
+.PHONY: run test deps build image integration-etcd34 upgrade-matrix clean-run chaos chaos-aws soak bench-snapshot-s3 bench-snapshot-codec bench-tls bench-archive bench-pitr bench-rpo bench-scale bench-first-run chart-check terraform-check deb compat
 
 deps:
 	bash scripts/install-deps.sh
@@ -164,6 +164,11 @@ bench-snapshot-codec: deps
 # target/scale-bench.svg; then an empty-disk instance of three back to a
 # voter at 1 and 4 GiB (target/scale-rejoin.json), and eco beside an
 # 8 GiB member at rest (target/scale-steady.json); see docs/benchmarks.md.
+# A newcomer's first `make run`, timed: a fresh clone (no .tools, no
+# target) to three voters (docs/benchmarks.md, "The first make run").
+bench-first-run:
+	bash scripts/bench-first-run.sh
+
 bench-scale: deps
 	$(CARGO) build --release -p eco -p simulations
 	mkdir -p target

@@ -26,14 +26,11 @@ use testkit::wait_until;
 const KEY: &str = "7a1c9e3b5d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1a3c";
 
 /// The image to run: `(layout, tag)`: `make test`'s (`ECO_TEST_IMAGE`),
-/// or built at most once per test process, one process at a time (cargo
-/// nextest runs each test in a process of its own).
-fn image() -> (PathBuf, String) {
-    static IMAGE: std::sync::OnceLock<(PathBuf, String)> = std::sync::OnceLock::new();
-    IMAGE.get_or_init(build_image).clone()
-}
-
-fn build_image() -> (PathBuf, String) {
+/// or built from the test's own eco into `target/image-pods-test/<name>`,
+/// one per test (cargo nextest runs the tests at once, each in a process
+/// of its own: one image being rebuilt while another test unpacks it would
+/// lose its blobs).
+fn image(name: &str) -> (PathBuf, String) {
     if let (Ok(layout), Ok(tag)) = (
         std::env::var("ECO_TEST_IMAGE"),
         std::env::var("ECO_TEST_IMAGE_TAG"),
@@ -41,8 +38,7 @@ fn build_image() -> (PathBuf, String) {
         return (PathBuf::from(layout), tag);
     }
     let root = testkit::workspace_root();
-    let out = root.join("target/image-pods-test");
-    let _building = testkit::address_claim::claim("image-pods-test").expect("image lock");
+    let out = root.join("target/image-pods-test").join(name);
     let status = Command::new("bash")
         .arg(root.join("scripts/build-image.sh"))
         .arg("--eco")
@@ -231,7 +227,7 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
     if skip() {
         return;
     }
-    let (layout, tag) = image();
+    let (layout, tag) = image("lifecycle");
     let dir = run_dir("lifecycle");
     let img = Image::unpack(&layout, &tag, &dir.join("image")).unwrap();
     assert_eq!(img.args, ["/usr/bin/eco", "run"], "the image's entrypoint");
@@ -505,7 +501,7 @@ fn a_store_on_the_pods_own_volume_is_refused_for_quorum_loss_recovery() {
     if skip() {
         return;
     }
-    let (layout, tag) = image();
+    let (layout, tag) = image("own-volume");
     let dir = run_dir("own-volume");
     let img = Image::unpack(&layout, &tag, &dir.join("image")).unwrap();
     // The volume itself: the data directory's filesystem.
@@ -531,5 +527,94 @@ fn a_store_on_the_pods_own_volume_is_refused_for_quorum_loss_recovery() {
         )
         .then_some(()))
         .is_some()
+    );
+}
+
+/// A pod set with eco's default TLS (generated: the cluster's own CA, in
+/// the store): an operator's client certificate comes out of a pod whose
+/// image has no shell as NOTES.txt says — `kubectl exec … -- eco certs
+/// client … --out - | tar -x` — and reads and writes over TLS, the server's
+/// name verified (the certificates name the pods, not their IPs).
+#[test]
+fn a_generated_tls_pod_set_hands_out_client_certificates_without_a_shell() {
+    if skip() {
+        return;
+    }
+    let (layout, tag) = image("generated-tls");
+    let dir = run_dir("generated-tls");
+    let img = Image::unpack(&layout, &tag, &dir.join("image")).unwrap();
+    let config = pod_config().edit(|c| c.etcd.tls = Default::default());
+    let mut pods = PodSet::new(&dir.join("set"), 203, img, "eco", 3, &config, KEY).unwrap();
+    for o in 0..3 {
+        pods.start(o, "zone-a").unwrap();
+    }
+    let unpacked = dir.join("operator");
+    let issued = wait_until(Duration::from_secs(120), || {
+        let out = pods
+            .exec_output(
+                0,
+                &[
+                    "eco",
+                    "certs",
+                    "client",
+                    "--config",
+                    "/etc/eco/eco.toml",
+                    "--user",
+                    "operator",
+                    "--out",
+                    "-",
+                ],
+            )
+            .ok()?;
+        out.status.success().then_some(out.stdout)
+    })
+    .expect("eco certs client answers once the cluster's CA exists");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let mut tar = Command::new("tar")
+        .args(["-x", "-f", "-", "-C"])
+        .arg(&unpacked)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("tar");
+    std::io::Write::write_all(tar.stdin.as_mut().unwrap(), &issued).unwrap();
+    drop(tar.stdin.take());
+    assert!(
+        tar.wait().unwrap().success(),
+        "tar -x of what the pod wrote"
+    );
+    let read = |name: &str| std::fs::read_to_string(unpacked.join(name)).unwrap();
+    let (ca, cert, key) = (read("ca.crt"), read("operator.crt"), read("operator.key"));
+    // Three started voters, as the operator's certificate sees them.
+    let voters = wait_until(Duration::from_secs(120), || {
+        let ip = pods.ip(1)?;
+        block_on(async {
+            let tls = etcd_client::TlsOptions::new()
+                .ca_certificate(etcd_client::Certificate::from_pem(ca.clone()))
+                .identity(etcd_client::Identity::from_pem(cert.clone(), key.clone()))
+                .domain_name(pods.dns_name(1));
+            let opts = etcd_client::ConnectOptions::new()
+                .with_timeout(Duration::from_secs(3))
+                .with_tls(tls);
+            let mut c = etcd_client::Client::connect([format!("https://{ip}:2379")], Some(opts))
+                .await
+                .ok()?;
+            let members = c.member_list().await.ok()?;
+            let started = members
+                .members()
+                .iter()
+                .filter(|m| !m.is_learner() && !m.name().is_empty())
+                .count();
+            if started < 3 {
+                return None;
+            }
+            c.put("operator/hello", "world", None).await.ok()?;
+            let got = c.get("operator/hello", None).await.ok()?;
+            Some(got.kvs().len())
+        })
+    });
+    assert_eq!(
+        voters,
+        Some(1),
+        "the operator's certificate, out of a shell-less pod, writes and reads over TLS"
     );
 }

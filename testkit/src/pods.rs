@@ -487,10 +487,20 @@ impl PodSet {
     /// directory, as the image's user, with the image's environment and the
     /// pod's; returns (exit code, stdout, stderr).
     pub fn exec(&self, ordinal: u32, args: &[&str]) -> anyhow::Result<(i32, String, String)> {
+        let out = self.exec_output(ordinal, args)?;
+        Ok((
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    }
+
+    /// [`Self::exec`], its output as bytes (`kubectl exec … > file`).
+    pub fn exec_output(&self, ordinal: u32, args: &[&str]) -> anyhow::Result<std::process::Output> {
         let pid = self.pid1(ordinal).context("the pod has no PID 1")?;
         let name = self.pod_name(ordinal);
         let i = &self.image;
-        let out = Command::new("/usr/bin/nsenter")
+        Command::new("/usr/bin/nsenter")
             .arg(format!("--target={pid}"))
             .args(["--net", "--mount", "--uts", "--pid", "--root", "--wd"])
             .arg(format!("--setuid={}", i.uid))
@@ -504,12 +514,7 @@ impl PodSet {
             .env("POD_NAMESPACE", &self.namespace)
             .stdin(Stdio::null())
             .output()
-            .context("nsenter")?;
-        Ok((
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ))
+            .context("nsenter")
     }
 
     /// SIGTERM to the pod's PID 1 (what a runtime sends on deletion).
