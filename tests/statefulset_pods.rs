@@ -569,19 +569,7 @@ fn a_generated_tls_pod_set_hands_out_client_certificates_without_a_shell() {
         out.status.success().then_some(out.stdout)
     })
     .expect("eco certs client answers once the cluster's CA exists");
-    std::fs::create_dir_all(&unpacked).unwrap();
-    let mut tar = Command::new("tar")
-        .args(["-x", "-f", "-", "-C"])
-        .arg(&unpacked)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .expect("tar");
-    std::io::Write::write_all(tar.stdin.as_mut().unwrap(), &issued).unwrap();
-    drop(tar.stdin.take());
-    assert!(
-        tar.wait().unwrap().success(),
-        "tar -x of what the pod wrote"
-    );
+    testkit::process::untar(&issued, &unpacked, "what the pod wrote");
     let read = |name: &str| std::fs::read_to_string(unpacked.join(name)).unwrap();
     let (ca, cert, key) = (read("ca.crt"), read("operator.crt"), read("operator.key"));
     // Three started voters, as the operator's certificate sees them.

@@ -149,16 +149,7 @@ fn a_cluster_makes_its_ca_issues_its_certificates_and_serves_an_operator() {
     assert!(issued.status.success(), "{said}");
     assert!(said.contains("tar -xf"), "{said}");
     let unpacked = c.root().join("carol");
-    std::fs::create_dir_all(&unpacked).unwrap();
-    let mut tar = std::process::Command::new("tar")
-        .args(["-x", "-f", "-", "-C"])
-        .arg(&unpacked)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .expect("tar");
-    std::io::Write::write_all(tar.stdin.as_mut().unwrap(), &issued.stdout).unwrap();
-    drop(tar.stdin.take());
-    assert!(tar.wait().unwrap().success(), "tar -x of the archive");
+    testkit::process::untar(&issued.stdout, &unpacked, "the archive");
     let mut names: Vec<String> = std::fs::read_dir(&unpacked)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

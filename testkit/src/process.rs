@@ -180,3 +180,20 @@ pub fn pids_with_arg(arg: &[u8]) -> Vec<i32> {
     }
     pids
 }
+
+/// Unpacks the tar archive `archive` into `dir` (made if missing) with
+/// tar(1), as a user does with `… --out - | tar -x`; panics saying `what`
+/// when tar fails.
+pub fn untar(archive: &[u8], dir: &Path, what: &str) {
+    std::fs::create_dir_all(dir).expect("the directory to unpack into");
+    let mut tar = Command::new("tar")
+        .args(["-x", "-f", "-", "-C"])
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("tar");
+    if let Some(mut stdin) = tar.stdin.take() {
+        std::io::Write::write_all(&mut stdin, archive).expect("tar's input");
+    }
+    assert!(tar.wait().expect("tar").success(), "tar -x of {what}");
+}
