@@ -12,6 +12,11 @@ use tokio::sync::mpsc::UnboundedReceiver;
 const A: [u8; 32] = [0xa1; 32];
 const B: [u8; 32] = [0xb2; 32];
 
+/// 127.0.210–212.x: nets no integration test uses. These tests run beside
+/// them under `make test` (cargo nextest, several binaries at once) and
+/// bind gossip's port, 7946, which every eco instance binds too; the
+/// integration tests claim their addresses through the test kit, which
+/// this crate's tests cannot use (it depends on the daemon).
 fn addr(net: u8, n: u8) -> SocketAddr {
     format!("127.0.{net}.{n}:7946").parse().unwrap()
 }
@@ -66,7 +71,7 @@ fn sees(g: &Gossip, id: &str, liveness: Liveness, phase: Option<&str>) -> bool {
 async fn five_converge_then_leave_crash_and_restart() {
     let mut nodes = Vec::new();
     for n in 1..=5 {
-        nodes.push(Some(node(10, n, 5, &[A], "start").await));
+        nodes.push(Some(node(210, n, 5, &[A], "start").await));
     }
     let all_converged = eventually(Duration::from_secs(10), || {
         nodes
@@ -121,7 +126,7 @@ async fn five_converge_then_leave_crash_and_restart() {
 
     // Restart with a new boot: seen up with its new state.
     tokio::time::sleep(Duration::from_millis(20)).await;
-    nodes[3] = Some(node(10, 4, 5, &[A], "reborn").await);
+    nodes[3] = Some(node(210, 4, 5, &[A], "reborn").await);
     assert!(
         eventually(Duration::from_secs(10), || {
             nodes
@@ -160,7 +165,7 @@ async fn five_converge_then_leave_crash_and_restart() {
 async fn foreign_key_is_rejected_and_rotation_keeps_the_group_connected() {
     let mut nodes = Vec::new();
     for n in 1..=3 {
-        nodes.push(node(11, n, 3, &[A], "a").await);
+        nodes.push(node(211, n, 3, &[A], "a").await);
     }
     assert!(
         eventually(Duration::from_secs(10), || nodes
@@ -171,7 +176,7 @@ async fn foreign_key_is_rejected_and_rotation_keeps_the_group_connected() {
 
     // A stranger with another key: its datagrams are rejected and counted,
     // and it never joins.
-    let (stranger, _e) = node(11, 9, 3, &[B], "evil").await;
+    let (stranger, _e) = node(211, 9, 3, &[B], "evil").await;
     let before = gossip::GossipMetrics::get(&nodes[0].0.metrics().datagrams_rejected);
     assert!(
         eventually(Duration::from_secs(5), || gossip::GossipMetrics::get(
@@ -193,7 +198,7 @@ async fn foreign_key_is_rejected_and_rotation_keeps_the_group_connected() {
         for n in 1..=3u8 {
             let (old, _) = nodes.remove(0);
             old.shutdown().await;
-            nodes.push(node(11, n, 3, keys, "rotated").await);
+            nodes.push(node(211, n, 3, keys, "rotated").await);
             let ok = eventually(Duration::from_secs(10), || {
                 nodes.iter().all(|(g, _)| {
                     (1..=3).all(|i| {
@@ -220,8 +225,8 @@ async fn foreign_key_is_rejected_and_rotation_keeps_the_group_connected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyholder_cannot_speak_for_another() {
     use gossip::wire::Frame;
-    let (g1, _e1) = node(12, 1, 2, &[A], "one").await;
-    let (g2, mut e2) = node(12, 2, 2, &[A], "two").await;
+    let (g1, _e1) = node(212, 1, 2, &[A], "one").await;
+    let (g2, mut e2) = node(212, 2, 2, &[A], "two").await;
     let converged = eventually(Duration::from_secs(10), || {
         sees(&g1, "i-2", Liveness::Up, Some("two")) && sees(&g2, "i-1", Liveness::Up, Some("one"))
     })
@@ -229,20 +234,20 @@ async fn a_keyholder_cannot_speak_for_another() {
     assert!(converged, "two nodes converge");
     // The group, as the daemon sets it from its provider.
     g2.set_peers(
-        [(1, addr(12, 1)), (2, addr(12, 2))]
+        [(1, addr(212, 1)), (2, addr(212, 2))]
             .into_iter()
             .map(|(n, a)| (format!("i-{n}"), std::iter::once(a.ip()).collect()))
             .collect(),
     )
     .unwrap();
     let keys = Keyring::new(&[A], "it").unwrap();
-    let forger = tokio::net::UdpSocket::bind("127.0.12.9:7946")
+    let forger = tokio::net::UdpSocket::bind("127.0.212.9:7946")
         .await
         .unwrap();
     let send = |frame: Frame| {
         let sealed = keys.seal(&frame.encode().unwrap()).unwrap();
         let forger = &forger;
-        async move { forger.send_to(&sealed, addr(12, 2)).await.unwrap() }
+        async move { forger.send_to(&sealed, addr(212, 2)).await.unwrap() }
     };
     send(Frame::Message {
         from: "i-1".into(),
