@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use testkit::config::ConfigBuilder;
+use testkit::doc_commands::{kubectl_exec, sh_blocks};
 use testkit::eco_bin;
 use testkit::etcd::{block_on, client};
 use testkit::ledger::{Ledger, lost_writes};
@@ -217,8 +218,91 @@ fn phase(pods: &PodSet, ordinal: u32) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A three-pod set from the image: DNS-named members, a pod recreated on
-/// a new IP with its volume rejoins with its data, one recreated without
+/// docs/kubernetes.md's example stored snapshot name.
+const K8S_EXAMPLE_SNAPSHOT: &str =
+    "eco/snapshots/i0000000001-r00000000000000012345-eco-1-1a2b3c4d.db";
+
+/// Runs a `kubectl -n etcd exec eco-N -- …` line of a document in the
+/// pod it names, as `kubectl exec` would (the image has no shell: the
+/// words after `--` are the argument vector); (exit code, stdout, stderr).
+fn kubectl_exec_line(pods: &PodSet, line: &str) -> (i32, String, String) {
+    let k = kubectl_exec(line).unwrap_or_else(|e| panic!("{e:#}"));
+    let ordinal = pods
+        .running()
+        .into_iter()
+        .find(|o| pods.pod_name(*o) == k.pod)
+        .unwrap_or_else(|| panic!("{}: no such running pod ({line})", k.pod));
+    let argv: Vec<&str> = k.argv.iter().map(String::as_str).collect();
+    pods.exec(ordinal, &argv)
+        .unwrap_or_else(|e| panic!("kubectl exec {line}: {e:#}"))
+}
+
+/// docs/kubernetes.md's `kubectl exec` lines of "Backup and restore" and
+/// "Disaster recovery", taken from its text and run in the pods: the
+/// snapshot list, a snapshot now, a stored snapshot restored into the
+/// pod's `/tmp` (the example name replaced by one `eco snapshot list`
+/// gives), the status.
+fn kubernetes_md_exec_lines_work_in_a_pod(pods: &PodSet) {
+    let doc = testkit::workspace_root().join("docs/kubernetes.md");
+    let backup = sh_blocks(&doc, "Backup and restore").unwrap();
+    assert_eq!(backup.len(), 2, "list and now, a restore: {backup:#?}");
+    for line in backup[0].commands() {
+        let (code, out, err) = kubectl_exec_line(pods, line);
+        assert_eq!(code, 0, "{line}: {out}{err}");
+        assert!(out.contains("/snapshots/i"), "{line}: {out}");
+    }
+    let (code, out, err) = pods
+        .exec(
+            0,
+            &[
+                "eco",
+                "snapshot",
+                "list",
+                "--config",
+                "/etc/eco/eco.toml",
+                "--json",
+            ],
+        )
+        .unwrap();
+    assert_eq!(code, 0, "{out}{err}");
+    let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // The newest (names sort by incarnation, then revision).
+    let name = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["name"].as_str())
+        .max()
+        .unwrap_or_else(|| panic!("a stored snapshot: {list}"))
+        .to_string();
+    let restore = backup[1]
+        .clone()
+        .replace_example(K8S_EXAMPLE_SNAPSHOT, &name);
+    let lines = restore.commands();
+    assert_eq!(lines.len(), 1, "{restore:#?}");
+    let (code, out, err) = kubectl_exec_line(pods, lines[0]);
+    assert_eq!(code, 0, "{}: {out}{err}", lines[0]);
+    assert!(
+        out.contains(&name) && out.contains("/tmp/restored"),
+        "{out}{err}"
+    );
+    eprintln!(
+        "pods: docs/kubernetes.md's restore in a pod: {}",
+        out.trim()
+    );
+    let recovery = sh_blocks(&doc, "Disaster recovery").unwrap();
+    assert_eq!(recovery.len(), 1, "the status: {recovery:#?}");
+    for line in recovery[0].commands() {
+        let (code, out, err) = kubectl_exec_line(pods, line);
+        assert_eq!(code, 0, "{line}: {out}{err}");
+        assert!(out.contains("eco-0"), "{line}: {out}");
+    }
+}
+
+/// A three-pod set from the image: DNS-named members, what NOTES.txt and
+/// docs/kubernetes.md say to run with `kubectl exec` works in a pod (the
+/// document's lines taken from its text), a pod recreated on a new IP
+/// with its volume rejoins with its data, one recreated without
 /// its volume is replaced, a scale to five and back removes the two pods
 /// that are still running, SIGTERM to PID 1 takes the final snapshot and
 /// leaves no zombie, and the whole set stopped and started again resumes.
@@ -295,6 +379,9 @@ fn a_statefulset_of_image_pods_lives_through_its_lifecycle() {
         (code == 0 && out.contains(".db")).then_some(())
     });
     assert!(listed.is_some(), "eco snapshot list in the pod");
+    let t = Instant::now();
+    kubernetes_md_exec_lines_work_in_a_pod(&pods);
+    took("docs/kubernetes.md's kubectl exec lines run", t);
     let mut acked = write_some(&pods, "formed", Duration::from_secs(2));
 
     // A pod deleted and recreated with its volume, on a new IP under the

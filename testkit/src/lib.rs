@@ -41,7 +41,10 @@
 //!   processes so that tests run at once never share one;
 //! - [`auth`]: etcd's authentication in tests (secret files, JWT keys,
 //!   clients as a user); test clients authenticate through
-//!   [`etcd::authenticate`].
+//!   [`etcd::authenticate`];
+//! - [`doc_commands`]: a document's fenced `sh` blocks, taken from its
+//!   text, its example values replaced by the test's (each one asserted
+//!   present), run by bash bounded in time.
 //!
 //! What it does not do: it installs nothing (scripts/install-deps.sh puts
 //! etcd under `.tools/`), builds nothing (the caller names the `eco`
@@ -67,6 +70,7 @@ pub mod aws;
 pub mod azurite_server;
 pub mod cluster;
 pub mod config;
+pub mod doc_commands;
 pub mod emulator;
 pub mod etcd;
 pub mod gcs_server;
