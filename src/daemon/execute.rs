@@ -324,7 +324,7 @@ impl Daemon {
         for endpoint in endpoints {
             if let Ok(st) =
                 crate::etcd::probe::MemberProbe::new(endpoint.clone(), self.ctx.access.clone())
-                    .status()
+                    .status(self.ctx.access.call_timeout())
                     .await
             {
                 raft_index = st.raft_index;

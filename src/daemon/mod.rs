@@ -395,7 +395,7 @@ async fn run_as(
     let (writer, writer_input) = watch::channel(WriterInput::default());
     let mut d = Daemon {
         etcd: LocalEtcd::new(&ctx, durable.pid_file())?,
-        view: ClusterView::new(ctx.access.clone()),
+        view: ClusterView::new(ctx.access.clone(), ctx.config.etcd.probe_interval.get()),
         ctx,
         durable,
         group: GroupView {

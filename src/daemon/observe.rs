@@ -92,6 +92,7 @@ impl Daemon {
             .get(self.ctx.store.as_deref(), &self.ctx.config.cluster.name)
             .await;
         let local_endpoint = process.running.then(|| self.ctx.client_url.get());
+        let own_stopped = (!process.running).then(|| self.ctx.client_url.get());
         let mut candidates: Vec<String> = local_endpoint.iter().cloned().collect();
         for i in self
             .group
@@ -125,7 +126,11 @@ impl Daemon {
             .call_timeout()
             .min(self.ctx.config.etcd.probe_interval.get());
         let ((local, cluster), etcd_readyz) = tokio::join!(
-            self.view.observe(local_endpoint.as_deref(), &candidates),
+            self.view.observe(
+                local_endpoint.as_deref(),
+                own_stopped.as_deref(),
+                &candidates
+            ),
             async {
                 match &readyz_url {
                     Some(url) => etcd_readyz(url, timeout).await,

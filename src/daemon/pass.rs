@@ -11,12 +11,15 @@ use recovery::pass::{self, Decider, LocalMember, PassFacts, Ready};
 
 impl Daemon {
     pub(super) async fn pass(&mut self) -> anyhow::Result<()> {
+        let t = std::time::Instant::now();
         let seen = self.observe().await?;
+        let observed_ms = t.elapsed().as_millis();
         if seen.local.is_some() {
             // The binary of the launch in force runs (etcd-launched.json).
             self.etcd.answered();
         }
         self.keep_cluster_version().await;
+        let versioned_ms = t.elapsed().as_millis();
         let leader_known = seen.cluster.statuses.values().any(|s| s.has_leader());
         self.ctx.metrics.decisions.quorum_seen(leader_known);
         // Paused by a human: the protocol is not run (no freeze, no seed,
@@ -24,6 +27,7 @@ impl Daemon {
         if self.refused.is_none() && seen.paused.is_none() {
             self.drive_quorum_loss(&seen).await;
         }
+        let driven_ms = t.elapsed().as_millis();
         let ready = pass::decide(&self.pass_facts(&seen));
         if let Some(why) = &ready.stale {
             tracing::warn!(reason = %why, "not ready");
@@ -34,7 +38,17 @@ impl Daemon {
         if self.refused.is_none() {
             self.consider_replacement(&seen).await;
         }
-        self.dispatch(&seen, &ready).await
+        let before_dispatch_ms = t.elapsed().as_millis();
+        let r = self.dispatch(&seen, &ready).await;
+        tracing::debug!(
+            observed_ms,
+            versioned_ms,
+            driven_ms,
+            before_dispatch_ms,
+            total_ms = t.elapsed().as_millis(),
+            "pass timings"
+        );
+        r
     }
 
     fn pass_facts(&self, seen: &Observed) -> PassFacts {

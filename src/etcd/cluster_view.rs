@@ -22,6 +22,10 @@ pub struct ClusterView {
     /// The members of the last list, `(member id, client URL)`: probed at
     /// once, while this pass's list is being fetched.
     last_members: Vec<(u64, String)>,
+    /// Which of them were learners.
+    last_learners: std::collections::HashSet<u64>,
+    /// How long a learner's Status is waited for (see [`ClusterView::new`]).
+    learner_bound: std::time::Duration,
     probes: HashMap<String, MemberProbe>,
     clocks: MemberClocks,
     /// Where the next pass's few other candidates start (they rotate).
@@ -61,6 +65,25 @@ pub fn pick_candidates(
         }
     }
     out
+}
+
+/// One candidate's answer to the member list, in a pass.
+#[derive(Clone, Debug, Default)]
+enum ListAnswer {
+    #[default]
+    Pending,
+    Failed,
+    Answered((Vec<Member>, String)),
+}
+
+/// The rank of the answer that wins — the first in candidate order —
+/// once it is known: every candidate before it failed. `None` while a
+/// candidate before the first answer is pending, or when none answered.
+fn preferred(answers: &[ListAnswer]) -> Option<usize> {
+    answers
+        .iter()
+        .position(|a| !matches!(a, ListAnswer::Failed))
+        .filter(|&rank| matches!(answers[rank], ListAnswer::Answered(_)))
 }
 
 /// One observation of the cluster.
@@ -107,8 +130,20 @@ impl Seen {
 }
 
 impl ClusterView {
-    pub fn new(access: EtcdAccess) -> Self {
+    /// A view asking through `access`; a learner's Status — and the member
+    /// list asked of it: this instance's own etcd while it joins — is
+    /// waited for at most `learner_bound` (the daemon passes the probe
+    /// interval, capped by the call timeout). A learner that receives or restores the
+    /// database it was sent answers nothing for as long as that takes —
+    /// seconds to minutes at gigabytes — and a pass that waited a whole
+    /// call timeout on it every time would ask for its promotion only that
+    /// often. Nothing waits on a learner's health: it counts for no quorum,
+    /// and etcd says itself when it may be promoted; a learner slower
+    /// than the bound is shown unhealthy for that pass.
+    pub fn new(access: EtcdAccess, learner_bound: std::time::Duration) -> Self {
         Self {
+            learner_bound: learner_bound.min(access.call_timeout()),
+            last_learners: std::collections::HashSet::new(),
             access,
             last_members: Vec::new(),
             probes: HashMap::new(),
@@ -122,7 +157,7 @@ impl ClusterView {
             .probes
             .entry(endpoint.to_string())
             .or_insert_with(|| MemberProbe::new(endpoint.to_string(), self.access.clone()));
-        probe.status().await.ok()
+        probe.status(self.access.call_timeout()).await.ok()
     }
 
     /// One observation: the own member's Status (`local`, when etcd runs
@@ -135,18 +170,39 @@ impl ClusterView {
     /// membership stays the same, two when it changed, however many members
     /// are silent — so protocol messages and the quorum-loss detector's
     /// probes are never held up for long.
+    ///
+    /// `own_stopped` is this instance's own client URL while its etcd is
+    /// not running: a member listed there (a stale member of this instance)
+    /// is asked within the learner bound, as nothing of this instance's
+    /// answers there — unless a leftover etcd does, which answers at once.
     pub async fn observe(
         &mut self,
         local: Option<&str>,
+        own_stopped: Option<&str>,
         candidates: &[String],
     ) -> (Option<MemberStatus>, Seen) {
         let timeout = self.access.call_timeout();
-        let mut own = local.map(|endpoint| tokio::spawn(self.ask_status(0, endpoint.to_string())));
-        let mut known = tokio::task::JoinSet::new();
+        let started = std::time::Instant::now();
         let previous = std::mem::take(&mut self.last_members);
+        let previous_learners = std::mem::take(&mut self.last_learners);
+        // Where a learner was listed last pass (this instance's own etcd
+        // too, while it joins): asked within the learner bound.
+        let learner_at = |endpoint: &str| {
+            previous
+                .iter()
+                .any(|(id, e)| e == endpoint && previous_learners.contains(id))
+        };
+        let mut own = local.map(|endpoint| {
+            let bound = self.bound_for(learner_at(endpoint));
+            tokio::spawn(self.ask_status(0, endpoint.to_string(), bound))
+        });
+        let mut known = tokio::task::JoinSet::new();
         for (id, endpoint) in &previous {
             if Some(endpoint.as_str()) != local {
-                known.spawn(self.ask_status(*id, endpoint.clone()));
+                let bound = self.bound_for(
+                    previous_learners.contains(id) || Some(endpoint.as_str()) == own_stopped,
+                );
+                known.spawn(self.ask_status(*id, endpoint.clone(), bound));
             }
         }
         let asked = pick_candidates(candidates, &previous, self.cursor);
@@ -154,29 +210,48 @@ impl ClusterView {
         let mut lists = tokio::task::JoinSet::new();
         for (rank, endpoint) in asked.iter().enumerate() {
             let (access, endpoint) = (self.access.clone(), endpoint.clone());
+            let bound = self.bound_for(learner_at(&endpoint));
             lists.spawn(async move {
-                let answer = tokio::time::timeout(timeout, async {
+                let answer = tokio::time::timeout(bound, async {
                     let mut client = access.connect_for_status(&endpoint).await.ok()?;
                     members::list(&mut client, timeout).await.ok()
                 })
                 .await
                 .ok()
-                .flatten()?;
-                Some((rank, answer, endpoint))
+                .flatten();
+                (rank, answer.map(|list| (list, endpoint)))
             });
         }
-        let mut answers: Vec<(usize, Vec<Member>, String)> = Vec::new();
-        while let Some(done) = lists.join_next().await {
-            if let Ok(Some(answer)) = done {
-                answers.push(answer);
+        // The first answer in `asked` order wins; once it is known (every
+        // candidate before it failed), the others are not waited for — a
+        // silent one (a learner still receiving its database) would hold
+        // the pass for a whole call timeout.
+        let mut answers: Vec<ListAnswer> = vec![ListAnswer::Pending; asked.len()];
+        let mut lists_left = asked.len();
+        while lists_left > 0 {
+            let Some(done) = lists.join_next().await else {
+                break;
+            };
+            lists_left -= 1;
+            if let Ok((rank, answer)) = done {
+                answers[rank] = match answer {
+                    Some(a) => ListAnswer::Answered(a),
+                    None => ListAnswer::Failed,
+                };
+            }
+            if preferred(&answers).is_some() {
+                break;
             }
         }
-        answers.sort_by_key(|(rank, _, _)| *rank);
+        lists.abort_all();
+        let listed_ms = started.elapsed().as_millis();
+        let members =
+            preferred(&answers).and_then(|rank| match std::mem::take(&mut answers[rank]) {
+                ListAnswer::Answered(a) => Some(a),
+                _ => None,
+            });
         let mut seen = Seen {
-            members: answers
-                .into_iter()
-                .next()
-                .map(|(_, list, endpoint)| (list, endpoint)),
+            members,
             statuses: HashMap::new(),
             endpoints: HashMap::new(),
         };
@@ -202,6 +277,7 @@ impl ClusterView {
         while let Some(done) = known.join_next().await {
             collect(done, &mut self.probes);
         }
+        let probed_ms = started.elapsed().as_millis();
         let Some((list, _)) = &seen.members else {
             return (local_status, seen);
         };
@@ -210,17 +286,22 @@ impl ClusterView {
             .filter_map(|m| self.access.member_endpoint(m).map(|u| (m.id, u)))
             .collect();
         // Members this pass has not probed yet (new in the list).
+        let learners: std::collections::HashSet<u64> =
+            list.iter().filter(|m| m.is_learner).map(|m| m.id).collect();
         let mut new = tokio::task::JoinSet::new();
         for (id, endpoint) in &endpoints {
             let probed =
                 Some(endpoint.as_str()) == local || previous.iter().any(|(_, e)| e == endpoint);
             if !probed {
-                new.spawn(self.ask_status(*id, endpoint.clone()));
+                let bound =
+                    self.bound_for(learners.contains(id) || Some(endpoint.as_str()) == own_stopped);
+                new.spawn(self.ask_status(*id, endpoint.clone(), bound));
             }
         }
         while let Some(done) = new.join_next().await {
             collect(done, &mut self.probes);
         }
+        tracing::debug!(listed_ms, probed_ms, new_probed_ms = started.elapsed().as_millis(), asked = ?asked, "cluster view timings");
         for (id, endpoint) in &endpoints {
             match statuses.get(endpoint) {
                 Some((_, s)) if s.member_id == *id || s.member_id == 0 => {
@@ -237,6 +318,7 @@ impl ClusterView {
         }
         seen.endpoints = endpoints.iter().cloned().collect();
         self.last_members = endpoints;
+        self.last_learners = learners;
         (local_status, seen)
     }
 
@@ -246,14 +328,26 @@ impl ClusterView {
         &mut self,
         id: u64,
         endpoint: String,
+        within: std::time::Duration,
     ) -> impl std::future::Future<Output = Asked> + Send + 'static {
         let mut probe = self
             .probes
             .remove(&endpoint)
             .unwrap_or_else(|| MemberProbe::new(endpoint.clone(), self.access.clone()));
         async move {
-            let status = probe.status().await.ok();
+            let status = probe.status(within).await.ok();
             (id, endpoint, probe, status)
+        }
+    }
+
+    /// How long a member's Status is waited for: a learner's (or one at
+    /// this instance's own stopped address) for `learner_bound`, a
+    /// voter's for the call timeout.
+    fn bound_for(&self, short: bool) -> std::time::Duration {
+        if short {
+            self.learner_bound
+        } else {
+            self.access.call_timeout()
         }
     }
 
@@ -321,6 +415,91 @@ mod tests {
         // A small group is asked whole.
         let three: Vec<String> = candidates[..3].to_vec();
         assert_eq!(pick_candidates(&three, &[], 0), three);
+    }
+
+    /// An address that accepts connections and never answers (as etcd's
+    /// client port does while its member receives the database it was
+    /// sent): each connection is held until the test ends.
+    async fn silent_endpoint() -> (String, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                open.push(socket);
+            }
+        });
+        (url, held)
+    }
+
+    #[tokio::test]
+    async fn a_silent_learner_holds_a_pass_for_the_learner_bound_only() {
+        let call_timeout = std::time::Duration::from_secs(2);
+        let bound = std::time::Duration::from_millis(100);
+        let (silent, held) = silent_endpoint().await;
+        let mut took = Vec::new();
+        for learner in [true, false] {
+            let mut view = ClusterView::new(EtcdAccess::new(call_timeout), bound);
+            view.last_members = vec![(7, silent.clone())];
+            if learner {
+                view.last_learners.insert(7);
+            }
+            let t = std::time::Instant::now();
+            let (local, seen) = view
+                .observe(None, None, std::slice::from_ref(&silent))
+                .await;
+            took.push(t.elapsed());
+            assert!(local.is_none() && seen.members.is_none() && seen.statuses.is_empty());
+        }
+        held.abort();
+        assert!(
+            took[0] < call_timeout / 2,
+            "a silent learner (its Status and the list asked of it) held the pass {:?}",
+            took[0]
+        );
+        assert!(
+            took[1] >= call_timeout,
+            "a silent voter is waited for a whole call timeout: {:?}",
+            took[1]
+        );
+    }
+
+    #[test]
+    fn the_member_list_is_the_first_candidates_answer_once_known() {
+        use ListAnswer::{Answered, Failed, Pending};
+        let list = || Answered((Vec::new(), "http://e".to_string()));
+        let cases: Vec<(&str, Vec<ListAnswer>, Option<usize>)> = vec![
+            (
+                "the own etcd answered: the others are not waited for",
+                vec![list(), Pending, Pending],
+                Some(0),
+            ),
+            (
+                "the own etcd pending: wait, whoever else answered",
+                vec![Pending, list(), list()],
+                None,
+            ),
+            (
+                "the own etcd failed, the next answered",
+                vec![Failed, list(), Pending],
+                Some(1),
+            ),
+            (
+                "the own etcd failed, the next pending",
+                vec![Failed, Pending, list()],
+                None,
+            ),
+            (
+                "only the last answered",
+                vec![Failed, Failed, list()],
+                Some(2),
+            ),
+            ("none answered", vec![Failed, Failed, Failed], None),
+            ("nothing asked", vec![], None),
+        ];
+        for (what, answers, want) in cases {
+            assert_eq!(preferred(&answers), want, "{what}");
+        }
     }
 
     #[test]

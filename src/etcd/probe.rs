@@ -93,9 +93,10 @@ impl MemberProbe {
         &self.endpoint
     }
 
-    /// The member's Status, connection included, within one call timeout.
-    pub async fn status(&mut self) -> Result<MemberStatus, ProbeError> {
-        let timeout = self.access.call_timeout();
+    /// The member's Status, connection included, within `timeout` (at
+    /// most the call timeout).
+    pub async fn status(&mut self, timeout: Duration) -> Result<MemberStatus, ProbeError> {
+        let timeout = timeout.min(self.access.call_timeout());
         let probe = async {
             let mut client = match self.client.take() {
                 Some(c) => c,
