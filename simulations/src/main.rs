@@ -203,8 +203,9 @@ enum Command {
         measure: Vec<scale_bench::Measure>,
         #[command(flatten)]
         binaries: Binaries,
-        /// Where each size's temporary directory goes [default: the
-        /// system's temporary directory].
+        /// Where every temporary directory of the run goes — each size's
+        /// files and the clusters' data directories (TMPDIR is set to it)
+        /// [default: the system's temporary directory].
         #[arg(long)]
         work_dir: Option<PathBuf>,
         /// Print the results as a JSON array (for
@@ -378,6 +379,16 @@ fn main() {
             work_dir,
             json,
         } => {
+            if let Some(dir) = &work_dir {
+                if let Err(e) = std::fs::create_dir_all(dir) {
+                    eprintln!("scale-bench: --work-dir {}: {e}", dir.display());
+                    std::process::exit(2);
+                }
+                // SAFETY: no other thread runs yet (every runtime and
+                // process is started below); the clusters' temporary
+                // directories (testkit) follow TMPDIR.
+                unsafe { std::env::set_var("TMPDIR", dir) };
+            }
             let opts = scale_bench::Options {
                 measure,
                 sizes_mib,

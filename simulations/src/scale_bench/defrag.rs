@@ -27,12 +27,18 @@ pub struct MemberDefrag {
     pub was_leader: bool,
     /// The longest time its own writer was acknowledged nothing.
     pub member_write_gap_s: f64,
+    /// Its database before (after the deletes and the compaction) and
+    /// after the roll, MiB, as its own Status reported them (`None`: it
+    /// did not answer).
+    pub db_before_mib: Option<f64>,
+    pub db_after_mib: Option<f64>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DefragResult {
     pub size_mib: u64,
-    /// The members' database before and after, MiB (the first member).
+    /// One member's database before and after, MiB (the first member of
+    /// the group that answered both times; each member's in `members`).
     pub db_before_mib: f64,
     pub in_use_before_mib: f64,
     pub db_after_mib: f64,
@@ -219,7 +225,6 @@ pub fn run_on(
         .enable_all()
         .build()
         .context("tokio runtime")?;
-    let before = spaces(c, group);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writers: Vec<_> = group
         .iter()
@@ -295,6 +300,12 @@ pub fn run_on(
     let roll_to = spans.last().map(|s| s.1).unwrap_or(end).min(end);
     let all: Vec<Instant> = acks.iter().flatten().copied().collect();
     let cluster_gap = longest_gap(&all, roll_from, roll_to);
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let size_of = |of: &[(String, u64, u64)], name: &str| {
+        of.iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, db, used)| (*db, *used))
+    };
     let members = spans
         .iter()
         .map(|(s, e, name, secs, was_leader)| {
@@ -307,16 +318,24 @@ pub fn run_on(
                 duration_s: *secs,
                 was_leader: *was_leader,
                 member_write_gap_s: gap.as_secs_f64(),
+                db_before_mib: size_of(&freed, name).map(|(db, _)| mib(db)),
+                db_after_mib: size_of(&after, name).map(|(db, _)| mib(db)),
             }
         })
         .collect();
-    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     let cluster_write_gap_s = cluster_gap.as_secs_f64();
+    // Before and after of one and the same member (the sizes of whichever
+    // member answered first, before and after, were once two members').
+    let headline = group.iter().find_map(|id| {
+        let (db, used) = size_of(&freed, id)?;
+        let (after_db, _) = size_of(&after, id)?;
+        Some((db, used, after_db))
+    });
     Ok(DefragResult {
         size_mib,
-        db_before_mib: freed.first().or(before.first()).map_or(0.0, |x| mib(x.1)),
-        in_use_before_mib: freed.first().map_or(0.0, |x| mib(x.2)),
-        db_after_mib: after.first().map_or(0.0, |x| mib(x.1)),
+        db_before_mib: headline.map_or(0.0, |(b, _, _)| mib(b)),
+        in_use_before_mib: headline.map_or(0.0, |(_, u, _)| mib(u)),
+        db_after_mib: headline.map_or(0.0, |(_, _, a)| mib(a)),
         members,
         cluster_write_gap_s,
         roll_s: roll_to.saturating_duration_since(roll_from).as_secs_f64(),
@@ -338,12 +357,15 @@ pub fn render(r: &DefragResult) -> String {
         r.election_timeout_s,
         if r.goal_met { "met" } else { "MISSED" }
     );
+    let size = |x: Option<f64>| x.map_or("?".to_string(), |m| format!("{m:.0}"));
     for m in &r.members {
         out.push_str(&format!(
-            "  {}: defragmented in {:.1} s{}; its own writes stalled {:.1} s\n",
+            "  {}: defragmented in {:.1} s{}, {} -> {} MiB; its own writes stalled {:.1} s\n",
             m.name,
             m.duration_s,
             if m.was_leader { " (leading)" } else { "" },
+            size(m.db_before_mib),
+            size(m.db_after_mib),
             m.member_write_gap_s
         ));
     }
