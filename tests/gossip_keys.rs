@@ -105,30 +105,6 @@ fn wait_counters(c: &Cluster, name: &str, want: &[u64]) -> Vec<u64> {
     .unwrap_or_else(|| panic!("{name} did not reach {want:?}: {:?}", counters(c, name)))
 }
 
-/// `(seer, seen, up, times_down)` of every group member in every
-/// instance's `/status`.
-fn gossip_rows(c: &Cluster) -> Vec<(String, String, bool, u64)> {
-    let mut rows = Vec::new();
-    for seer in IDS {
-        let status: serde_json::Value = get(c, seer, "/status")
-            .and_then(|b| serde_json::from_str(&b).ok())
-            .unwrap_or_else(|| panic!("{seer}: no /status"));
-        for seen in IDS {
-            let row = status["gossip"]
-                .as_array()
-                .and_then(|rows| rows.iter().find(|r| r["instance_id"] == seen));
-            rows.push((
-                seer.to_string(),
-                seen.to_string(),
-                row.is_some_and(|r| r["up"] == true),
-                row.and_then(|r| r["times_down"].as_u64())
-                    .unwrap_or(u64::MAX),
-            ));
-        }
-    }
-    rows
-}
-
 /// Every instance lists exactly the group in gossip.
 fn gossip_ids(c: &Cluster, seer: &str) -> Vec<String> {
     let status: serde_json::Value = get(c, seer, "/status")
@@ -181,11 +157,11 @@ fn keys_rotate_on_a_running_cluster_without_a_membership_flap() {
     c.wait_voters(&IDS, Duration::from_secs(60))
         .unwrap_or_else(|| panic!("no cluster formed: {:?}", c.members()));
     let all_up = wait_until(STEP_LIMIT, || {
-        gossip_rows(&c).iter().all(|r| r.2).then_some(())
+        c.gossip_rows(&IDS).iter().all(|r| r.2).then_some(())
     });
-    assert!(all_up.is_some(), "gossip: {:?}", gossip_rows(&c));
+    assert!(all_up.is_some(), "gossip: {:?}", c.gossip_rows(&IDS));
     let members = c.member_ids().expect("member list");
-    let downs_before: Vec<u64> = gossip_rows(&c).iter().map(|r| r.3).collect();
+    let downs_before: Vec<Option<u64>> = c.gossip_rows(&IDS).iter().map(|r| r.3).collect();
     let formed = t.elapsed();
 
     let ledger = Ledger::start(c.endpoints(&IDS), 100_000);
@@ -196,9 +172,9 @@ fn keys_rotate_on_a_running_cluster_without_a_membership_flap() {
     // After every step: every instance sees every other up, never went
     // down, opened every datagram of the others; the members are the same.
     let steady = |c: &Cluster, step: &str, rejected: &[u64]| {
-        let rows = gossip_rows(c);
+        let rows = c.gossip_rows(&IDS);
         assert!(rows.iter().all(|r| r.2), "{step}: all up: {rows:?}");
-        let downs: Vec<u64> = rows.iter().map(|r| r.3).collect();
+        let downs: Vec<Option<u64>> = rows.iter().map(|r| r.3).collect();
         assert_eq!(downs, downs_before, "{step}: nobody went down: {rows:?}");
         assert_eq!(
             counters(c, "gossip_datagrams_rejected"),
@@ -302,7 +278,7 @@ fn keys_rotate_on_a_running_cluster_without_a_membership_flap() {
     let heard: Vec<String> = stranger.view().into_keys().collect();
     assert_eq!(heard, ["eco-4"], "the stranger hears no one");
     rt.block_on(stranger.shutdown());
-    let rows = gossip_rows(&c);
+    let rows = c.gossip_rows(&IDS);
     assert!(rows.iter().all(|r| r.2), "all up: {rows:?}");
     assert_eq!(rows.iter().map(|r| r.3).collect::<Vec<_>>(), downs_before);
     assert_eq!(c.member_ids(), Some(members), "members unchanged");

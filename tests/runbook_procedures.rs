@@ -393,29 +393,6 @@ fn the_restore_and_clone_procedures_run_as_written() {
 const GOSSIP_IDS: [&str; 3] = ["eco-1", "eco-2", "eco-3"];
 const KEYS_INSTALLED: &str = "gossip keys re-read from gossip.key_file and installed";
 
-/// Every group member in every instance's `eco status --json` gossip:
-/// `(seer, seen, up, times_down)`.
-fn gossip_rows(c: &Cluster) -> Vec<(String, String, bool, Option<u64>)> {
-    let mut rows = Vec::new();
-    for seer in GOSSIP_IDS {
-        let status = c
-            .status_json(seer)
-            .unwrap_or_else(|| panic!("{seer}: no eco status --json"));
-        for seen in GOSSIP_IDS {
-            let row = status["gossip"]
-                .as_array()
-                .and_then(|rows| rows.iter().find(|r| r["instance_id"] == seen));
-            rows.push((
-                seer.to_string(),
-                seen.to_string(),
-                row.is_some_and(|r| r["up"] == true),
-                row.and_then(|r| r["times_down"].as_u64()),
-            ));
-        }
-    }
-    rows
-}
-
 /// "Rotating the gossip keys": the three steps' blocks on every instance
 /// of a group of three, each step finished everywhere (eco's log line)
 /// before the next.
@@ -439,10 +416,10 @@ fn the_gossip_keys_rotate_as_written() {
     c.wait_voters(&GOSSIP_IDS, Duration::from_secs(60))
         .unwrap_or_else(|| panic!("no cluster formed: {:?}", c.members()));
     let all_up = wait_until(Duration::from_secs(15), || {
-        gossip_rows(&c).iter().all(|r| r.2).then_some(())
+        c.gossip_rows(&GOSSIP_IDS).iter().all(|r| r.2).then_some(())
     });
-    assert!(all_up.is_some(), "gossip: {:?}", gossip_rows(&c));
-    let downs_before: Vec<Option<u64>> = gossip_rows(&c).iter().map(|r| r.3).collect();
+    assert!(all_up.is_some(), "gossip: {:?}", c.gossip_rows(&GOSSIP_IDS));
+    let downs_before: Vec<Option<u64>> = c.gossip_rows(&GOSSIP_IDS).iter().map(|r| r.3).collect();
     let formed = t.elapsed();
 
     let steps = runbook("Rotating the gossip keys");
@@ -484,7 +461,7 @@ fn the_gossip_keys_rotate_as_written() {
         assert_eq!(mode & 0o777, 0o600, "{id}: the key file's mode");
     }
     // "That nothing flapped": every peer up, not seen down meanwhile.
-    let rows = gossip_rows(&c);
+    let rows = c.gossip_rows(&GOSSIP_IDS);
     assert!(
         rows.iter().all(|(_, _, up, _)| *up),
         "(seer, seen, up, times down): {rows:?}"

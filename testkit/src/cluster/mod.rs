@@ -991,6 +991,31 @@ impl Cluster {
             .flatten()
     }
 
+    /// `(seer, seen, up, times_down)` for every pair of `ids`: how each
+    /// instance's `eco status --json` shows each in gossip (`up` false and
+    /// `times_down` `None` when it lists no such peer). Panics when an
+    /// instance does not answer.
+    pub fn gossip_rows(&self, ids: &[&str]) -> Vec<(String, String, bool, Option<u64>)> {
+        let mut rows = Vec::new();
+        for seer in ids {
+            let status = self
+                .status_json(seer)
+                .unwrap_or_else(|| panic!("{seer}: no eco status --json"));
+            for seen in ids {
+                let row = status["gossip"]
+                    .as_array()
+                    .and_then(|rows| rows.iter().find(|r| r["instance_id"] == *seen));
+                rows.push((
+                    seer.to_string(),
+                    seen.to_string(),
+                    row.is_some_and(|r| r["up"] == true),
+                    row.and_then(|r| r["times_down"].as_u64()),
+                ));
+            }
+        }
+        rows
+    }
+
     /// The member list as eco-1 (or, if it is not running, the first
     /// answering node) sees it, keyed by member id: `(id, name, learner)`.
     /// Names are empty until a member has started, so changes are counted
