@@ -45,6 +45,10 @@ pub struct DefragResult {
     pub members: Vec<MemberDefrag>,
     /// The longest time no member acknowledged a write, during the roll.
     pub cluster_write_gap_s: f64,
+    /// When it began, seconds after the roll began, and the members being
+    /// defragmented then (none: between two defragmentations).
+    pub cluster_write_gap_at_s: f64,
+    pub cluster_write_gap_during: Vec<String>,
     /// The first defragmentation's start to the last one's end.
     pub roll_s: f64,
     /// etcd's election timeout in this cluster (the goal).
@@ -138,6 +142,11 @@ async fn write_through(
 /// The longest gap between consecutive instants of `acks` within
 /// `[from, to]` (its ends count as acknowledgements).
 fn longest_gap(acks: &[Instant], from: Instant, to: Instant) -> Duration {
+    longest_gap_from(acks, from, to).0
+}
+
+/// [`longest_gap`] and when it began.
+fn longest_gap_from(acks: &[Instant], from: Instant, to: Instant) -> (Duration, Instant) {
     let mut inside: Vec<Instant> = acks
         .iter()
         .copied()
@@ -148,9 +157,9 @@ fn longest_gap(acks: &[Instant], from: Instant, to: Instant) -> Duration {
     inside.sort();
     inside
         .windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or_default()
+        .map(|w| (w[1] - w[0], w[0]))
+        .max_by_key(|(gap, _)| *gap)
+        .unwrap_or((Duration::ZERO, from))
 }
 
 /// The space each member's Status reports: (name, db size, in use).
@@ -299,7 +308,12 @@ pub fn run_on(
     let roll_from = spans.first().map(|s| s.0).unwrap_or(t0);
     let roll_to = spans.last().map(|s| s.1).unwrap_or(end).min(end);
     let all: Vec<Instant> = acks.iter().flatten().copied().collect();
-    let cluster_gap = longest_gap(&all, roll_from, roll_to);
+    let (cluster_gap, gap_from) = longest_gap_from(&all, roll_from, roll_to);
+    let gap_during: Vec<String> = spans
+        .iter()
+        .filter(|(s, e, _, _, _)| *s <= gap_from + cluster_gap && gap_from <= *e)
+        .map(|(_, _, name, _, _)| name.clone())
+        .collect();
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     let size_of = |of: &[(String, u64, u64)], name: &str| {
         of.iter()
@@ -338,6 +352,8 @@ pub fn run_on(
         db_after_mib: headline.map_or(0.0, |(_, _, a)| mib(a)),
         members,
         cluster_write_gap_s,
+        cluster_write_gap_at_s: gap_from.saturating_duration_since(roll_from).as_secs_f64(),
+        cluster_write_gap_during: gap_during,
         roll_s: roll_to.saturating_duration_since(roll_from).as_secs_f64(),
         election_timeout_s: election_timeout.as_secs_f64(),
         goal_met: cluster_write_gap_s <= election_timeout.as_secs_f64(),
@@ -347,13 +363,22 @@ pub fn run_on(
 /// Lines.
 pub fn render(r: &DefragResult) -> String {
     let mut out = format!(
-        "defrag at {} MiB: db {:.0} MiB ({:.0} in use) -> {:.0} MiB; the roll {:.1} s; the cluster's write gap {:.3} s (goal <= one election timeout, {:.3} s: {})\n",
+        "defrag at {} MiB: db {:.0} MiB ({:.0} in use) -> {:.0} MiB; the roll {:.1} s; the cluster's write gap {:.3} s at +{:.1} s, {} (goal <= one election timeout, {:.3} s: {})\n",
         r.size_mib,
         r.db_before_mib,
         r.in_use_before_mib,
         r.db_after_mib,
         r.roll_s,
         r.cluster_write_gap_s,
+        r.cluster_write_gap_at_s,
+        if r.cluster_write_gap_during.is_empty() {
+            "between defragmentations".to_string()
+        } else {
+            format!(
+                "while {} defragmented",
+                r.cluster_write_gap_during.join(", ")
+            )
+        },
         r.election_timeout_s,
         if r.goal_met { "met" } else { "MISSED" }
     );
@@ -382,6 +407,11 @@ mod tests {
         let ms = |n| t + Duration::from_millis(n);
         let acks = [ms(100), ms(150), ms(900), ms(950)];
         assert_eq!(longest_gap(&acks, t, ms(1000)), Duration::from_millis(750));
+        assert_eq!(
+            longest_gap_from(&acks, t, ms(1000)).1,
+            ms(150),
+            "it began there"
+        );
         assert_eq!(
             longest_gap(&acks, ms(920), ms(2000)),
             Duration::from_millis(1050)
