@@ -162,7 +162,7 @@ pub struct PodSet {
 
 impl PodSet {
     /// A set named `set` in `dir` (made if missing), network block `net`
-    /// (10.<net>.0.0/24; distinct per concurrent test), `replicas` desired;
+    /// (`10.<net>.0.0/24`; distinct per concurrent test), `replicas` desired;
     /// `config` is every pod's eco config (paths inside the pod).
     pub fn new(
         dir: &Path,
