@@ -339,12 +339,42 @@ pub fn wait_serving(endpoint: &str, limit: Duration) -> Option<u64> {
 pub fn dump(endpoint: &str) -> Option<(i64, Vec<(String, String)>)> {
     block_on(async {
         let mut c = client(endpoint).await?;
-        let opts = etcd_client::GetOptions::new().with_all_keys();
-        let r = tokio::time::timeout(Duration::from_secs(5), c.get("", Some(opts)))
-            .await
-            .ok()?
-            .ok()?;
-        let rev = r.header()?.revision();
+        dump_with(&mut c).await.ok()
+    })
+}
+
+/// [`dump`] for a verification at the end of a test: a patient
+/// connection (with authentication on, connecting runs bcrypt and a raft
+/// round, which a loaded machine may take seconds for) and, when it
+/// fails, why.
+pub fn dump_patiently(endpoint: &str) -> Result<(i64, Vec<(String, String)>), String> {
+    let t = Timeouts {
+        connect: Duration::from_secs(2),
+        call: Duration::from_secs(5),
+        attempt: Duration::from_secs(10),
+    };
+    let runtime = runtime().ok_or("no tokio runtime for the test client")?;
+    runtime.block_on(async {
+        let mut c = tokio::time::timeout(
+            t.attempt,
+            connect_all(&[endpoint.to_string()], t.connect, t.call),
+        )
+        .await
+        .map_err(|_| format!("connecting did not finish in {:?}", t.attempt))?
+        .map_err(|e| format!("connecting: {e}"))?;
+        dump_with(&mut c).await
+    })
+}
+
+/// Every key and value through `c`, read within 5 s.
+async fn dump_with(c: &mut etcd_client::Client) -> Result<(i64, Vec<(String, String)>), String> {
+    let opts = etcd_client::GetOptions::new().with_all_keys();
+    let r = tokio::time::timeout(Duration::from_secs(5), c.get("", Some(opts)))
+        .await
+        .map_err(|_| "the read did not finish in 5 s".to_string())?
+        .map_err(|e| format!("the read: {e}"))?;
+    {
+        let rev = r.header().ok_or("a response without a header")?.revision();
         let kvs = r
             .kvs()
             .iter()
@@ -355,6 +385,6 @@ pub fn dump(endpoint: &str) -> Option<(i64, Vec<(String, String)>)> {
                 )
             })
             .collect();
-        Some((rev, kvs))
-    })
+        Ok((rev, kvs))
+    }
 }

@@ -6,7 +6,7 @@
 //! `chaos::load`: paced at a rate, one endpoint at a time, recording the
 //! revision and time of every write for its timelines.)
 
-use crate::etcd::{block_on, dump};
+use crate::etcd::{block_on, dump_patiently};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -153,12 +153,13 @@ impl Drop for Ledger {
 }
 
 /// Acknowledged writes missing (or with another value) at `endpoint`;
-/// `["<cannot read>"]` when no read of the member succeeded in 15 s (one
-/// failed read on a loaded machine, an authentication that timed out, is
-/// not a lost write).
+/// `["<cannot read: why>"]` when no read of the member succeeded in 30 s
+/// (one failed read on a loaded machine, an authentication that timed
+/// out, is not a lost write).
 pub fn lost_writes(endpoint: &str, acked: &[(String, String)]) -> Vec<String> {
-    let Some((_, kvs)) = crate::wait_until(Duration::from_secs(15), || dump(endpoint)) else {
-        return vec!["<cannot read>".into()];
+    let kvs = match read_patiently(endpoint) {
+        Ok(kvs) => kvs,
+        Err(why) => return vec![format!("<cannot read: {why}>")],
     };
     let present: BTreeMap<String, String> = kvs.into_iter().collect();
     acked
@@ -208,4 +209,21 @@ pub fn lost_beyond_residual(
         );
     }
     beyond
+}
+
+/// Every key and value at `endpoint`, asked until a read succeeds, for at
+/// most 30 s; the last failure's reason otherwise.
+pub fn read_patiently(endpoint: &str) -> Result<Vec<(String, String)>, String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match dump_patiently(endpoint) {
+            Ok((_, kvs)) => return Ok(kvs),
+            Err(why) if Instant::now() >= deadline || tries >= 20 => {
+                return Err(format!("{tries} tries in 30 s, the last: {why}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(500)),
+        }
+    }
 }

@@ -11,7 +11,7 @@
 //! (`ledger` is the load that checks nothing acknowledged was lost without
 //! timing; the chaos harness has its own paced load with timelines.)
 
-use crate::etcd::{client, dump, rt};
+use crate::etcd::{client, rt};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -71,11 +71,12 @@ pub fn longest_gap_span(
         .max_by_key(|(a, b)| *b - *a)
 }
 
-/// Acknowledged keys missing at `endpoint` (all of them when it cannot be
-/// read).
+/// Acknowledged keys missing at `endpoint` (`["<cannot read: why>"]`
+/// when no read succeeded in 30 s).
 pub fn missing(endpoint: &str, acked: &Acked) -> Vec<String> {
-    let Some((_, kvs)) = dump(endpoint) else {
-        return vec!["<cannot read>".into()];
+    let kvs = match crate::ledger::read_patiently(endpoint) {
+        Ok(kvs) => kvs,
+        Err(why) => return vec![format!("<cannot read: {why}>")],
     };
     let present: std::collections::BTreeSet<String> = kvs.into_iter().map(|(k, _)| k).collect();
     acked
