@@ -32,6 +32,18 @@ pub struct MemberDefrag {
     /// did not answer).
     pub db_before_mib: Option<f64>,
     pub db_after_mib: Option<f64>,
+    /// etcd's own account (its log lines): the database's size and what
+    /// of it was in use when the defragmentation began, and the size it
+    /// reopened the database with, MiB.
+    pub etcd_db_began_mib: Option<f64>,
+    pub etcd_in_use_began_mib: Option<f64>,
+    pub etcd_db_after_mib: Option<f64>,
+    /// Why eco's space governor defragmented it (its event's reason).
+    pub reason: String,
+    /// Its WAL fsyncs and backend commits slower than 0.256 s during the
+    /// whole roll (`None`: its metrics were not read on both sides).
+    pub slow_wal_fsyncs_in_roll: Option<u64>,
+    pub slow_commits_in_roll: Option<u64>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -49,6 +61,9 @@ pub struct DefragResult {
     /// defragmented then (none: between two defragmentations).
     pub cluster_write_gap_at_s: f64,
     pub cluster_write_gap_during: Vec<String>,
+    /// Each member's WAL fsyncs and backend commits slower than 0.256 s
+    /// around the cluster's gap: `(member, fsyncs, commits)`.
+    pub slow_around_gap: Vec<(String, u64, u64)>,
     /// The first defragmentation's start to the last one's end.
     pub roll_s: f64,
     /// etcd's election timeout in this cluster (the goal).
@@ -56,8 +71,9 @@ pub struct DefragResult {
     pub goal_met: bool,
 }
 
-/// One `space.defragmented` event: when it ended, the member, how long.
-fn defragmented(log: &str, since: SystemTime) -> Vec<(SystemTime, String, f64)> {
+/// One `space.defragmented` event: when it ended, the member, how long,
+/// why.
+fn defragmented(log: &str, since: SystemTime) -> Vec<(SystemTime, String, f64, String)> {
     log.lines()
         .filter(|l| {
             l.contains("event=\"space.defragmented\"") || l.contains("event=space.defragmented")
@@ -74,7 +90,11 @@ fn defragmented(log: &str, since: SystemTime) -> Vec<(SystemTime, String, f64)> 
             };
             let name = field("name=")?;
             let ms: f64 = field("duration_ms=")?.parse().ok()?;
-            Some((at, name, ms / 1000.0))
+            // The reason is the event's last field, with spaces.
+            let reason = l
+                .split_once(" reason=")
+                .map_or(String::new(), |(_, r)| r.trim_matches('"').to_string());
+            Some((at, name, ms / 1000.0, reason))
         })
         .collect()
 }
@@ -248,6 +268,21 @@ pub fn run_on(
     let since = SystemTime::now();
     let t0 = Instant::now();
     // The logs are read from here on, where the last look ended.
+    let sampler = super::disk_latency::DiskSampler::start(
+        group
+            .iter()
+            .filter_map(|id| {
+                Some((
+                    id.clone(),
+                    format!("{}:2381", c.nodes[id].address).parse().ok()?,
+                ))
+            })
+            .collect(),
+        Duration::from_millis(500),
+        Duration::from_secs(600 + size_mib / 2),
+    );
+    let mut etcd_defrags: std::collections::BTreeMap<String, super::disk_latency::EtcdDefrag> =
+        Default::default();
     let mut tails: Vec<LogTail> = group
         .iter()
         .map(|id| LogTail::at_end(c.nodes[id].dir.join("eco.log")))
@@ -267,14 +302,19 @@ pub fn run_on(
     let mut done = None;
     while t0.elapsed() < limit {
         for (t, id) in tails.iter_mut().zip(group) {
+            let more = t.more();
+            super::disk_latency::etcd_defrag_lines(
+                &more,
+                etcd_defrags.entry(id.clone()).or_default(),
+            );
             events.extend(
-                defragmented(&t.more(), since)
+                defragmented(&more, since)
                     .into_iter()
-                    .map(|(at, name, secs)| (at, name, secs, id.clone())),
+                    .map(|(at, name, secs, why)| (at, name, secs, why, id.clone())),
             );
         }
         let names: std::collections::BTreeSet<&String> =
-            events.iter().map(|(_, n, _, _)| n).collect();
+            events.iter().map(|(_, n, _, _, _)| n).collect();
         if names.len() >= group.len() {
             done = Some(events);
             break;
@@ -282,11 +322,15 @@ pub fn run_on(
         std::thread::sleep(Duration::from_secs(1));
     }
     let end = Instant::now();
+    // One more round of the disk sampler after the last defragmentation
+    // ended (its samples are half a second apart).
+    std::thread::sleep(Duration::from_millis(1500));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let acks: Vec<Vec<Instant>> = writers
         .into_iter()
         .map(|w| rt.block_on(w).unwrap_or_default())
         .collect();
+    let disk = sampler.finish();
     let events = done.with_context(|| format!("not every member defragmented within {limit:?}"))?;
     let after = spaces(c, group);
     // Each event as (start, end) instants on this clock.
@@ -295,14 +339,14 @@ pub fn run_on(
         let ago = now_sys.duration_since(at).unwrap_or_default();
         Instant::now().checked_sub(ago).unwrap_or(t0)
     };
-    let mut spans: Vec<(Instant, Instant, String, f64, bool)> = Vec::new();
-    for (at, name, secs, by) in &events {
+    let mut spans: Vec<(Instant, Instant, String, f64, bool, String)> = Vec::new();
+    for (at, name, secs, why, by) in &events {
         if spans.iter().any(|s| &s.2 == name) {
             continue;
         }
         let e = to_instant(*at);
         let s = e.checked_sub(Duration::from_secs_f64(*secs)).unwrap_or(t0);
-        spans.push((s, e, name.clone(), *secs, by == name));
+        spans.push((s, e, name.clone(), *secs, by == name, why.clone()));
     }
     spans.sort_by_key(|s| s.0);
     let roll_from = spans.first().map(|s| s.0).unwrap_or(t0);
@@ -311,8 +355,17 @@ pub fn run_on(
     let (cluster_gap, gap_from) = longest_gap_from(&all, roll_from, roll_to);
     let gap_during: Vec<String> = spans
         .iter()
-        .filter(|(s, e, _, _, _)| *s <= gap_from + cluster_gap && gap_from <= *e)
-        .map(|(_, _, name, _, _)| name.clone())
+        .filter(|(s, e, ..)| *s <= gap_from + cluster_gap && gap_from <= *e)
+        .map(|(_, _, name, ..)| name.clone())
+        .collect();
+    // A sample is half a second apart: the window reaches one beyond.
+    let slow_around_gap: Vec<(String, u64, u64)> = group
+        .iter()
+        .filter_map(|id| {
+            let (wal, commit) =
+                super::disk_latency::slow_between(&disk, id, gap_from, gap_from + cluster_gap)?;
+            Some((id.clone(), wal, commit))
+        })
         .collect();
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     let size_of = |of: &[(String, u64, u64)], name: &str| {
@@ -322,12 +375,20 @@ pub fn run_on(
     };
     let members = spans
         .iter()
-        .map(|(s, e, name, secs, was_leader)| {
+        .map(|(s, e, name, secs, was_leader, why)| {
             let i = group.iter().position(|g| g == name);
             let gap = i
                 .map(|i| longest_gap(&acks[i], *s, *e + Duration::from_secs(1)))
                 .unwrap_or_default();
+            let in_roll = super::disk_latency::slow_between(&disk, name, roll_from, roll_to);
+            let etcd = etcd_defrags.get(name).copied().unwrap_or_default();
             MemberDefrag {
+                etcd_db_began_mib: etcd.began.map(|(db, _)| mib(db)),
+                etcd_in_use_began_mib: etcd.began.map(|(_, used)| mib(used)),
+                etcd_db_after_mib: etcd.finished.map(|(db, _)| mib(db)),
+                reason: why.clone(),
+                slow_wal_fsyncs_in_roll: in_roll.map(|(w, _)| w),
+                slow_commits_in_roll: in_roll.map(|(_, c)| c),
                 name: name.clone(),
                 duration_s: *secs,
                 was_leader: *was_leader,
@@ -354,6 +415,7 @@ pub fn run_on(
         cluster_write_gap_s,
         cluster_write_gap_at_s: gap_from.saturating_duration_since(roll_from).as_secs_f64(),
         cluster_write_gap_during: gap_during,
+        slow_around_gap,
         roll_s: roll_to.saturating_duration_since(roll_from).as_secs_f64(),
         election_timeout_s: election_timeout.as_secs_f64(),
         goal_met: cluster_write_gap_s <= election_timeout.as_secs_f64(),
@@ -383,15 +445,33 @@ pub fn render(r: &DefragResult) -> String {
         if r.goal_met { "met" } else { "MISSED" }
     );
     let size = |x: Option<f64>| x.map_or("?".to_string(), |m| format!("{m:.0}"));
+    let count = |x: Option<u64>| x.map_or("?".to_string(), |n| n.to_string());
     for m in &r.members {
         out.push_str(&format!(
-            "  {}: defragmented in {:.1} s{}, {} -> {} MiB; its own writes stalled {:.1} s\n",
+            "  {}: defragmented in {:.1} s{}, {} -> {} MiB (etcd's own lines: {} MiB, {} in use -> {} MiB); its own writes stalled {:.1} s; during the roll {} WAL fsyncs and {} commits over 0.256 s; because {}\n",
             m.name,
             m.duration_s,
             if m.was_leader { " (leading)" } else { "" },
             size(m.db_before_mib),
             size(m.db_after_mib),
-            m.member_write_gap_s
+            size(m.etcd_db_began_mib),
+            size(m.etcd_in_use_began_mib),
+            size(m.etcd_db_after_mib),
+            m.member_write_gap_s,
+            count(m.slow_wal_fsyncs_in_roll),
+            count(m.slow_commits_in_roll),
+            m.reason,
+        ));
+    }
+    if !r.slow_around_gap.is_empty() {
+        let each: Vec<String> = r
+            .slow_around_gap
+            .iter()
+            .map(|(m, w, c)| format!("{m} {w} fsyncs, {c} commits"))
+            .collect();
+        out.push_str(&format!(
+            "  around the cluster's gap, over 0.256 s: {}\n",
+            each.join("; ")
         ));
     }
     out
@@ -428,6 +508,7 @@ mod tests {
         let got = defragmented(log, since);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].1, "eco-2");
+        assert_eq!(got[0].3, "x");
         assert!((got[0].2 - 1.5).abs() < 1e-9);
         let later = humantime::parse_rfc3339("2026-12-07T06:00:01Z").unwrap();
         assert!(defragmented(log, later).is_empty());

@@ -30,6 +30,7 @@
 //!
 mod cluster_fill;
 pub mod defrag;
+pub mod disk_latency;
 mod faulted_cluster;
 pub mod quorum_loss;
 pub mod rejoin;
