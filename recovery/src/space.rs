@@ -27,8 +27,18 @@
 //!   compacts and defragments again from the start — harmless, and bounded
 //!   by the member count;
 //! - **otherwise**, a member whose reclaimable space passes both the ratio
-//!   and the floor of the [`SpacePolicy`] is defragmented, the one with the
-//!   most reclaimable space first, followers before the leader; and the
+//!   and the floor of the [`SpacePolicy`], and whose size in use has
+//!   **settled** (it fell by at most [`SETTLED_FALL`] of its database
+//!   since the governor's previous pass), is defragmented, the one with
+//!   the most reclaimable space first, followers before the leader. A
+//!   member still compacting frees pages pass after pass (etcd compacts
+//!   in batches, in the background on every member; at 8 GiB for
+//!   minutes): defragmented in the middle, it was stalled for tens of
+//!   seconds to give back only what was free so far, and what the
+//!   compaction freed afterwards stayed in the file, under the ratio
+//!   (measured at 8 GiB: each member defragmented from 8.3 GiB to 4.2
+//!   GiB with 3.3 GiB in use once the compaction ended). A member not
+//!   seen at the previous pass waits one pass. And the
 //!   leader's turn is a **leadership handover** first, to a voter that
 //!   answered (the one with the least reclaimable space): the leader's
 //!   stall would be the cluster's (its applies wait; at 8 GiB a
@@ -60,13 +70,35 @@ pub struct MemberSpace {
     pub db_size: u64,
     /// The part of it in use.
     pub db_size_in_use: u64,
+    /// The part in use its Status reported at the governor's previous
+    /// pass (`None`: not seen then).
+    pub in_use_before: Option<u64>,
 }
 
 impl MemberSpace {
     pub fn reclaimable(&self) -> u64 {
         self.db_size.saturating_sub(self.db_size_in_use)
     }
+
+    /// How much its size in use fell since the previous pass (`None`: not
+    /// seen then).
+    pub fn in_use_fell_by(&self) -> Option<u64> {
+        self.in_use_before
+            .map(|before| before.saturating_sub(self.db_size_in_use))
+    }
+
+    /// Its size in use fell by at most [`SETTLED_FALL`] of its database
+    /// since the previous pass: no compaction is still freeing pages.
+    pub fn settled(&self) -> bool {
+        self.in_use_fell_by()
+            .is_some_and(|fell| fell as f64 <= SETTLED_FALL * self.db_size as f64)
+    }
 }
+
+/// The fall of a member's size in use between two passes, over its
+/// database size, under which it counts as settled (ordinary writes and
+/// deletes move it less; a running compaction at size moves it more).
+pub const SETTLED_FALL: f64 = 0.01;
 
 /// When a member is worth defragmenting (outside `NOSPACE`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -213,7 +245,26 @@ pub fn next_step(f: &SpaceFacts) -> SpaceStep {
         let r = m.reclaimable();
         r >= f.policy.min_bytes && (r as f64) >= f.policy.min_ratio * m.db_size as f64
     };
-    let Some(m) = next_of(f.members.iter().filter(due)) else {
+    let Some(m) = next_of(f.members.iter().filter(due).filter(|m| m.settled())) else {
+        if let Some(m) = next_of(f.members.iter().filter(due)) {
+            return SpaceStep::Wait {
+                reason: match m.in_use_fell_by() {
+                    Some(fell) => format!(
+                        "member {} holds {} reclaimable of {}, but its size in use fell by {} since the last pass (a compaction still freeing pages): defragment it once that stops",
+                        label(m),
+                        mib(m.reclaimable()),
+                        mib(m.db_size),
+                        mib(fell)
+                    ),
+                    None => format!(
+                        "member {} holds {} reclaimable of {}: its size in use is compared with the next pass's first (a compaction may still be freeing pages)",
+                        label(m),
+                        mib(m.reclaimable()),
+                        mib(m.db_size)
+                    ),
+                },
+            };
+        }
         return SpaceStep::Nothing {
             reason: "no member holds enough reclaimable space to defragment".into(),
         };
@@ -269,6 +320,7 @@ mod tests {
             answered: true,
             db_size: size_mib * MIB,
             db_size_in_use: in_use_mib * MIB,
+            in_use_before: Some(in_use_mib * MIB),
         }
     }
 
@@ -387,6 +439,64 @@ mod tests {
                     l.is_learner = true;
                     f.members.push(l);
                     f.members[1] = member(2, false, 400, 100);
+                },
+                "defrag 2",
+            ),
+            (
+                "a follower still compacting (in use fell by 100 MiB of 400): wait",
+                |f| {
+                    f.members[2] = member(3, false, 400, 100);
+                    f.members[2].in_use_before = Some(200 * MIB);
+                },
+                "wait",
+            ),
+            (
+                "a follower whose in use fell by under 1 % of its database: settled",
+                |f| {
+                    f.members[2] = member(3, false, 400, 100);
+                    f.members[2].in_use_before = Some(103 * MIB);
+                },
+                "defrag 3",
+            ),
+            (
+                "in use that rose is settled",
+                |f| {
+                    f.members[2] = member(3, false, 400, 100);
+                    f.members[2].in_use_before = Some(90 * MIB);
+                },
+                "defrag 3",
+            ),
+            (
+                "a follower not seen at the previous pass: wait a pass",
+                |f| {
+                    f.members[2] = member(3, false, 400, 100);
+                    f.members[2].in_use_before = None;
+                },
+                "wait",
+            ),
+            (
+                "a settled follower before one still compacting, though that one holds more",
+                |f| {
+                    f.members[1] = member(2, false, 800, 100);
+                    f.members[1].in_use_before = Some(300 * MIB);
+                    f.members[2] = member(3, false, 400, 100);
+                },
+                "defrag 3",
+            ),
+            (
+                "the leader still compacting: no handover yet",
+                |f| {
+                    f.members[0] = member(1, true, 900, 100);
+                    f.members[0].in_use_before = Some(400 * MIB);
+                },
+                "wait",
+            ),
+            (
+                "NOSPACE does not wait for the sizes to settle",
+                |f| {
+                    f.nospace = vec![1];
+                    f.compacted = true;
+                    f.members[2].in_use_before = None;
                 },
                 "defrag 2",
             ),

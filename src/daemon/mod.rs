@@ -112,6 +112,10 @@ struct Daemon {
     /// defragmented since (`recovery::space`); `None` before, and after a
     /// disarm or a restart.
     nospace_episode: Option<Vec<u64>>,
+    /// Each member's size in use at the space governor's previous pass
+    /// (whether a compaction is still freeing pages: `recovery::space`);
+    /// emptied whenever this instance does not govern.
+    space_in_use_seen: std::collections::BTreeMap<u64, u64>,
     /// The etcd binaries the config names now (rolling upgrades).
     configured_etcd: upgrade::ConfiguredEtcd,
     /// How long the local member has been unusable (self-replacement).
@@ -409,6 +413,7 @@ async fn run_as(
         etcd_release_seen: None,
         pause: Default::default(),
         nospace_episode: None,
+        space_in_use_seen: Default::default(),
         configured_etcd: Default::default(),
         unusable: Default::default(),
         gossip,

@@ -1,7 +1,9 @@
 //! The space governor's pass (`recovery::space`): on the instance beside
 //! the raft leader, in a pass where the planner changed nothing, gather
 //! every member's database size and size in use (this pass's Status
-//! probes) and the cluster's `NOSPACE` alarms, ask the pure rules for one
+//! probes, and the size in use of the previous governing pass: whether a
+//! compaction is still freeing pages) and the cluster's `NOSPACE` alarms,
+//! ask the pure rules for one
 //! step, and do it: a physical compaction, a defragmentation of one member
 //! (through its own endpoint, bounded by `etcd.defrag.timeout`; the pass
 //! waits for it: nothing else should change meanwhile), a leadership
@@ -18,6 +20,9 @@ use std::time::Instant;
 impl Daemon {
     pub(super) async fn govern_space(&mut self, seen: &Observed) {
         let Some(local) = seen.local.as_ref().filter(|l| l.is_leader()) else {
+            // Sizes seen while governing once are not the previous pass's
+            // when this instance governs again.
+            self.space_in_use_seen.clear();
             return;
         };
         let Some((members, _)) = seen.cluster.members.as_ref() else {
@@ -52,8 +57,14 @@ impl Daemon {
                     answered: st.is_some(),
                     db_size: st.map_or(0, |s| s.db_size.max(0) as u64),
                     db_size_in_use: st.map_or(0, |s| s.db_size_in_use.max(0) as u64),
+                    in_use_before: self.space_in_use_seen.get(&m.id).copied(),
                 }
             })
+            .collect();
+        self.space_in_use_seen = spaces
+            .iter()
+            .filter(|m| m.answered)
+            .map(|m| (m.id, m.db_size_in_use))
             .collect();
         let d = &self.ctx.config.etcd.defrag;
         let facts = SpaceFacts {
