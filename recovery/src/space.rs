@@ -29,16 +29,20 @@
 //! - **otherwise**, a member whose reclaimable space passes both the ratio
 //!   and the floor of the [`SpacePolicy`], and whose size in use has
 //!   **settled** (it fell by at most [`SETTLED_FALL`] of its database
-//!   since the governor's previous pass), is defragmented, the one with
-//!   the most reclaimable space first, followers before the leader. A
-//!   member still compacting frees pages pass after pass (etcd compacts
-//!   in batches, in the background on every member; at 8 GiB for
-//!   minutes): defragmented in the middle, it was stalled for tens of
+//!   from the highest the governor has seen of it for at least
+//!   [`SETTLE_WINDOW_MS`]: [`InUseSeen`], kept by the daemon with
+//!   [`remember_in_use`]), is defragmented, the one with the most
+//!   reclaimable space first, followers before the leader. A member still
+//!   compacting frees pages pass after pass (etcd compacts in batches, in
+//!   the background on every member; at 8 GiB for minutes, some 30 MiB a
+//!   second): defragmented in the middle, it was stalled for tens of
 //!   seconds to give back only what was free so far, and what the
 //!   compaction freed afterwards stayed in the file, under the ratio
-//!   (measured at 8 GiB: each member defragmented from 8.3 GiB to 4.2
-//!   GiB with 3.3 GiB in use once the compaction ended). A member not
-//!   seen at the previous pass waits one pass. And the
+//!   (measured at 8 GiB: each member defragmented from 8.3 GiB to 4.2 GiB,
+//!   3.3 GiB in use once the compaction ended). A window, not the previous
+//!   pass: passes 300 ms apart each saw the compaction free less than 1 %.
+//!   What it cannot see: a compaction that began in the last moments (its
+//!   first 1 % freed) when the member is due already. And the
 //!   leader's turn is a **leadership handover** first, to a voter that
 //!   answered (the one with the least reclaimable space): the leader's
 //!   stall would be the cluster's (its applies wait; at 8 GiB a
@@ -70,9 +74,40 @@ pub struct MemberSpace {
     pub db_size: u64,
     /// The part of it in use.
     pub db_size_in_use: u64,
-    /// The part in use its Status reported at the governor's previous
-    /// pass (`None`: not seen then).
-    pub in_use_before: Option<u64>,
+    /// What the governor remembers of its size in use (`None`: nothing
+    /// yet).
+    pub in_use_before: Option<InUseSeen>,
+}
+
+/// The highest size in use the governor has seen of a member since it
+/// last saw that size fall by more than [`SETTLED_FALL`] (or first saw
+/// the member), and how long ago that was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InUseSeen {
+    pub bytes: u64,
+    pub age_ms: u64,
+}
+
+/// What the governor keeps of a member's size in use after a pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InUseMemory {
+    /// Keep the time; the highest size seen is now `bytes`.
+    Keep { bytes: u64 },
+    /// Start again from this pass's size, now (first seen, or it fell by
+    /// more than [`SETTLED_FALL`]: a compaction is freeing pages).
+    Restart { bytes: u64 },
+}
+
+/// What the governor keeps of `m`'s size in use after this pass.
+pub fn remember_in_use(m: &MemberSpace) -> InUseMemory {
+    match m.in_use_before {
+        Some(seen) if !m.fell_too_far() => InUseMemory::Keep {
+            bytes: seen.bytes.max(m.db_size_in_use),
+        },
+        _ => InUseMemory::Restart {
+            bytes: m.db_size_in_use,
+        },
+    }
 }
 
 impl MemberSpace {
@@ -80,25 +115,34 @@ impl MemberSpace {
         self.db_size.saturating_sub(self.db_size_in_use)
     }
 
-    /// How much its size in use fell since the previous pass (`None`: not
-    /// seen then).
+    /// How much its size in use fell from the highest remembered (`None`:
+    /// nothing remembered).
     pub fn in_use_fell_by(&self) -> Option<u64> {
         self.in_use_before
-            .map(|before| before.saturating_sub(self.db_size_in_use))
+            .map(|before| before.bytes.saturating_sub(self.db_size_in_use))
+    }
+
+    fn fell_too_far(&self) -> bool {
+        self.in_use_fell_by()
+            .is_some_and(|fell| fell as f64 > SETTLED_FALL * self.db_size as f64)
     }
 
     /// Its size in use fell by at most [`SETTLED_FALL`] of its database
-    /// since the previous pass: no compaction is still freeing pages.
+    /// over at least [`SETTLE_WINDOW_MS`]: no compaction is freeing pages.
     pub fn settled(&self) -> bool {
-        self.in_use_fell_by()
-            .is_some_and(|fell| fell as f64 <= SETTLED_FALL * self.db_size as f64)
+        self.in_use_before
+            .is_some_and(|seen| seen.age_ms >= SETTLE_WINDOW_MS && !self.fell_too_far())
     }
 }
 
-/// The fall of a member's size in use between two passes, over its
-/// database size, under which it counts as settled (ordinary writes and
-/// deletes move it less; a running compaction at size moves it more).
+/// The fall of a member's size in use, over its database size, under
+/// which it counts as settled (ordinary writes and deletes move it less; a
+/// running compaction at size moves it more within [`SETTLE_WINDOW_MS`]).
 pub const SETTLED_FALL: f64 = 0.01;
+
+/// How long a member's size in use must have stayed within
+/// [`SETTLED_FALL`] before it is defragmented.
+pub const SETTLE_WINDOW_MS: u64 = 10_000;
 
 /// When a member is worth defragmenting (outside `NOSPACE`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -248,19 +292,21 @@ pub fn next_step(f: &SpaceFacts) -> SpaceStep {
     let Some(m) = next_of(f.members.iter().filter(due).filter(|m| m.settled())) else {
         if let Some(m) = next_of(f.members.iter().filter(due)) {
             return SpaceStep::Wait {
-                reason: match m.in_use_fell_by() {
-                    Some(fell) => format!(
-                        "member {} holds {} reclaimable of {}, but its size in use fell by {} since the last pass (a compaction still freeing pages): defragment it once that stops",
+                reason: match (m.in_use_fell_by(), m.fell_too_far()) {
+                    (Some(fell), true) => format!(
+                        "member {} holds {} reclaimable of {}, but its size in use fell by {} (a compaction still freeing pages): defragment it once that has stopped for {} s",
                         label(m),
                         mib(m.reclaimable()),
                         mib(m.db_size),
-                        mib(fell)
+                        mib(fell),
+                        SETTLE_WINDOW_MS / 1000
                     ),
-                    None => format!(
-                        "member {} holds {} reclaimable of {}: its size in use is compared with the next pass's first (a compaction may still be freeing pages)",
+                    _ => format!(
+                        "member {} holds {} reclaimable of {}: its size in use is watched for {} s first (a compaction may still be freeing pages)",
                         label(m),
                         mib(m.reclaimable()),
-                        mib(m.db_size)
+                        mib(m.db_size),
+                        SETTLE_WINDOW_MS / 1000
                     ),
                 },
             };
@@ -320,7 +366,14 @@ mod tests {
             answered: true,
             db_size: size_mib * MIB,
             db_size_in_use: in_use_mib * MIB,
-            in_use_before: Some(in_use_mib * MIB),
+            in_use_before: Some(seen(in_use_mib, SETTLE_WINDOW_MS)),
+        }
+    }
+
+    fn seen(mib: u64, age_ms: u64) -> InUseSeen {
+        InUseSeen {
+            bytes: mib * MIB,
+            age_ms,
         }
     }
 
@@ -446,15 +499,15 @@ mod tests {
                 "a follower still compacting (in use fell by 100 MiB of 400): wait",
                 |f| {
                     f.members[2] = member(3, false, 400, 100);
-                    f.members[2].in_use_before = Some(200 * MIB);
+                    f.members[2].in_use_before = Some(seen(200, 60_000));
                 },
                 "wait",
             ),
             (
-                "a follower whose in use fell by under 1 % of its database: settled",
+                "a follower whose in use fell by under 1 % of its database in 10 s: settled",
                 |f| {
                     f.members[2] = member(3, false, 400, 100);
-                    f.members[2].in_use_before = Some(103 * MIB);
+                    f.members[2].in_use_before = Some(seen(103, 10_000));
                 },
                 "defrag 3",
             ),
@@ -462,12 +515,20 @@ mod tests {
                 "in use that rose is settled",
                 |f| {
                     f.members[2] = member(3, false, 400, 100);
-                    f.members[2].in_use_before = Some(90 * MIB);
+                    f.members[2].in_use_before = Some(seen(90, 10_000));
                 },
                 "defrag 3",
             ),
             (
-                "a follower not seen at the previous pass: wait a pass",
+                "a follower steady for less than the window: wait",
+                |f| {
+                    f.members[2] = member(3, false, 400, 100);
+                    f.members[2].in_use_before = Some(seen(100, 9_999));
+                },
+                "wait",
+            ),
+            (
+                "a follower not seen before: wait",
                 |f| {
                     f.members[2] = member(3, false, 400, 100);
                     f.members[2].in_use_before = None;
@@ -478,7 +539,7 @@ mod tests {
                 "a settled follower before one still compacting, though that one holds more",
                 |f| {
                     f.members[1] = member(2, false, 800, 100);
-                    f.members[1].in_use_before = Some(300 * MIB);
+                    f.members[1].in_use_before = Some(seen(300, 60_000));
                     f.members[2] = member(3, false, 400, 100);
                 },
                 "defrag 3",
@@ -487,7 +548,7 @@ mod tests {
                 "the leader still compacting: no handover yet",
                 |f| {
                     f.members[0] = member(1, true, 900, 100);
-                    f.members[0].in_use_before = Some(400 * MIB);
+                    f.members[0].in_use_before = Some(seen(400, 60_000));
                 },
                 "wait",
             ),
@@ -697,35 +758,53 @@ mod tests {
     }
 
     #[test]
-    fn a_compaction_running_across_passes_is_waited_out_and_everything_it_frees_is_given_back() {
-        // Three members of 800 MiB compacting down to 200 MiB in use, 100
-        // MiB a pass, member k starting at pass k (etcd compacts in the
-        // background on each member at its own pace). Each pass the facts
-        // carry the previous pass's size in use, as the daemon keeps it.
-        let start_at = |id: u64| id as usize;
-        let in_use_at = |id: u64, pass: usize| -> u64 {
-            let done = pass.saturating_sub(start_at(id)) as u64;
-            800u64.saturating_sub(100 * done).max(200) * MIB
+    fn a_compaction_running_for_minutes_is_waited_out_and_everything_it_frees_is_given_back() {
+        // As measured at 8 GiB: three members of 8,280 MiB whose
+        // compaction frees 30 MiB a second down to 3,300 MiB in use, each
+        // starting at its own time (etcd compacts in the background on
+        // every member), passes 300 ms apart, a defragmentation holding
+        // the pass 20 s. The governor's memory is kept as the daemon
+        // keeps it ([`remember_in_use`]).
+        let starts_ms = [0u64, 5_000, 12_000];
+        let in_use_at = |i: usize, now_ms: u64| -> u64 {
+            let freed = now_ms.saturating_sub(starts_ms[i]) * 30 / 1000;
+            8_280u64.saturating_sub(freed).max(3_300) * MIB
         };
         let mut f = facts();
-        f.members = (1..=3).map(|id| member(id, id == 1, 800, 800)).collect();
+        f.members = (1..=3)
+            .map(|id| member(id, id == 1, 8_280, 8_280))
+            .collect();
+        let mut memory: Vec<Option<(u64, u64)>> = vec![None; 3];
         let mut defrags = Vec::new();
-        for pass in 0..40 {
-            for m in &mut f.members {
-                m.in_use_before = Some(m.db_size_in_use);
-                m.db_size_in_use = in_use_at(m.id, pass).min(m.db_size);
+        let mut now_ms = 0u64;
+        for _ in 0..4_000 {
+            for (i, m) in f.members.iter_mut().enumerate() {
+                m.db_size_in_use = in_use_at(i, now_ms).min(m.db_size);
+                m.in_use_before = memory[i].map(|(bytes, since)| InUseSeen {
+                    bytes,
+                    age_ms: now_ms - since,
+                });
             }
-            match next_step(&f) {
+            let step = next_step(&f);
+            for (i, m) in f.members.iter().enumerate() {
+                memory[i] = Some(match remember_in_use(m) {
+                    InUseMemory::Keep { bytes } => (bytes, memory[i].map_or(now_ms, |(_, s)| s)),
+                    InUseMemory::Restart { bytes } => (bytes, now_ms),
+                });
+            }
+            now_ms += 300;
+            match step {
                 SpaceStep::Defragment { member_id, .. } => {
                     let m = f.members.iter_mut().find(|m| m.id == member_id).unwrap();
                     assert_eq!(
                         m.db_size_in_use,
-                        200 * MIB,
-                        "pass {pass}: member {member_id} defragmented while its compaction still frees pages"
+                        3_300 * MIB,
+                        "at {now_ms} ms: member {member_id} defragmented while its compaction still frees pages"
                     );
-                    assert!(!m.is_leader, "pass {pass}: the leader defragmented");
+                    assert!(!m.is_leader, "the leader defragmented");
                     m.db_size = m.db_size_in_use;
                     defrags.push(member_id);
+                    now_ms += 20_000;
                 }
                 SpaceStep::HandOver { to, .. } => {
                     for m in &mut f.members {
@@ -733,17 +812,46 @@ mod tests {
                     }
                 }
                 SpaceStep::Wait { .. } => {}
-                SpaceStep::Nothing { .. } if pass > 10 => break,
+                // Every compaction ends by 178 s.
+                SpaceStep::Nothing { .. } if now_ms > 400_000 => break,
                 SpaceStep::Nothing { .. } => {}
-                other => panic!("pass {pass}: {other:?}"),
+                other => panic!("at {now_ms} ms: {other:?}"),
             }
         }
         defrags.sort();
         assert_eq!(defrags, vec![1, 2, 3], "each member once");
         assert!(
-            f.members.iter().all(|m| m.db_size == 200 * MIB),
+            f.members.iter().all(|m| m.db_size == 3_300 * MIB),
             "everything the compaction freed given back: {:?}",
             f.members
+        );
+    }
+
+    #[test]
+    fn the_memory_keeps_the_highest_size_and_restarts_on_a_fall() {
+        let mut m = member(3, false, 1000, 500);
+        m.in_use_before = None;
+        assert_eq!(
+            remember_in_use(&m),
+            InUseMemory::Restart { bytes: 500 * MIB }
+        );
+        m.in_use_before = Some(seen(495, 3_000));
+        assert_eq!(
+            remember_in_use(&m),
+            InUseMemory::Keep { bytes: 500 * MIB },
+            "a rise: the highest kept, the time too"
+        );
+        m.in_use_before = Some(seen(505, 3_000));
+        assert_eq!(
+            remember_in_use(&m),
+            InUseMemory::Keep { bytes: 505 * MIB },
+            "a fall of 0.5 %: kept"
+        );
+        m.in_use_before = Some(seen(520, 3_000));
+        assert_eq!(
+            remember_in_use(&m),
+            InUseMemory::Restart { bytes: 500 * MIB },
+            "a fall of 2 %: started again"
         );
     }
 }

@@ -112,10 +112,12 @@ struct Daemon {
     /// defragmented since (`recovery::space`); `None` before, and after a
     /// disarm or a restart.
     nospace_episode: Option<Vec<u64>>,
-    /// Each member's size in use at the space governor's previous pass
-    /// (whether a compaction is still freeing pages: `recovery::space`);
-    /// emptied whenever this instance does not govern.
-    space_in_use_seen: std::collections::BTreeMap<u64, u64>,
+    /// What the space governor remembers of each member's size in use:
+    /// the highest seen since it last fell by more than 1 %, and since when
+    /// (whether a compaction is still freeing pages:
+    /// `recovery::space::remember_in_use`); emptied whenever this instance
+    /// does not govern.
+    space_in_use_seen: std::collections::BTreeMap<u64, (u64, Instant)>,
     /// The etcd binaries the config names now (rolling upgrades).
     configured_etcd: upgrade::ConfiguredEtcd,
     /// How long the local member has been unusable (self-replacement).

@@ -1,7 +1,7 @@
 //! The space governor's pass (`recovery::space`): on the instance beside
 //! the raft leader, in a pass where the planner changed nothing, gather
 //! every member's database size and size in use (this pass's Status
-//! probes, and the size in use of the previous governing pass: whether a
+//! probes, and what it remembers of each member's size in use: whether a
 //! compaction is still freeing pages) and the cluster's `NOSPACE` alarms,
 //! ask the pure rules for one
 //! step, and do it: a physical compaction, a defragmentation of one member
@@ -14,7 +14,9 @@ use super::Daemon;
 use super::observe::Observed;
 use crate::base::events::Event;
 use crate::etcd::maintenance;
-use recovery::space::{self, MemberSpace, SpaceFacts, SpacePolicy, SpaceStep};
+use recovery::space::{
+    self, InUseMemory, InUseSeen, MemberSpace, SpaceFacts, SpacePolicy, SpaceStep,
+};
 use std::time::Instant;
 
 impl Daemon {
@@ -57,14 +59,31 @@ impl Daemon {
                     answered: st.is_some(),
                     db_size: st.map_or(0, |s| s.db_size.max(0) as u64),
                     db_size_in_use: st.map_or(0, |s| s.db_size_in_use.max(0) as u64),
-                    in_use_before: self.space_in_use_seen.get(&m.id).copied(),
+                    in_use_before: self.space_in_use_seen.get(&m.id).map(|(bytes, since)| {
+                        InUseSeen {
+                            bytes: *bytes,
+                            age_ms: since.elapsed().as_millis() as u64,
+                        }
+                    }),
                 }
             })
             .collect();
+        let now = Instant::now();
         self.space_in_use_seen = spaces
             .iter()
             .filter(|m| m.answered)
-            .map(|m| (m.id, m.db_size_in_use))
+            .map(|m| {
+                let kept = match space::remember_in_use(m) {
+                    InUseMemory::Keep { bytes } => (
+                        bytes,
+                        self.space_in_use_seen
+                            .get(&m.id)
+                            .map_or(now, |(_, since)| *since),
+                    ),
+                    InUseMemory::Restart { bytes } => (bytes, now),
+                };
+                (m.id, kept)
+            })
             .collect();
         let d = &self.ctx.config.etcd.defrag;
         let facts = SpaceFacts {

@@ -64,6 +64,10 @@ pub struct DefragResult {
     /// Each member's WAL fsyncs and backend commits slower than 0.256 s
     /// around the cluster's gap: `(member, fsyncs, commits)`.
     pub slow_around_gap: Vec<(String, u64, u64)>,
+    /// How much of the cluster's gap the machine itself stood still (a
+    /// probe thread's 20 ms sleep overslept, or its 4 KiB `fdatasync` on
+    /// the members' disk waited: `testkit::machine_stalls`).
+    pub machine_stalled_in_gap_s: f64,
     /// The first defragmentation's start to the last one's end.
     pub roll_s: f64,
     /// etcd's election timeout in this cluster (the goal).
@@ -268,6 +272,7 @@ pub fn run_on(
     let since = SystemTime::now();
     let t0 = Instant::now();
     // The logs are read from here on, where the last look ended.
+    let stall_probe = testkit::machine_stalls::StallProbe::start(c.root());
     let sampler = super::disk_latency::DiskSampler::start(
         group
             .iter()
@@ -331,6 +336,7 @@ pub fn run_on(
         .map(|w| rt.block_on(w).unwrap_or_default())
         .collect();
     let disk = sampler.finish();
+    let stalls = stall_probe.finish();
     let events = done.with_context(|| format!("not every member defragmented within {limit:?}"))?;
     let after = spaces(c, group);
     // Each event as (start, end) instants on this clock.
@@ -416,6 +422,9 @@ pub fn run_on(
         cluster_write_gap_at_s: gap_from.saturating_duration_since(roll_from).as_secs_f64(),
         cluster_write_gap_during: gap_during,
         slow_around_gap,
+        machine_stalled_in_gap_s: stalls
+            .within(gap_from, gap_from + cluster_gap)
+            .as_secs_f64(),
         roll_s: roll_to.saturating_duration_since(roll_from).as_secs_f64(),
         election_timeout_s: election_timeout.as_secs_f64(),
         goal_met: cluster_write_gap_s <= election_timeout.as_secs_f64(),
@@ -463,6 +472,10 @@ pub fn render(r: &DefragResult) -> String {
             m.reason,
         ));
     }
+    out.push_str(&format!(
+        "  the machine itself stood still {:.3} s of the cluster's gap (a probe's sleep or 4 KiB fdatasync on the members' disk)\n",
+        r.machine_stalled_in_gap_s
+    ));
     if !r.slow_around_gap.is_empty() {
         let each: Vec<String> = r
             .slow_around_gap
