@@ -3,12 +3,12 @@
 //! every member's database size and size in use (this pass's Status
 //! probes, and what it remembers of each member's size in use: whether a
 //! compaction is still freeing pages) and the cluster's `NOSPACE` alarms,
-//! ask the pure rules for one
-//! step, and do it: a physical compaction, a defragmentation of one member
-//! (through its own endpoint, bounded by `etcd.defrag.timeout`; the pass
-//! waits for it: nothing else should change meanwhile), a leadership
-//! handover before the leader's own turn, or disarming the alarm. Each is
-//! an event; defragmentations are counted by outcome.
+//! ask the pure rules for one step, and do it: a physical compaction, a
+//! defragmentation of one member (through its own endpoint, bounded by
+//! `etcd.defrag.timeout`; the pass waits for it: nothing else should
+//! change meanwhile), a leadership handover before the leader's own turn,
+//! or disarming the alarm. Each is an event; defragmentations are counted
+//! by outcome.
 
 use super::Daemon;
 use super::observe::Observed;
@@ -22,8 +22,8 @@ use std::time::Instant;
 impl Daemon {
     pub(super) async fn govern_space(&mut self, seen: &Observed) {
         let Some(local) = seen.local.as_ref().filter(|l| l.is_leader()) else {
-            // Sizes seen while governing once are not the previous pass's
-            // when this instance governs again.
+            // What it remembered while it governed before is stale by the
+            // time this instance governs again.
             self.space_in_use_seen.clear();
             return;
         };
