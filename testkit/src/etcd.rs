@@ -272,13 +272,18 @@ pub async fn connect_all(
 
 /// A client of `endpoint`, `None` when it cannot connect in time.
 pub async fn connect(endpoint: &str, t: Timeouts) -> Option<etcd_client::Client> {
+    connect_or_why(endpoint, t).await.ok()
+}
+
+/// A client of `endpoint`, or why it could not connect in time.
+pub async fn connect_or_why(endpoint: &str, t: Timeouts) -> Result<etcd_client::Client, String> {
     tokio::time::timeout(
         t.attempt,
         connect_all(&[endpoint.to_string()], t.connect, t.call),
     )
     .await
-    .ok()?
-    .ok()
+    .map_err(|_| format!("connecting did not finish in {:?}", t.attempt))?
+    .map_err(|e| format!("connecting: {e}"))
 }
 
 /// A client of `endpoint`: connects within 500 ms, every call times out
@@ -355,13 +360,7 @@ pub fn dump_patiently(endpoint: &str) -> Result<(i64, Vec<(String, String)>), St
     };
     let runtime = runtime().ok_or("no tokio runtime for the test client")?;
     runtime.block_on(async {
-        let mut c = tokio::time::timeout(
-            t.attempt,
-            connect_all(&[endpoint.to_string()], t.connect, t.call),
-        )
-        .await
-        .map_err(|_| format!("connecting did not finish in {:?}", t.attempt))?
-        .map_err(|e| format!("connecting: {e}"))?;
+        let mut c = connect_or_why(endpoint, t).await?;
         dump_with(&mut c).await
     })
 }
@@ -373,18 +372,16 @@ async fn dump_with(c: &mut etcd_client::Client) -> Result<(i64, Vec<(String, Str
         .await
         .map_err(|_| "the read did not finish in 5 s".to_string())?
         .map_err(|e| format!("the read: {e}"))?;
-    {
-        let rev = r.header().ok_or("a response without a header")?.revision();
-        let kvs = r
-            .kvs()
-            .iter()
-            .map(|kv| {
-                (
-                    String::from_utf8_lossy(kv.key()).into(),
-                    String::from_utf8_lossy(kv.value()).into(),
-                )
-            })
-            .collect();
-        Ok((rev, kvs))
-    }
+    let rev = r.header().ok_or("a response without a header")?.revision();
+    let kvs = r
+        .kvs()
+        .iter()
+        .map(|kv| {
+            (
+                String::from_utf8_lossy(kv.key()).into(),
+                String::from_utf8_lossy(kv.value()).into(),
+            )
+        })
+        .collect();
+    Ok((rev, kvs))
 }

@@ -271,7 +271,6 @@ pub fn run_on(
         .collect();
     let since = SystemTime::now();
     let t0 = Instant::now();
-    // The logs are read from here on, where the last look ended.
     let stall_probe = testkit::machine_stalls::StallProbe::start(c.root());
     let sampler = super::disk_latency::DiskSampler::start(
         group
@@ -288,6 +287,7 @@ pub fn run_on(
     );
     let mut etcd_defrags: std::collections::BTreeMap<String, super::disk_latency::EtcdDefrag> =
         Default::default();
+    // The logs are read from here on, where the last look ended.
     let mut tails: Vec<LogTail> = group
         .iter()
         .map(|id| LogTail::at_end(c.nodes[id].dir.join("eco.log")))
