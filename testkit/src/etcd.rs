@@ -314,6 +314,36 @@ pub fn read(endpoint: &str, key: &str) -> Option<(u64, Option<String>)> {
     })
 }
 
+/// A patient connection: with authentication on, connecting runs bcrypt
+/// and a raft round, which a loaded machine may take seconds for (CI runs
+/// six tests at once on two cores).
+pub const PATIENT: Timeouts = Timeouts {
+    connect: Duration::from_secs(2),
+    call: Duration::from_secs(5),
+    attempt: Duration::from_secs(10),
+};
+
+/// [`read`] through a [`PATIENT`] connection, and when it fails, why.
+pub fn read_patiently(endpoint: &str, key: &str) -> Result<(u64, Option<String>), String> {
+    let runtime = runtime().ok_or("no tokio runtime for the test client")?;
+    runtime.block_on(async {
+        let mut c = connect_or_why(endpoint, PATIENT).await?;
+        let r = tokio::time::timeout(Duration::from_secs(5), c.get(key, None))
+            .await
+            .map_err(|_| "the read did not finish in 5 s".to_string())?
+            .map_err(|e| format!("the read: {e}"))?;
+        let cluster = r
+            .header()
+            .ok_or("a response without a header")?
+            .cluster_id();
+        let value = r
+            .kvs()
+            .first()
+            .map(|kv| String::from_utf8_lossy(kv.value()).to_string());
+        Ok((cluster, value))
+    })
+}
+
 /// Whether etcd acknowledged the write within 2 s.
 pub fn write(endpoint: &str, key: &str, value: &str) -> bool {
     block_on(async {
@@ -348,19 +378,12 @@ pub fn dump(endpoint: &str) -> Option<(i64, Vec<(String, String)>)> {
     })
 }
 
-/// [`dump`] for a verification at the end of a test: a patient
-/// connection (with authentication on, connecting runs bcrypt and a raft
-/// round, which a loaded machine may take seconds for) and, when it
-/// fails, why.
+/// [`dump`] for a verification at the end of a test: a [`PATIENT`]
+/// connection and, when it fails, why.
 pub fn dump_patiently(endpoint: &str) -> Result<(i64, Vec<(String, String)>), String> {
-    let t = Timeouts {
-        connect: Duration::from_secs(2),
-        call: Duration::from_secs(5),
-        attempt: Duration::from_secs(10),
-    };
     let runtime = runtime().ok_or("no tokio runtime for the test client")?;
     runtime.block_on(async {
-        let mut c = connect_or_why(endpoint, t).await?;
+        let mut c = connect_or_why(endpoint, PATIENT).await?;
         dump_with(&mut c).await
     })
 }

@@ -26,7 +26,7 @@ pub use netns::{partitions_unavailable, remove_all_namespaces};
 
 use crate::address_claim::{self, AddressClaim};
 use crate::config::ConfigBuilder;
-use crate::etcd::{self, block_on, client, read};
+use crate::etcd::{self, block_on, client};
 use crate::process::{EcoRun, eco_lines, kill, wait_exit};
 use crate::wait_until;
 use anyhow::Context;
@@ -1064,23 +1064,47 @@ impl Cluster {
     }
 
     /// Waits until the members are exactly `names`, all started voters, and
-    /// every one of them answers reads with the same cluster id.
+    /// every one of them answers reads with the same cluster id. Each member
+    /// is read through a patient connection (`etcd::PATIENT`: on a loaded
+    /// machine with authentication on, connecting alone may take seconds);
+    /// when the time is up, what the last try saw goes to the test's
+    /// output.
     pub fn wait_voters(&self, names: &[&str], limit: Duration) -> Option<u64> {
         let mut want: Vec<(String, bool)> = names.iter().map(|n| (n.to_string(), false)).collect();
         want.sort();
-        wait_until(limit, || {
-            let (cluster, members) = self.members()?;
+        let mut last = String::from("not tried");
+        let found = wait_until(limit, || {
+            let Some((cluster, members)) = self.members() else {
+                last = "no running member answered the member list".into();
+                return None;
+            };
             if members != want {
+                last = format!("the members are {members:?}, not {want:?}");
                 return None;
             }
             for id in names {
-                let (c, _) = read(&self.nodes.get(*id)?.endpoint(), "health")?;
-                if c != cluster {
+                let Some(node) = self.nodes.get(*id) else {
+                    last = format!("{id} is not a node of this cluster");
                     return None;
+                };
+                match etcd::read_patiently(&node.endpoint(), "health") {
+                    Ok((c, _)) if c == cluster => {}
+                    Ok((c, _)) => {
+                        last = format!("{id} answers for cluster {c:x}, not {cluster:x}");
+                        return None;
+                    }
+                    Err(why) => {
+                        last = format!("{id} did not answer a read: {why}");
+                        return None;
+                    }
                 }
             }
             Some(cluster)
-        })
+        });
+        if found.is_none() {
+            eprintln!("wait_voters {names:?}: not so after {limit:?}; the last try: {last}");
+        }
+        found
     }
 }
 
