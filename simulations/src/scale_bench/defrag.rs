@@ -68,11 +68,29 @@ pub struct DefragResult {
     /// probe thread's 20 ms sleep overslept, or its 4 KiB `fdatasync` on
     /// the members' disk waited: `testkit::machine_stalls`).
     pub machine_stalled_in_gap_s: f64,
+    /// The probe's steps that stood still across the cluster's gap, whole:
+    /// which of its sleep (the scheduler) or its sync (the disk) took the
+    /// time.
+    pub machine_stalls_in_gap: Vec<MachineStall>,
+    /// The cluster's gap less the time the machine stood still in it: what
+    /// the members did themselves (as `testkit::timed_load` bounds gaps).
+    pub gap_beyond_machine_stall_s: f64,
     /// The first defragmentation's start to the last one's end.
     pub roll_s: f64,
     /// etcd's election timeout in this cluster (the goal).
     pub election_timeout_s: f64,
     pub goal_met: bool,
+}
+
+/// One step of the machine-stall probe that stood still.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MachineStall {
+    /// When it began, seconds after the roll began.
+    pub at_s: f64,
+    /// Its 20 ms sleep, in ms (more: the probe was not run).
+    pub slept_ms: f64,
+    /// Its 4 KiB write and `fdatasync` on the members' disk, in ms.
+    pub synced_ms: f64,
 }
 
 /// One `space.defragmented` event: when it ended, the member, how long,
@@ -405,6 +423,7 @@ pub fn run_on(
         })
         .collect();
     let cluster_write_gap_s = cluster_gap.as_secs_f64();
+    let stalled_in_gap = stalls.within(gap_from, gap_from + cluster_gap);
     // Before and after of one and the same member (the sizes of whichever
     // member answered first, before and after, were once two members').
     let headline = group.iter().find_map(|id| {
@@ -422,9 +441,17 @@ pub fn run_on(
         cluster_write_gap_at_s: gap_from.saturating_duration_since(roll_from).as_secs_f64(),
         cluster_write_gap_during: gap_during,
         slow_around_gap,
-        machine_stalled_in_gap_s: stalls
-            .within(gap_from, gap_from + cluster_gap)
-            .as_secs_f64(),
+        machine_stalled_in_gap_s: stalled_in_gap.as_secs_f64(),
+        machine_stalls_in_gap: stalls
+            .overlapping(gap_from, gap_from + cluster_gap)
+            .iter()
+            .map(|st| MachineStall {
+                at_s: st.from.saturating_duration_since(roll_from).as_secs_f64(),
+                slept_ms: st.slept.as_secs_f64() * 1000.0,
+                synced_ms: st.synced.as_secs_f64() * 1000.0,
+            })
+            .collect(),
+        gap_beyond_machine_stall_s: cluster_gap.saturating_sub(stalled_in_gap).as_secs_f64(),
         roll_s: roll_to.saturating_duration_since(roll_from).as_secs_f64(),
         election_timeout_s: election_timeout.as_secs_f64(),
         goal_met: cluster_write_gap_s <= election_timeout.as_secs_f64(),
@@ -472,9 +499,25 @@ pub fn render(r: &DefragResult) -> String {
             m.reason,
         ));
     }
+    let steps: Vec<String> = r
+        .machine_stalls_in_gap
+        .iter()
+        .map(|st| {
+            format!(
+                "+{:.1} s: its 20 ms sleep took {:.0} ms, its 4 KiB fdatasync {:.0} ms",
+                st.at_s, st.slept_ms, st.synced_ms
+            )
+        })
+        .collect();
     out.push_str(&format!(
-        "  the machine itself stood still {:.3} s of the cluster's gap (a probe's sleep or 4 KiB fdatasync on the members' disk)\n",
-        r.machine_stalled_in_gap_s
+        "  the machine itself stood still {:.3} s of the cluster's gap (the stall probe: {}); the gap beyond it {:.3} s\n",
+        r.machine_stalled_in_gap_s,
+        if steps.is_empty() {
+            "no step over 120 ms".to_string()
+        } else {
+            steps.join("; ")
+        },
+        r.gap_beyond_machine_stall_s
     ));
     if !r.slow_around_gap.is_empty() {
         let each: Vec<String> = r
