@@ -25,13 +25,13 @@ fn show(m: &Machine, prop: &str) -> String {
 
 /// What a process of eco.service's cgroup is: `eco`, `etcd` (the member),
 /// `etcd-verify` (the throwaway one-member etcd eco starts on a restored
-/// copy of a snapshot to verify it, `--name=eco-verify`; it may be running
-/// whenever the unit is looked at), or the process's own name.
+/// copy of a snapshot to verify it, named `eco::snapshot::verify::MEMBER_NAME`;
+/// it may be running whenever the unit is looked at), or the process's own
+/// name.
 fn role(pid: &str, name: String) -> String {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let verifying = cmdline
-        .split(|b| *b == 0)
-        .any(|arg| arg == b"--name=eco-verify");
+    let flag = format!("--name={}", eco::snapshot::verify::MEMBER_NAME);
+    let verifying = cmdline.split(|b| *b == 0).any(|arg| arg == flag.as_bytes());
     if name == "etcd" && verifying {
         "etcd-verify".to_string()
     } else {

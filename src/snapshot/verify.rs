@@ -261,6 +261,11 @@ async fn restore_file_and_ask(
     asked
 }
 
+/// The member name of the throwaway etcd a verification starts
+/// (`--name=eco-verify`): what tells it from the member's etcd among a
+/// machine's processes.
+pub const MEMBER_NAME: &str = "eco-verify";
+
 /// Restores `file` (its revision kept) into `dir` and starts a throwaway
 /// one-member etcd on it, on 127.0.0.1 at ports the kernel picks: the
 /// process (killed when dropped) and its client URL. [`ask`] waits until
@@ -271,7 +276,7 @@ pub(crate) async fn launch(
     dir: &Path,
 ) -> Result<(tokio::process::Child, String), String> {
     let spec = crate::etcd::flags::VerifySpec {
-        name: "eco-verify".into(),
+        name: MEMBER_NAME.into(),
         data_dir: dir.join("data"),
         client_port: free_port()?,
         peer_port: free_port()?,

@@ -301,17 +301,29 @@ pub async fn client(endpoint: &str) -> Option<etcd_client::Client> {
 pub fn read(endpoint: &str, key: &str) -> Option<(u64, Option<String>)> {
     block_on(async {
         let mut c = client(endpoint).await?;
-        let r = tokio::time::timeout(Duration::from_secs(2), c.get(key, None))
-            .await
-            .ok()?
-            .ok()?;
-        let cluster = r.header()?.cluster_id();
-        let value = r
-            .kvs()
-            .first()
-            .map(|kv| String::from_utf8_lossy(kv.value()).to_string());
-        Some((cluster, value))
+        read_with(&mut c, key, Duration::from_secs(2)).await.ok()
     })
+}
+
+/// `(cluster id, value of key)` through `c`, read within `within`.
+async fn read_with(
+    c: &mut etcd_client::Client,
+    key: &str,
+    within: Duration,
+) -> Result<(u64, Option<String>), String> {
+    let r = tokio::time::timeout(within, c.get(key, None))
+        .await
+        .map_err(|_| format!("the read did not finish in {within:?}"))?
+        .map_err(|e| format!("the read: {e}"))?;
+    let cluster = r
+        .header()
+        .ok_or("a response without a header")?
+        .cluster_id();
+    let value = r
+        .kvs()
+        .first()
+        .map(|kv| String::from_utf8_lossy(kv.value()).to_string());
+    Ok((cluster, value))
 }
 
 /// A patient connection: with authentication on, connecting runs bcrypt
@@ -328,19 +340,7 @@ pub fn read_patiently(endpoint: &str, key: &str) -> Result<(u64, Option<String>)
     let runtime = runtime().ok_or("no tokio runtime for the test client")?;
     runtime.block_on(async {
         let mut c = connect_or_why(endpoint, PATIENT).await?;
-        let r = tokio::time::timeout(Duration::from_secs(5), c.get(key, None))
-            .await
-            .map_err(|_| "the read did not finish in 5 s".to_string())?
-            .map_err(|e| format!("the read: {e}"))?;
-        let cluster = r
-            .header()
-            .ok_or("a response without a header")?
-            .cluster_id();
-        let value = r
-            .kvs()
-            .first()
-            .map(|kv| String::from_utf8_lossy(kv.value()).to_string());
-        Ok((cluster, value))
+        read_with(&mut c, key, Duration::from_secs(5)).await
     })
 }
 

@@ -72,9 +72,6 @@ pub struct DefragResult {
     /// which of its sleep (the scheduler) or its sync (the disk) took the
     /// time.
     pub machine_stalls_in_gap: Vec<MachineStall>,
-    /// The cluster's gap less the time the machine stood still in it: what
-    /// the members did themselves (as `testkit::timed_load` bounds gaps).
-    pub gap_beyond_machine_stall_s: f64,
     /// The first defragmentation's start to the last one's end.
     pub roll_s: f64,
     /// etcd's election timeout in this cluster (the goal).
@@ -423,7 +420,6 @@ pub fn run_on(
         })
         .collect();
     let cluster_write_gap_s = cluster_gap.as_secs_f64();
-    let stalled_in_gap = stalls.within(gap_from, gap_from + cluster_gap);
     // Before and after of one and the same member (the sizes of whichever
     // member answered first, before and after, were once two members').
     let headline = group.iter().find_map(|id| {
@@ -441,7 +437,9 @@ pub fn run_on(
         cluster_write_gap_at_s: gap_from.saturating_duration_since(roll_from).as_secs_f64(),
         cluster_write_gap_during: gap_during,
         slow_around_gap,
-        machine_stalled_in_gap_s: stalled_in_gap.as_secs_f64(),
+        machine_stalled_in_gap_s: stalls
+            .within(gap_from, gap_from + cluster_gap)
+            .as_secs_f64(),
         machine_stalls_in_gap: stalls
             .overlapping(gap_from, gap_from + cluster_gap)
             .iter()
@@ -451,7 +449,6 @@ pub fn run_on(
                 synced_ms: st.synced.as_secs_f64() * 1000.0,
             })
             .collect(),
-        gap_beyond_machine_stall_s: cluster_gap.saturating_sub(stalled_in_gap).as_secs_f64(),
         roll_s: roll_to.saturating_duration_since(roll_from).as_secs_f64(),
         election_timeout_s: election_timeout.as_secs_f64(),
         goal_met: cluster_write_gap_s <= election_timeout.as_secs_f64(),
@@ -517,7 +514,9 @@ pub fn render(r: &DefragResult) -> String {
         } else {
             steps.join("; ")
         },
-        r.gap_beyond_machine_stall_s
+        // The gap less the machine's stall in it: what the members did
+        // themselves (as `testkit::timed_load` bounds gaps).
+        (r.cluster_write_gap_s - r.machine_stalled_in_gap_s).max(0.0)
     ));
     if !r.slow_around_gap.is_empty() {
         let each: Vec<String> = r
